@@ -1,0 +1,348 @@
+"""Scalar expression nodes: immutable, structurally compared, with operator sugar.
+
+Integer division and modulo are floor semantics (`//`, `%` as in Python), so index
+arithmetic means the same thing in the simplifier, the numpy evaluator and C.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+FLOAT_DTYPES = ("float32", "float64")
+INT_DTYPES = ("int32", "int64")
+DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
+MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "pow", "floor", "ceil")
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in FLOAT_DTYPES
+
+
+def check_dtype(dtype: str) -> str:
+    if dtype not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+    return dtype
+
+
+def _promote(a: str, b: str) -> str:
+    """The result type of a binary op: float wins, then the wider type."""
+    if a == b:
+        return a
+    order = ["bool", "int32", "int64", "float32", "float64"]
+    return max(a, b, key=order.index)
+
+
+class Expr:
+    """Base of all expression nodes. Subclasses are frozen dataclasses with a `dtype`."""
+
+    dtype: str
+
+    # Arithmetic sugar, so that te lambdas read like math.
+    def __add__(self, o): return binary("+", self, o)
+    def __radd__(self, o): return binary("+", o, self)
+    def __sub__(self, o): return binary("-", self, o)
+    def __rsub__(self, o): return binary("-", o, self)
+    def __mul__(self, o): return binary("*", self, o)
+    def __rmul__(self, o): return binary("*", o, self)
+    def __truediv__(self, o): return binary("/", self, o)
+    def __rtruediv__(self, o): return binary("/", o, self)
+    def __floordiv__(self, o): return binary("//", self, o)
+    def __rfloordiv__(self, o): return binary("//", o, self)
+    def __mod__(self, o): return binary("%", self, o)
+    def __rmod__(self, o): return binary("%", o, self)
+    def __neg__(self): return binary("-", const(0, self.dtype), self)
+    def __lt__(self, o): return compare("<", self, o)
+    def __le__(self, o): return compare("<=", self, o)
+    def __gt__(self, o): return compare(">", self, o)
+    def __ge__(self, o): return compare(">=", self, o)
+    def __and__(self, o): return logic("&&", self, o)
+    def __or__(self, o): return logic("||", self, o)
+
+    def equal(self, o) -> "Compare":
+        return compare("==", self, o)
+
+    def not_equal(self, o) -> "Compare":
+        return compare("!=", self, o)
+
+    def astype(self, dtype: str) -> "Expr":
+        return Cast(check_dtype(dtype), self) if dtype != self.dtype else self
+
+    def __bool__(self):
+        raise TypeError("an ansorc expression has no truth value; use te.if_then_else / te.all for conditions")
+
+
+@dataclass(frozen=True, eq=True)
+class Var(Expr):
+    name: str
+    dtype: str = "int32"
+
+    def __repr__(self):
+        return self.name
+
+
+@dataclass(frozen=True, eq=True)
+class Const(Expr):
+    value: float | int
+    dtype: str = "int32"
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+@dataclass(frozen=True, eq=True)
+class Binary(Expr):
+    """op in + - * / // % min max; `//` and `%` are floor division and floor modulo."""
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str
+
+    def __repr__(self):
+        if self.op in ("min", "max"):
+            return f"{self.op}({self.a!r}, {self.b!r})"
+        return f"({self.a!r} {self.op} {self.b!r})"
+
+
+@dataclass(frozen=True, eq=True)
+class Compare(Expr):
+    """op in < <= > >= == != ; result is bool."""
+    op: str
+    a: Expr
+    b: Expr
+    dtype: str = "bool"
+
+    def __repr__(self):
+        return f"({self.a!r} {self.op} {self.b!r})"
+
+
+@dataclass(frozen=True, eq=True)
+class Logic(Expr):
+    """op in && || ! (for ! the second operand is None)."""
+    op: str
+    a: Expr
+    b: Expr | None = None
+    dtype: str = "bool"
+
+    def __repr__(self):
+        return f"!{self.a!r}" if self.op == "!" else f"({self.a!r} {self.op} {self.b!r})"
+
+
+@dataclass(frozen=True, eq=True)
+class Select(Expr):
+    cond: Expr
+    t: Expr
+    f: Expr
+    dtype: str
+
+    def __repr__(self):
+        return f"select({self.cond!r}, {self.t!r}, {self.f!r})"
+
+
+@dataclass(frozen=True, eq=True)
+class Cast(Expr):
+    dtype: str
+    value: Expr
+
+    def __repr__(self):
+        return f"{self.dtype}({self.value!r})"
+
+
+@dataclass(frozen=True, eq=True)
+class Call(Expr):
+    """A pure math function from MATH_FUNCS."""
+    name: str
+    args: tuple
+    dtype: str
+
+    def __repr__(self):
+        return f"{self.name}({', '.join(map(repr, self.args))})"
+
+
+@dataclass(frozen=True, eq=True)
+class Read(Expr):
+    """Element of tensor/buffer `name`. `tensor` (te only) links back to the producer and is not compared."""
+    name: str
+    indices: tuple
+    dtype: str
+    tensor: object = field(default=None, compare=False, repr=False, hash=False)
+
+    def __repr__(self):
+        return f"{self.name}[{', '.join(map(repr, self.indices))}]"
+
+
+@dataclass(frozen=True, eq=True)
+class IterVar:
+    """A loop axis of a compute: spatial ("S") or reduce ("R"), iterating var over [0, extent)."""
+    var: Var
+    extent: int
+    kind: str = "S"
+
+    @property
+    def name(self) -> str:
+        return self.var.name
+
+
+@dataclass(frozen=True, eq=True)
+class Reduce(Expr):
+    """combiner(source) over axes; only ever the whole body of a compute."""
+    combiner: str
+    source: Expr
+    axes: tuple
+    dtype: str
+
+    def __repr__(self):
+        return f"{self.combiner}({self.source!r}, axis=[{', '.join(a.name for a in self.axes)}])"
+
+
+# ----------------------------------------------------------------------------- constructors
+
+def const(value, dtype: str | None = None) -> Const:
+    if dtype is None:
+        dtype = "bool" if isinstance(value, bool) else "int32" if isinstance(value, int) else "float32"
+    check_dtype(dtype)
+    if dtype == "bool":
+        value = bool(value)
+    elif is_float(dtype):
+        value = float(value)
+    else:
+        if float(value) != int(value):
+            raise ValueError(f"constant {value!r} is not an integer but dtype is {dtype}")
+        value = int(value)
+    return Const(value, dtype)
+
+
+def as_expr(x, like: Expr | None = None) -> Expr:
+    """Wrap Python numbers; a Python float takes the float type of `like` if any."""
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool):
+        return const(x, "bool")
+    if isinstance(x, int):
+        if like is not None and is_float(like.dtype):
+            return const(x, like.dtype)
+        return const(x, "int32")
+    if isinstance(x, float):
+        return const(x, like.dtype if like is not None and is_float(like.dtype) else "float32")
+    raise TypeError(f"cannot use {type(x).__name__} {x!r} in a tensor expression")
+
+
+def _pair(a, b):
+    if not isinstance(a, Expr) and isinstance(b, Expr):
+        a = as_expr(a, b)
+    if not isinstance(b, Expr) and isinstance(a, Expr):
+        b = as_expr(b, a)
+    return as_expr(a), as_expr(b)
+
+
+def binary(op: str, a, b) -> Expr:
+    a, b = _pair(a, b)
+    dtype = _promote(a.dtype, b.dtype)
+    if op in ("//", "%") and is_float(dtype):
+        raise TypeError(f"'{op}' needs integer operands, got {a.dtype} and {b.dtype}")
+    if op == "/" and not is_float(dtype):
+        raise TypeError("'/' on integers is ambiguous: use '//' for index arithmetic")
+    return Binary(op, _cast_to(a, dtype), _cast_to(b, dtype), dtype)
+
+
+def compare(op: str, a, b) -> Compare:
+    a, b = _pair(a, b)
+    dtype = _promote(a.dtype, b.dtype)
+    return Compare(op, _cast_to(a, dtype), _cast_to(b, dtype))
+
+
+def logic(op: str, a, b=None) -> Logic:
+    a = as_expr(a)
+    if a.dtype != "bool" or (b is not None and as_expr(b).dtype != "bool"):
+        raise TypeError(f"'{op}' needs boolean conditions")
+    return Logic(op, a, None if b is None else as_expr(b))
+
+
+def select(cond, t, f) -> Select:
+    cond = as_expr(cond)
+    if cond.dtype != "bool":
+        raise TypeError(f"the condition of a select must be boolean, got {cond.dtype}")
+    t, f = _pair(t, f)
+    dtype = _promote(t.dtype, f.dtype)
+    return Select(cond, _cast_to(t, dtype), _cast_to(f, dtype), dtype)
+
+
+def _cast_to(e: Expr, dtype: str) -> Expr:
+    if e.dtype == dtype:
+        return e
+    if isinstance(e, Const):
+        return const(e.value, dtype)
+    return Cast(dtype, e)
+
+
+# ----------------------------------------------------------------------------- traversal
+
+def children(e: Expr) -> tuple:
+    if isinstance(e, (Binary, Compare)):
+        return (e.a, e.b)
+    if isinstance(e, Logic):
+        return (e.a,) if e.b is None else (e.a, e.b)
+    if isinstance(e, Select):
+        return (e.cond, e.t, e.f)
+    if isinstance(e, Cast):
+        return (e.value,)
+    if isinstance(e, (Call,)):
+        return e.args
+    if isinstance(e, Read):
+        return e.indices
+    if isinstance(e, Reduce):
+        return (e.source,)
+    return ()
+
+
+def rebuild(e: Expr, kids: tuple) -> Expr:
+    """The same node with new children (identity if nothing changed)."""
+    if kids == children(e) and all(k is o for k, o in zip(kids, children(e))):
+        return e
+    if isinstance(e, Binary):
+        return Binary(e.op, kids[0], kids[1], e.dtype)
+    if isinstance(e, Compare):
+        return Compare(e.op, kids[0], kids[1])
+    if isinstance(e, Logic):
+        return Logic(e.op, kids[0], kids[1] if len(kids) > 1 else None)
+    if isinstance(e, Select):
+        return Select(kids[0], kids[1], kids[2], e.dtype)
+    if isinstance(e, Cast):
+        return Cast(e.dtype, kids[0])
+    if isinstance(e, Call):
+        return Call(e.name, tuple(kids), e.dtype)
+    if isinstance(e, Read):
+        return Read(e.name, tuple(kids), e.dtype, e.tensor)
+    if isinstance(e, Reduce):
+        return Reduce(e.combiner, kids[0], e.axes, e.dtype)
+    return e
+
+
+def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Bottom-up rewrite: fn returns a replacement or None to keep the rebuilt node."""
+    new = rebuild(e, tuple(transform(c, fn) for c in children(e)))
+    out = fn(new)
+    return new if out is None else out
+
+
+def walk(e: Expr):
+    """Pre-order iteration over all nodes."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(children(n)))
+
+
+def substitute(e: Expr, mapping: dict) -> Expr:
+    """Replace Vars (keyed by name) with expressions."""
+    if not mapping:
+        return e
+    return transform(e, lambda n: mapping.get(n.name) if isinstance(n, Var) else None)
+
+
+def free_vars(e: Expr) -> set:
+    return {n.name for n in walk(e) if isinstance(n, Var)}
+
+
+def reads(e: Expr) -> list:
+    return [n for n in walk(e) if isinstance(n, Read)]
