@@ -1,0 +1,258 @@
+"""ComputeDAG: the ops of a tensor program in topological order, plus the analyses the sketch rules need.
+
+The predicates follow Ansor's access analyzer (ansor-reference.md section 1.2) in our own terms.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+
+from .expr import (Binary, Call, Compare, Const, Expr, Logic, Read, Reduce, Select, Cast, Var, children, is_float,
+                   walk)
+from .simplify import simplify
+from .te import ComputeOp, PlaceholderOp, Tensor
+
+
+class DagError(ValueError):
+    pass
+
+
+@dataclass(eq=False)
+class ComputeDAG:
+    tensors: tuple  # the kernel arguments: inputs then outputs, as the user listed them
+
+    def __init__(self, tensors):
+        tensors = tuple(tensors)
+        if not tensors:
+            raise DagError("a ComputeDAG needs at least one tensor")
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise DagError(f"expected te tensors, got {type(t).__name__}")
+        self.tensors = tensors
+        graph = nx.DiGraph()
+        ops: dict[str, object] = {}
+        stack = list(tensors)
+        while stack:
+            t = stack.pop()
+            prev = ops.get(t.name)
+            if prev is not None:
+                if prev is not t.op:
+                    raise DagError(f"two different tensors are both named {t.name!r}; give them distinct names")
+                continue
+            ops[t.name] = t.op
+            graph.add_node(t.name)
+            for inp in t.op.inputs:
+                graph.add_edge(inp.name, t.name)
+                stack.append(inp)
+        self.graph = graph
+        # topological order that is stable: ties broken by first appearance in a depth-first walk
+        self.ops = tuple(ops[n] for n in nx.lexicographical_topological_sort(graph, key=self._dfs_rank(ops)))
+        self.op_by_name = {op.name: op for op in self.ops}
+        arg_names = [t.name for t in tensors]
+        if len(set(arg_names)) != len(arg_names):
+            raise DagError(f"a tensor appears twice in the argument list: {arg_names}")
+        for op in self.ops:
+            if isinstance(op, PlaceholderOp) and op.name not in arg_names:
+                raise DagError(f"input {op.name!r} is used but not in the argument list {arg_names}")
+        self.inputs = tuple(t for t in tensors if isinstance(t.op, PlaceholderOp))
+        self.outputs = tuple(t for t in tensors if isinstance(t.op, ComputeOp))
+        if not self.outputs:
+            raise DagError("the argument list has no computed (output) tensor")
+
+    def _dfs_rank(self, ops):
+        order: dict[str, int] = {}
+
+        def visit(name):
+            if name in order:
+                return
+            for inp in ops[name].inputs:
+                visit(inp.name)
+            order[name] = len(order)
+        for t in self.tensors:
+            visit(t.name)
+        return lambda n: f"{order[n]:08d}"
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def compute_ops(self) -> tuple:
+        return tuple(op for op in self.ops if isinstance(op, ComputeOp))
+
+    def consumers(self, name: str) -> list:
+        return [n for n in self.graph.successors(name)]
+
+    def producers(self, name: str) -> list:
+        return [n for n in self.graph.predecessors(name)]
+
+    def is_output(self, name: str) -> bool:
+        return any(t.name == name for t in self.outputs)
+
+    # ------------------------------------------------------------------ flops
+    @cached_property
+    def flop_count(self) -> float:
+        return float(sum(op_flops(op) for op in self.compute_ops))
+
+    # ------------------------------------------------------------------ workload key
+    @cached_property
+    def workload_key(self) -> str:
+        """Hash of a canonical structural serialization: independent of names and of the printer."""
+        canon = {op.name: f"T{i}" for i, op in enumerate(self.ops)}
+        body = [_serialize_op(op, canon) for op in self.ops]
+        args = [canon[t.name] for t in self.tensors]
+        text = json.dumps({"ops": body, "args": args}, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def __repr__(self):
+        lines = []
+        for op in self.ops:
+            if isinstance(op, PlaceholderOp):
+                lines.append(f"{op.name} = placeholder({list(op.shape)}, {op.dtype})")
+            else:
+                idx = ", ".join(a.name for a in op.axes)
+                rhs = repr(op.body)
+                if op.combiner:
+                    rhs = f"{op.combiner}({rhs}, axis=[{', '.join(a.name for a in op.reduce_axes)}])"
+                lines.append(f"{op.name}[{idx}] = {rhs}")
+        return "\n".join(lines)
+
+
+def _serialize_op(op, canon: dict):
+    if isinstance(op, PlaceholderOp):
+        return ["placeholder", list(op.shape), op.dtype]
+    vmap = {a.name: f"v{i}" for i, a in enumerate(op.axes + op.reduce_axes)}
+    return ["compute", [a.extent for a in op.axes], [a.extent for a in op.reduce_axes], op.combiner, op.dtype,
+            _serialize_expr(op.body, canon, vmap)]
+
+
+def _serialize_expr(e: Expr, canon: dict, vmap: dict):
+    if isinstance(e, Var):
+        return ["var", vmap.get(e.name, e.name)]
+    if isinstance(e, Const):
+        return ["const", e.value, e.dtype]
+    if isinstance(e, Read):
+        return ["read", canon.get(e.name, e.name)] + [_serialize_expr(i, canon, vmap) for i in e.indices]
+    head = [type(e).__name__, getattr(e, "op", getattr(e, "name", "")), e.dtype]
+    return head + [_serialize_expr(c, canon, vmap) for c in children(e)]
+
+
+# ----------------------------------------------------------------------------- flops
+
+def _expr_flops(e: Expr) -> int:
+    n = 0
+    for node in walk(e):
+        if isinstance(node, (Binary, Call)) and is_float(node.dtype):
+            n += 1
+        elif isinstance(node, Compare) and is_float(node.a.dtype):
+            n += 1
+    return n
+
+
+def op_flops(op) -> int:
+    if not isinstance(op, ComputeOp):
+        return 0
+    points = 1
+    for a in op.axes + op.reduce_axes:
+        points *= a.extent
+    per = _expr_flops(op.body) + (1 if op.combiner and is_float(op.dtype) else 0)
+    return points * per
+
+
+# ----------------------------------------------------------------------------- access analysis
+
+def _is_simple_access(read: Read, axis_names: list) -> bool:
+    """Every index is a constant or output-axis var + constant."""
+    for idx in read.indices:
+        s = simplify(idx)
+        if isinstance(s, Const):
+            continue
+        v = s.a if isinstance(s, Binary) and s.op in ("+", "-") and isinstance(s.b, Const) else s
+        if not (isinstance(v, Var) and v.name in axis_names):
+            return False
+    return True
+
+
+def _axis_order(read: Read) -> list:
+    out = []
+    for idx in read.indices:
+        s = simplify(idx)
+        v = s.a if isinstance(s, Binary) and isinstance(s.b, Const) else s
+        if isinstance(v, Var):
+            out.append(v.name)
+    return out
+
+
+def is_strictly_inlinable(op) -> bool:
+    if not isinstance(op, ComputeOp) or op.combiner:
+        return False
+    names = [a.name for a in op.axes]
+    for node in walk(op.body):
+        if isinstance(node, Read):
+            if not _is_simple_access(node, names):
+                return False
+            order = _axis_order(node)
+            if len(set(order)) != len(order) or order != sorted(order, key=names.index):
+                return False
+        if isinstance(node, Select) or (isinstance(node, Call) and node.name == "exp"):
+            return False
+    return True
+
+
+def needs_multi_level_tiling(op) -> bool:
+    """Some input misses an output spatial axis (of extent > 1): there is data reuse to exploit."""
+    if not isinstance(op, ComputeOp):
+        return False
+    spatial = [a.name for a in op.axes if a.extent > 1]
+    missing = 0
+    for r in {r.name: r for r in walk(op.body) if isinstance(r, Read)}.values():
+        used = set()
+        for idx in r.indices:
+            used |= {n.name for n in walk(idx) if isinstance(n, Var)}
+        if any(s not in used for s in spatial):
+            missing += 1
+    return missing >= 2 or (missing >= 1 and bool(op.reduce_axes))
+
+
+def is_elementwise_match(op, consumer) -> bool:
+    """consumer reads op at exactly its own axes, in order, and has the same output shape."""
+    if not isinstance(consumer, ComputeOp) or op.shape != consumer.shape:
+        return False
+    names = [a.name for a in consumer.axes]
+    found = False
+    for r in walk(consumer.body):
+        if isinstance(r, Read) and r.name == op.name:
+            found = True
+            if [simplify(i) for i in r.indices] != [a.var for a in consumer.axes]:
+                return False
+    return found and bool(names)
+
+
+def has_single_elementwise_consumer(dag: ComputeDAG, op, consumers=None) -> str | None:
+    """Name of the single element-wise matched consumer, if there is exactly one."""
+    cons = consumers if consumers is not None else dag.consumers(op.name)
+    if len(cons) != 1:
+        return None
+    c = dag.op_by_name.get(cons[0]) if isinstance(cons[0], str) else cons[0]
+    if c is None or (op.combiner and c.combiner) or not is_elementwise_match(op, c):
+        return None
+    return c.name
+
+
+def needs_rfactor(op, num_cores: int) -> bool:
+    if not isinstance(op, ComputeOp) or not op.combiner:
+        return False
+    s = 1
+    for a in op.axes:
+        s *= a.extent
+    r = 1
+    for a in op.reduce_axes:
+        r *= a.extent
+    if needs_multi_level_tiling(op):
+        return s <= r and s <= 16 * num_cores
+    return r > num_cores
+
+
+__all__ = ["ComputeDAG", "DagError", "op_flops", "is_strictly_inlinable", "needs_multi_level_tiling",
+           "is_elementwise_match", "has_single_elementwise_consumer", "needs_rfactor", "Logic", "Cast", "Reduce"]

@@ -1,0 +1,244 @@
+"""Simplification of index arithmetic.
+
+Integer + - * are normalized to a linear form (sum of coefficient x term, plus a constant); floor division
+and modulo by a positive constant pull out the multiples of the divisor, which is always exact for floor
+semantics: (q*c + r) // c == q + r // c and (q*c + r) % c == r % c. With known variable bounds,
+r // c and r % c fold when 0 <= r < c, and comparisons fold when the sign of their difference is known.
+"""
+from __future__ import annotations
+
+from .expr import (Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var, children, const,
+                   is_float, rebuild)
+
+Bounds = dict  # var name -> (lo, hi) inclusive integers
+
+
+# ----------------------------------------------------------------------------- interval analysis
+
+def bound(e: Expr, bounds: Bounds) -> tuple | None:
+    """Inclusive integer interval of e, or None if unknown."""
+    if isinstance(e, Const):
+        return (e.value, e.value) if not is_float(e.dtype) else None
+    if isinstance(e, Var):
+        return bounds.get(e.name)
+    if isinstance(e, Cast):
+        return bound(e.value, bounds) if not is_float(e.dtype) else None
+    if isinstance(e, Select):
+        t, f = bound(e.t, bounds), bound(e.f, bounds)
+        return None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
+    if not isinstance(e, Binary) or is_float(e.dtype):
+        return None
+    a, b = bound(e.a, bounds), bound(e.b, bounds)
+    if e.op in ("%",) and isinstance(e.b, Const) and e.b.value > 0:
+        c = e.b.value
+        if a is not None and a[0] >= 0 and a[1] < c:
+            return a
+        return (0, c - 1)
+    if a is None or b is None:
+        return None
+    if e.op == "+":
+        return (a[0] + b[0], a[1] + b[1])
+    if e.op == "-":
+        return (a[0] - b[1], a[1] - b[0])
+    if e.op == "*":
+        ps = [x * y for x in a for y in b]
+        return (min(ps), max(ps))
+    if e.op == "//" and b[0] == b[1] and b[0] > 0:
+        return (a[0] // b[0], a[1] // b[0])
+    if e.op == "min":
+        return (min(a[0], b[0]), min(a[1], b[1]))
+    if e.op == "max":
+        return (max(a[0], b[0]), max(a[1], b[1]))
+    return None
+
+
+# ----------------------------------------------------------------------------- linear forms
+
+def _linear(e: Expr) -> tuple[dict, int]:
+    """e (integer, already simplified children) as ({term: coef}, const)."""
+    if isinstance(e, Const):
+        return {}, e.value
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        ta, ca = _linear(e.a)
+        tb, cb = _linear(e.b)
+        s = -1 if e.op == "-" else 1
+        out = dict(ta)
+        for t, k in tb.items():
+            out[t] = out.get(t, 0) + s * k
+        return {t: k for t, k in out.items() if k != 0}, ca + s * cb
+    if isinstance(e, Binary) and e.op == "*":
+        if isinstance(e.b, Const):
+            t, c = _linear(e.a)
+            k = e.b.value
+            return ({x: v * k for x, v in t.items()} if k else {}), c * k
+        if isinstance(e.a, Const):
+            t, c = _linear(e.b)
+            k = e.a.value
+            return ({x: v * k for x, v in t.items()} if k else {}), c * k
+    return {e: 1}, 0
+
+
+def _merge_div_mod(terms: dict) -> dict:
+    """k*c*(y // c) + k*(y % c) == k*y: undo a fuse followed by its split."""
+    changed = True
+    while changed:
+        changed = False
+        for t, k in list(terms.items()):
+            if isinstance(t, Binary) and t.op == "%" and isinstance(t.b, Const):
+                div = Binary("//", t.a, t.b, t.dtype)
+                if terms.get(div) == k * t.b.value:
+                    del terms[t], terms[div]
+                    yt, yc = _linear(t.a)
+                    for x, v in yt.items():
+                        terms[x] = terms.get(x, 0) + v * k
+                    terms = {x: v for x, v in terms.items() if v != 0}
+                    if yc:
+                        terms[const(yc * k, t.dtype)] = 1  # folded by the caller
+                    changed = True
+                    break
+    return terms
+
+
+def _from_linear(terms: dict, c: int, dtype: str) -> Expr:
+    for t in [t for t in terms if isinstance(t, Const)]:
+        c += t.value * terms.pop(t)
+    pos = [(t, k) for t, k in terms.items() if k > 0]
+    neg = [(t, -k) for t, k in terms.items() if k < 0]
+    out = None
+    for t, k in pos:
+        x = t if k == 1 else Binary("*", t, Const(k, dtype), dtype)
+        out = x if out is None else Binary("+", out, x, dtype)
+    for t, k in neg:
+        x = t if k == 1 else Binary("*", t, Const(k, dtype), dtype)
+        out = Binary("-", Const(0, dtype) if out is None else out, x, dtype)
+    if out is None:
+        return Const(c, dtype)
+    if c > 0:
+        out = Binary("+", out, Const(c, dtype), dtype)
+    elif c < 0:
+        out = Binary("-", out, Const(-c, dtype), dtype)
+    return out
+
+
+def _divmod(op: str, a: Expr, c: int, dtype: str, bounds: Bounds) -> Expr:
+    if c == 1:
+        return a if op == "//" else Const(0, dtype)
+    terms, k = _linear(a)
+    q_terms = {t: v // c for t, v in terms.items() if v % c == 0}
+    r_terms = {t: v for t, v in terms.items() if v % c != 0}
+    q_const, r_const = k // c, k % c
+    r = _from_linear(r_terms, r_const, dtype)
+    rb = bound(r, bounds)
+    fits = rb is not None and rb[0] >= 0 and rb[1] < c
+    if op == "%":
+        if fits:
+            return r
+        if isinstance(r, Binary) and r.op == "%" and isinstance(r.b, Const) and r.b.value % c == 0:
+            r = r.a  # (x % (m*c)) % c == x % c
+        return Const(r.value % c, dtype) if isinstance(r, Const) else Binary("%", r, Const(c, dtype), dtype)
+    if fits:
+        rest = Const(0, dtype)
+    elif rb is not None and rb[0] // c == rb[1] // c:
+        rest = Const(rb[0] // c, dtype)
+    elif isinstance(r, Binary) and r.op == "//" and isinstance(r.b, Const) and r.b.value > 0:
+        rest = Binary("//", r.a, Const(r.b.value * c, dtype), dtype)  # (x // a) // c == x // (a*c)
+    else:
+        rest = Binary("//", r, Const(c, dtype), dtype)
+    q_terms[rest] = q_terms.get(rest, 0) + 1
+    return _from_linear(q_terms, q_const, dtype)
+
+
+# ----------------------------------------------------------------------------- the rewriter
+
+_CMP = {"<": lambda x, y: x < y, "<=": lambda x, y: x <= y, ">": lambda x, y: x > y,
+        ">=": lambda x, y: x >= y, "==": lambda x, y: x == y, "!=": lambda x, y: x != y}
+_ARITH = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+          "min": min, "max": max, "/": lambda x, y: x / y, "//": lambda x, y: x // y, "%": lambda x, y: x % y}
+
+
+def simplify(e: Expr, bounds: Bounds | None = None) -> Expr:
+    return _simplify(e, bounds or {})
+
+
+def _simplify(e: Expr, bounds: Bounds) -> Expr:
+    kids = children(e)
+    if kids:
+        e = rebuild(e, tuple(_simplify(k, bounds) for k in kids))
+    if isinstance(e, Binary):
+        return _binary(e, bounds)
+    if isinstance(e, Compare):
+        return _compare(e, bounds)
+    if isinstance(e, Logic):
+        return _logic(e)
+    if isinstance(e, Select) and isinstance(e.cond, Const):
+        return e.t if e.cond.value else e.f
+    if isinstance(e, Cast) and isinstance(e.value, Const):
+        return const(e.value.value, e.dtype) if is_float(e.dtype) or float(e.value.value).is_integer() \
+            else Const(int(e.value.value), e.dtype)
+    return e
+
+
+def _binary(e: Binary, bounds: Bounds) -> Expr:
+    a, b, dt = e.a, e.b, e.dtype
+    if isinstance(a, Const) and isinstance(b, Const):
+        if e.op in ("//", "%", "/") and b.value == 0:
+            return e
+        return const(_ARITH[e.op](a.value, b.value), dt)
+    if is_float(dt):
+        if e.op == "*" and ((isinstance(b, Const) and b.value == 1) or (isinstance(a, Const) and a.value == 1)):
+            return a if isinstance(b, Const) else b
+        if e.op in ("+", "-") and isinstance(b, Const) and b.value == 0:
+            return a
+        return e
+    if e.op in ("+", "-", "*"):
+        terms, c = _linear(e)
+        return _from_linear(_merge_div_mod(terms), c, dt)
+    if e.op in ("//", "%") and isinstance(b, Const) and b.value > 0:
+        return _divmod(e.op, a, b.value, dt, bounds)
+    if e.op in ("min", "max"):
+        ba, bb = bound(a, bounds), bound(b, bounds)
+        if ba and bb:
+            if ba[1] <= bb[0]:
+                return a if e.op == "min" else b
+            if bb[1] <= ba[0]:
+                return b if e.op == "min" else a
+    return e
+
+
+def _compare(e: Compare, bounds: Bounds) -> Expr:
+    a, b = e.a, e.b
+    if isinstance(a, Const) and isinstance(b, Const):
+        return const(_CMP[e.op](a.value, b.value), "bool")
+    if is_float(a.dtype):
+        return e
+    d = bound(_binary(Binary("-", a, b, a.dtype), bounds), bounds)
+    if d is None:
+        return e
+    lo, hi = d
+    verdict = {"<": (hi < 0, lo >= 0), "<=": (hi <= 0, lo > 0), ">": (lo > 0, hi <= 0),
+               ">=": (lo >= 0, hi < 0), "==": (lo == hi == 0, lo > 0 or hi < 0),
+               "!=": (lo > 0 or hi < 0, lo == hi == 0)}[e.op]
+    if verdict[0]:
+        return const(True, "bool")
+    if verdict[1]:
+        return const(False, "bool")
+    return e
+
+
+def _logic(e: Logic) -> Expr:
+    a, b = e.a, e.b
+    if e.op == "!":
+        return const(not a.value, "bool") if isinstance(a, Const) else e
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, Const):
+            if e.op == "&&":
+                return y if x.value else const(False, "bool")
+            return const(True, "bool") if x.value else y
+    return e
+
+
+def is_const_true(e: Expr) -> bool:
+    return isinstance(e, Const) and e.dtype == "bool" and bool(e.value)
+
+
+__all__ = ["simplify", "bound", "Bounds", "is_const_true", "Read", "Call"]
