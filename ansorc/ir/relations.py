@@ -1,0 +1,84 @@
+"""From a stage's split/fuse relations to extents and to the values of its op's axes.
+
+Extents are inferred top-down from the root axes (whose extents may be a compute_at region smaller than the
+op's shape); values are built bottom-up from the leaf loop variables. A split whose factors do not divide
+its parent's extent produces a guard `parent < extent`.
+"""
+from __future__ import annotations
+
+from .expr import Binary, Compare, Const, Expr, Var
+from .state import FuseRel, ScheduleError, SplitRel, Stage
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def split_extents(parent: int | None, lengths: tuple) -> tuple:
+    """Extents of a split's children: inner factors clamped to what the parent needs, outer = the rest."""
+    if parent is None or any(x is None for x in lengths):
+        return (None,) + tuple(lengths)
+    inner = []
+    rest = parent
+    for ln in reversed(lengths):
+        e = max(1, min(ln, rest))
+        inner.append(e)
+        rest = _ceil_div(rest, e)
+    return (rest,) + tuple(reversed(inner))
+
+
+def infer_extents(stage: Stage, root: dict | None = None) -> dict:
+    """Extent of every iterator name (root axes, intermediates, leaves)."""
+    op = stage.op
+    ext = {a.name: a.extent for a in op.axes + op.reduce_axes}
+    if root:
+        ext.update(root)
+    for rel in stage.relations:
+        if isinstance(rel, SplitRel):
+            for c, e in zip(rel.children, split_extents(ext[rel.parent], rel.lengths)):
+                ext[c] = e
+        else:
+            prod = 1
+            for p in rel.parents:
+                prod = None if prod is None or ext[p] is None else prod * ext[p]
+            ext[rel.child] = prod
+    return ext
+
+
+def axis_values(stage: Stage, leaf_vars: dict, ext: dict) -> tuple[dict, list]:
+    """({axis or iterator name: Expr over leaf vars}, guards) for the stage's relations."""
+    val: dict[str, Expr] = {it.name: leaf_vars[it.name] for it in stage.iters}
+    guards: list[Expr] = []
+    for rel in reversed(stage.relations):
+        if isinstance(rel, SplitRel):
+            expr, stride = None, 1
+            for c in reversed(rel.children):
+                term = val[c] if stride == 1 else Binary("*", val[c], Const(stride, "int32"), "int32")
+                expr = term if expr is None else Binary("+", term, expr, "int32")
+                stride *= ext[c]
+            val[rel.parent] = expr
+            if stride > ext[rel.parent]:
+                guards.append(Compare("<", expr, Const(ext[rel.parent], "int32")))
+        else:
+            f = val[rel.child]
+            inner = 1
+            for p in reversed(rel.parents):
+                e = f if inner == 1 else Binary("//", f, Const(inner, "int32"), "int32")
+                if p != rel.parents[0]:
+                    e = Binary("%", e, Const(ext[p], "int32"), "int32")
+                val[p] = e
+                inner *= ext[p]
+    return val, guards
+
+
+def leaf_vars_named(stage: Stage, prefix: str = "") -> dict:
+    return {it.name: Var(prefix + it.name) for it in stage.iters}
+
+
+def check_decided(stage: Stage) -> None:
+    for rel in stage.relations:
+        if isinstance(rel, SplitRel) and any(x is None for x in rel.lengths):
+            raise ScheduleError(f"stage {stage.name!r}: split of {rel.parent!r} has undecided lengths {rel.lengths}")
+
+
+__all__ = ["split_extents", "infer_extents", "axis_values", "leaf_vars_named", "check_decided", "FuseRel"]

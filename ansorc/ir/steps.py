@@ -1,0 +1,347 @@
+"""Transform steps: the schedule is its step history. Each step is data (JSON round-trips exactly) and
+`apply(state)` returns a new state. Stages and iterators are named, so steps read like a schedule:
+
+    Split("C", "i", (8, 4))        ->  C: i.0 (extent N/32), i.1 (8), i.2 (4)
+    Fuse("C", ("i.0", "j.0"))      ->  C: i.0@j.0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .expr import Const, IterVar, Read, Var, select, substitute, transform
+from .relations import axis_values, infer_extents, split_extents
+from .state import FuseRel, Iterator, ScheduleError, SplitRel, Stage, State, initial_stage
+from .te import ComputeOp, Tensor, _identity
+
+ANNOTATIONS = ("", "parallel", "vectorize", "unroll", "vthread", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+               "threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+def _move_attachments(state: State, stage: str, old: str, new: str) -> State:
+    stages = tuple(replace(s, attach=(stage, new)) if s.attach == (stage, old) else s for s in state.stages)
+    return replace(state, stages=stages)
+
+
+@dataclass(frozen=True)
+class Split:
+    stage: str
+    iter: str
+    lengths: tuple  # inner factors, outermost first; None = undecided
+
+    def apply(self, state: State) -> State:
+        return _split(state, self.stage, self.iter, tuple(self.lengths))
+
+    def to_json(self):
+        return ["SP", self.stage, self.iter, list(self.lengths)]
+
+
+def _split(state: State, stage_name: str, it_name: str, lengths: tuple) -> State:
+    st = state.stage(stage_name)
+    idx = st.iter_index(it_name)
+    it = st.iters[idx]
+    if not lengths or any(x is not None and (not isinstance(x, int) or x < 1) for x in lengths):
+        raise ScheduleError(f"split of {stage_name}.{it_name}: lengths must be positive integers, got {lengths}")
+    names = tuple(f"{it_name}.{k}" for k in range(len(lengths) + 1))
+    exts = split_extents(it.extent, lengths)
+    new_iters = tuple(Iterator(n, e, it.kind) for n, e in zip(names, exts))
+    st = replace(st, iters=st.iters[:idx] + new_iters + st.iters[idx + 1:],
+                 relations=st.relations + (SplitRel(it_name, names, lengths),))
+    return _move_attachments(state.with_stage(st), stage_name, it_name, names[-1])
+
+
+@dataclass(frozen=True)
+class FollowSplit:
+    """Split like an earlier Split step (by index in the history): its first n_split-1 lengths, then the product
+    of the rest, so that a consumer's tiles follow its producer's."""
+    stage: str
+    iter: str
+    src_step: int
+    n_split: int
+
+    def lengths(self, state: State) -> tuple:
+        src = state.steps[self.src_step] if 0 <= self.src_step < len(state.steps) else None
+        if not isinstance(src, Split):
+            raise ScheduleError(f"follow split of {self.stage}.{self.iter}: step {self.src_step} is not a split")
+        head = tuple(src.lengths[:self.n_split - 1])
+        tail = src.lengths[self.n_split - 1:]
+        prod = 1
+        for x in tail:
+            prod = None if prod is None or x is None else prod * x
+        return head + (prod,)
+
+    def apply(self, state: State) -> State:
+        return _split(state, self.stage, self.iter, self.lengths(state))
+
+    def to_json(self):
+        return ["FSP", self.stage, self.iter, self.src_step, self.n_split]
+
+
+@dataclass(frozen=True)
+class Fuse:
+    stage: str
+    iters: tuple
+
+    def apply(self, state: State) -> State:
+        st = state.stage(self.stage)
+        idxs = [st.iter_index(n) for n in self.iters]
+        if idxs != list(range(idxs[0], idxs[0] + len(idxs))):
+            raise ScheduleError(f"fuse in stage {self.stage!r}: iterators {list(self.iters)} are not adjacent in "
+                                f"loop order {[it.name for it in st.iters]}")
+        its = [st.iters[i] for i in idxs]
+        if len({it.kind for it in its}) > 1:
+            raise ScheduleError(f"fuse in stage {self.stage!r}: cannot fuse spatial with reduce iterators "
+                                f"{list(self.iters)}")
+        for n in self.iters[:-1]:
+            if state.attached_at(self.stage, n):
+                raise ScheduleError(f"fuse in stage {self.stage!r}: stages are attached at {n!r}")
+        ext = 1
+        for it in its:
+            ext = None if ext is None or it.extent is None else ext * it.extent
+        name = "@".join(self.iters)
+        fused = Iterator(name, ext, its[0].kind)
+        st = replace(st, iters=st.iters[:idxs[0]] + (fused,) + st.iters[idxs[-1] + 1:],
+                     relations=st.relations + (FuseRel(tuple(self.iters), name),))
+        return _move_attachments(state.with_stage(st), self.stage, self.iters[-1], name)
+
+    def to_json(self):
+        return ["FU", self.stage, list(self.iters)]
+
+
+@dataclass(frozen=True)
+class Reorder:
+    stage: str
+    order: tuple
+
+    def apply(self, state: State) -> State:
+        st = state.stage(self.stage)
+        if sorted(self.order) != sorted(it.name for it in st.iters):
+            raise ScheduleError(f"reorder of stage {self.stage!r}: {list(self.order)} is not a permutation of "
+                                f"{[it.name for it in st.iters]}")
+        return state.with_stage(replace(st, iters=tuple(st.iter(n) for n in self.order)))
+
+    def to_json(self):
+        return ["RE", self.stage, list(self.order)]
+
+
+@dataclass(frozen=True)
+class ComputeAt:
+    stage: str
+    target: str
+    target_iter: str
+
+    def apply(self, state: State) -> State:
+        st, tgt = state.stage(self.stage), state.stage(self.target)
+        tgt.iter_index(self.target_iter)
+        if self.stage == self.target or tgt.compute_at == "inline":
+            raise ScheduleError(f"compute_at {self.stage!r} at {self.target}.{self.target_iter}: invalid target")
+        if state.stage_index(self.target) < state.stage_index(self.stage):
+            raise ScheduleError(f"compute_at {self.stage!r}: target {self.target!r} is not a consumer of it")
+        return state.with_stage(replace(st, compute_at="attached", attach=(self.target, self.target_iter)))
+
+    def to_json(self):
+        return ["CA", self.stage, self.target, self.target_iter]
+
+
+@dataclass(frozen=True)
+class ComputeInline:
+    stage: str
+
+    def apply(self, state: State) -> State:
+        st = state.stage(self.stage)
+        if st.op.combiner:
+            raise ScheduleError(f"compute_inline {self.stage!r}: a reduction cannot be inlined")
+        if state.is_output(self.stage):
+            raise ScheduleError(f"compute_inline {self.stage!r}: an output cannot be inlined")
+        if any(s.attach and s.attach[0] == self.stage for s in state.stages):
+            raise ScheduleError(f"compute_inline {self.stage!r}: other stages are attached to it")
+        return state.with_stage(replace(st, compute_at="inline", attach=None))
+
+    def to_json(self):
+        return ["CI", self.stage]
+
+
+@dataclass(frozen=True)
+class ComputeRoot:
+    stage: str
+
+    def apply(self, state: State) -> State:
+        return state.with_stage(replace(state.stage(self.stage), compute_at="root", attach=None))
+
+    def to_json(self):
+        return ["CR", self.stage]
+
+
+def _require_untransformed(st: Stage, what: str):
+    if st.relations or st.compute_at != "root":
+        raise ScheduleError(f"{what} of stage {st.name!r} must come before it is split, fused or moved")
+
+
+@dataclass(frozen=True)
+class CacheWrite:
+    """C becomes a copy of a new stage C.<scope> that does the computation (e.g. accumulates in registers)."""
+    stage: str
+    scope: str = "local"
+
+    def apply(self, state: State) -> State:
+        st = state.stage(self.stage)
+        _require_untransformed(st, "cache_write")
+        op = st.op
+        cache_op = replace(op, name=f"{op.name}.{self.scope}")
+        read = Read(cache_op.name, tuple(a.var for a in op.axes), op.dtype, Tensor(cache_op))
+        new_op = ComputeOp(op.name, op.axes, (), read, None, op.dtype, (Tensor(cache_op),), op.tag)
+        i = state.stage_index(self.stage)
+        stages = state.stages[:i] + (initial_stage(cache_op, self.scope), replace(initial_stage(new_op),
+                                                                                pragmas=st.pragmas)) + \
+            state.stages[i + 1:]
+        return replace(state, stages=stages)
+
+    def to_json(self):
+        return ["CHW", self.stage, self.scope]
+
+
+@dataclass(frozen=True)
+class CacheRead:
+    """Readers read a copy T.<scope> of tensor T instead of T."""
+    tensor: str
+    scope: str
+    readers: tuple
+
+    def apply(self, state: State) -> State:
+        src = state.dag.op_by_name.get(self.tensor) or state.stage(self.tensor).op
+        if state.has_stage(self.tensor):
+            src = state.stage(self.tensor).op
+        axes = tuple(IterVar(Var(f"ax{d}"), n, "S") for d, n in enumerate(src.shape))
+        src_t = Tensor(src)
+        cache_op = ComputeOp(f"{self.tensor}.{self.scope}", axes, (),
+                             Read(self.tensor, tuple(a.var for a in axes), src.dtype, src_t), None, src.dtype,
+                             (src_t,))
+        cache_t = Tensor(cache_op)
+        stages = list(state.stages)
+        first = min(state.stage_index(r) for r in self.readers) if self.readers else len(stages)
+        for r in self.readers:
+            i = state.stage_index(r)
+            op = stages[i].op
+            if not any(t.name == self.tensor for t in op.inputs):
+                raise ScheduleError(f"cache_read of {self.tensor!r}: stage {r!r} does not read it")
+            body = transform(op.body, lambda n: Read(cache_op.name, n.indices, n.dtype, cache_t)
+                             if isinstance(n, Read) and n.name == self.tensor else None)
+            inputs = tuple(cache_t if t.name == self.tensor else t for t in op.inputs)
+            stages[i] = replace(stages[i], op=replace(op, body=body, inputs=inputs))
+        stages.insert(first, initial_stage(cache_op, self.scope))
+        return replace(state, stages=tuple(stages))
+
+    def to_json(self):
+        return ["CHR", self.tensor, self.scope, list(self.readers)]
+
+
+@dataclass(frozen=True)
+class Rfactor:
+    """Factor the reduction over leaf iterator `iter` into a new stage S.rf with `iter` as a spatial axis
+    (at position factor_axis); S then reduces S.rf over that axis."""
+    stage: str
+    iter: str
+    factor_axis: int = -1
+
+    def apply(self, state: State) -> State:
+        st = state.stage(self.stage)
+        op = st.op
+        if not op.combiner:
+            raise ScheduleError(f"rfactor of {self.stage!r}: the stage is not a reduction")
+        it = st.iter(self.iter)
+        if it.kind != "R":
+            raise ScheduleError(f"rfactor of {self.stage}.{self.iter}: not a reduce iterator")
+        spatial = {a.name for a in op.axes}
+        if any(getattr(r, "parent", None) in spatial or set(getattr(r, "parents", ())) & spatial
+               for r in st.relations) or st.compute_at != "root":
+            raise ScheduleError(f"rfactor of {self.stage!r} must come before its spatial iterators are transformed")
+        ext = infer_extents(st)
+        new_axis = IterVar(Var(f"{self.iter}.v"), it.extent, "S")
+        leaf_vars = {i.name: (new_axis.var if i.name == self.iter else Var(i.name)) for i in st.iters}
+        vals, guards = axis_values(st, leaf_vars, ext) if it.extent is not None else ({}, [])
+        body = substitute(op.body, {a.name: vals[a.name] for a in op.reduce_axes if a.name in vals})
+        for g in guards:
+            body = select(g, body, _identity(op.combiner, op.dtype))
+        pos = len(op.axes) if self.factor_axis < 0 else min(self.factor_axis, len(op.axes))
+        rf_axes = op.axes[:pos] + (new_axis,) + op.axes[pos:]
+        rf_reduce = tuple(IterVar(Var(i.name), i.extent, "R") for i in st.iters if i.kind == "R" and
+                          i.name != self.iter)
+        rf_op = ComputeOp(f"{op.name}.rf", rf_axes, rf_reduce, body, op.combiner, op.dtype, op.inputs, op.tag)
+        red = IterVar(Var(f"{self.iter}.v"), it.extent, "R")
+        idx = tuple(red.var if a is new_axis else a.var for a in rf_axes)
+        new_op = ComputeOp(op.name, op.axes, (red,), Read(rf_op.name, idx, op.dtype, Tensor(rf_op)), op.combiner,
+                           op.dtype, (Tensor(rf_op),), op.tag)
+        i = state.stage_index(self.stage)
+        stages = state.stages[:i] + (initial_stage(rf_op), initial_stage(new_op)) + state.stages[i + 1:]
+        return replace(state, stages=stages)
+
+    def to_json(self):
+        return ["RF", self.stage, self.iter, self.factor_axis]
+
+
+@dataclass(frozen=True)
+class Annotate:
+    stage: str
+    iter: str
+    annotation: str
+
+    def apply(self, state: State) -> State:
+        st = state.stage(self.stage)
+        idx = st.iter_index(self.iter)
+        if self.annotation not in ANNOTATIONS:
+            raise ScheduleError(f"unknown annotation {self.annotation!r}; expected one of {ANNOTATIONS}")
+        it = st.iters[idx]
+        if self.annotation == "parallel" and it.kind == "R":
+            raise ScheduleError(f"cannot parallelize reduce iterator {self.stage}.{self.iter}")
+        st = replace(st, iters=st.iters[:idx] + (replace(it, annotation=self.annotation),) + st.iters[idx + 1:])
+        return state.with_stage(st)
+
+    def to_json(self):
+        return ["AN", self.stage, self.iter, self.annotation]
+
+
+@dataclass(frozen=True)
+class Pragma:
+    stage: str
+    iter: str
+    key: str
+    value: int | None
+
+    def apply(self, state: State) -> State:
+        st = state.stage(self.stage)
+        st.iter_index(self.iter)
+        if self.key != "auto_unroll_max_step":
+            raise ScheduleError(f"unknown pragma {self.key!r}")
+        pr = tuple(p for p in st.pragmas if p[0] != self.key) + ((self.key, self.value),)
+        return state.with_stage(replace(st, pragmas=pr))
+
+    def to_json(self):
+        return ["PR", self.stage, self.iter, self.key, self.value]
+
+
+_DECODE = {"SP": lambda a: Split(a[0], a[1], tuple(a[2])), "FSP": lambda a: FollowSplit(*a),
+           "FU": lambda a: Fuse(a[0], tuple(a[1])), "RE": lambda a: Reorder(a[0], tuple(a[1])),
+           "CA": lambda a: ComputeAt(*a), "CI": lambda a: ComputeInline(*a), "CR": lambda a: ComputeRoot(*a),
+           "CHW": lambda a: CacheWrite(*a), "CHR": lambda a: CacheRead(a[0], a[1], tuple(a[2])),
+           "RF": lambda a: Rfactor(*a), "AN": lambda a: Annotate(*a), "PR": lambda a: Pragma(*a)}
+
+
+def step_from_json(data):
+    if not isinstance(data, list) or not data or data[0] not in _DECODE:
+        raise ScheduleError(f"not a step: {data!r}")
+    try:
+        return _DECODE[data[0]](data[1:])
+    except (TypeError, IndexError) as e:
+        raise ScheduleError(f"malformed step {data!r}: {e}") from None
+
+
+def steps_to_json(steps) -> list:
+    return [s.to_json() for s in steps]
+
+
+def steps_from_json(data) -> tuple:
+    return tuple(step_from_json(d) for d in data)
+
+
+__all__ = ["Split", "FollowSplit", "Fuse", "Reorder", "ComputeAt", "ComputeInline", "ComputeRoot", "CacheWrite",
+           "CacheRead", "Rfactor", "Annotate", "Pragma", "step_from_json", "steps_to_json", "steps_from_json",
+           "Const"]

@@ -1,0 +1,109 @@
+"""The lowered program: a tree of loops, allocations, guarded stores. The only contract between
+the search and codegen."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import Expr
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str       # C identifier
+    shape: tuple
+    dtype: str
+    scope: str      # "arg" (kernel argument) | "global" (workspace) | "local" (inside a loop body)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+class Stmt:
+    pass
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    var: str
+    extent: int
+    kind: str         # serial | parallel | vectorize | unroll
+    body: Stmt
+    auto_unroll: int = 0   # auto_unroll_max_step pragma of the stage whose outermost loop this is
+
+
+@dataclass(frozen=True)
+class Seq(Stmt):
+    stmts: tuple
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    buffer: str
+    indices: tuple
+    value: Expr
+
+
+@dataclass(frozen=True)
+class IfThenElse(Stmt):
+    cond: Expr
+    then: Stmt
+
+
+@dataclass(frozen=True)
+class Allocate(Stmt):
+    buffer: Buffer
+    body: Stmt
+
+
+@dataclass(frozen=True)
+class PrimFunc:
+    name: str
+    args: tuple        # Buffer (scope "arg"), inputs then outputs
+    n_inputs: int
+    body: Stmt
+
+
+def seq(*stmts) -> Stmt:
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        flat.extend(s.stmts if isinstance(s, Seq) else [s])
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def stmt_children(s: Stmt) -> tuple:
+    if isinstance(s, (For, Allocate)):
+        return (s.body,)
+    if isinstance(s, IfThenElse):
+        return (s.then,)
+    if isinstance(s, Seq):
+        return s.stmts
+    return ()
+
+
+def walk_stmt(s: Stmt):
+    yield s
+    for c in stmt_children(s):
+        yield from walk_stmt(c)
+
+
+def format_stmt(s: Stmt, indent: int = 0) -> str:
+    pad = "  " * indent
+    if isinstance(s, For):
+        extra = f" auto_unroll={s.auto_unroll}" if s.auto_unroll else ""
+        return f"{pad}{s.kind} {s.var} in [0, {s.extent}){extra}:\n" + format_stmt(s.body, indent + 1)
+    if isinstance(s, Seq):
+        return "\n".join(format_stmt(c, indent) for c in s.stmts)
+    if isinstance(s, Store):
+        return f"{pad}{s.buffer}[{', '.join(map(repr, s.indices))}] = {s.value!r}"
+    if isinstance(s, IfThenElse):
+        return f"{pad}if {s.cond!r}:\n" + format_stmt(s.then, indent + 1)
+    if isinstance(s, Allocate):
+        b = s.buffer
+        return f"{pad}allocate {b.name}{list(b.shape)} {b.dtype} {b.scope}\n" + format_stmt(s.body, indent)
+    return f"{pad}{s!r}"

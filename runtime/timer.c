@@ -1,0 +1,116 @@
+/* Timing harness and measurement buffers; see ansorc_runtime.h. Built once into a small cached .so. */
+#define _GNU_SOURCE
+#include "ansorc_runtime.h"
+
+#include <math.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
+#define MAX_NUMBER 1000000000.0
+
+void *ansorc_alloc(size_t bytes) {
+  size_t align = bytes >= HUGE_PAGE_BYTES ? HUGE_PAGE_BYTES : 64;
+  void *p = NULL;
+  if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+  /* Best effort: THP may be disabled, which is fine. */
+  if (bytes >= HUGE_PAGE_BYTES) madvise(p, bytes - bytes % HUGE_PAGE_BYTES, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+void ansorc_free(void *p) { free(p); }
+
+double ansorc_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static unsigned char *flush_buffer = NULL;
+static size_t flush_buffer_bytes = 0;
+static unsigned flush_round = 0;
+
+void ansorc_flush_cache(size_t bytes) {
+  if (bytes == 0) return;
+  if (flush_buffer_bytes < bytes) {
+    free(flush_buffer);
+    flush_buffer = (unsigned char *)ansorc_alloc(bytes);
+    flush_buffer_bytes = flush_buffer ? bytes : 0;
+    if (!flush_buffer) return;
+  }
+  /* A new value every round so no layer can skip the stores; every thread writes a slice so that each core's
+   * private caches are evicted too, not only the caller's. */
+  unsigned char value = (unsigned char)(++flush_round);
+  long chunks = (long)(bytes / 4096);
+#pragma omp parallel for schedule(static)
+  for (long c = 0; c < chunks; ++c) memset(flush_buffer + (size_t)c * 4096, value, 4096);
+}
+
+int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_config *cfg, double *costs,
+                       ansorc_time_result *result) {
+  int rc = 0;
+  memset(result, 0, sizeof(*result));
+  int warmup = cfg->warmup > 0 ? cfg->warmup : 0;
+  for (int w = 0; w < warmup; ++w) {
+    double t0 = ansorc_now_seconds();
+    if ((rc = fn(args)) != 0) return rc;
+    result->warmup_seconds = ansorc_now_seconds() - t0;
+  }
+  /* One warm call already slower than the cut is enough evidence; tiny kernels are cheap to time anyway. */
+  if (cfg->cut_seconds > 0 && warmup > 0 && result->warmup_seconds > cfg->cut_seconds &&
+      result->warmup_seconds > cfg->single_call_cut_min_seconds) {
+    costs[0] = result->warmup_seconds;
+    result->repeats_done = 1;
+    result->number_used = 1;
+    result->cut = 1;
+    return 0;
+  }
+  int repeat = cfg->repeat > 0 ? cfg->repeat : 1;
+  double min_repeat_s = cfg->min_repeat_ms * 1e-3;
+
+  if (cfg->flush_bytes > 0) {
+    /* Flushing between calls of one repeat would be timed too, so a flushed repeat is a single call. */
+    result->number_used = 1;
+    for (int r = 0; r < repeat; ++r) {
+      ansorc_flush_cache(cfg->flush_bytes);
+      double t0 = ansorc_now_seconds();
+      if ((rc = fn(args)) != 0) return rc;
+      costs[r] = ansorc_now_seconds() - t0;
+      result->repeats_done = r + 1;
+      if (cfg->cut_seconds > 0 && costs[r] > cfg->cut_seconds) { result->cut = 1; break; }
+    }
+    return 0;
+  }
+
+  double number = cfg->number > 0 ? cfg->number : 1;
+  if (min_repeat_s > 0 && result->warmup_seconds > 0) {
+    double estimate = ceil(min_repeat_s / result->warmup_seconds);
+    if (estimate > number) number = estimate;
+  }
+  if (number > MAX_NUMBER) number = MAX_NUMBER;
+  int recalibrations = 0;
+  for (int r = 0; r < repeat; ++r) {
+    long calls = (long)number;
+    double t0 = ansorc_now_seconds();
+    for (long i = 0; i < calls; ++i)
+      if ((rc = fn(args)) != 0) return rc;
+    double elapsed = ansorc_now_seconds() - t0;
+    /* The warm-up call can be slower than steady state; if the first repeat fell well short of the minimum,
+     * scale number up and redo it rather than report a noisy short repeat. */
+    if (r == 0 && recalibrations < 3 && elapsed < 0.5 * min_repeat_s) {
+      double scaled = ceil(number * 1.2 * min_repeat_s / (elapsed > 1e-9 ? elapsed : 1e-9));
+      number = scaled > MAX_NUMBER ? MAX_NUMBER : scaled;
+      ++recalibrations;
+      --r;
+      continue;
+    }
+    costs[r] = elapsed / (double)calls;
+    result->repeats_done = r + 1;
+    result->number_used = (int)calls;
+    if (cfg->cut_seconds > 0 && costs[r] > cfg->cut_seconds) { result->cut = 1; break; }
+  }
+  return 0;
+}
