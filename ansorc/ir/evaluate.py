@@ -1,0 +1,302 @@
+"""Reference evaluator: runs a te graph with vectorized numpy. It is the oracle every kernel is checked against.
+
+Each compute op is evaluated over index grids (one broadcast dimension per spatial axis, then one per reduce
+axis). Float math runs in float64, integer math in int64 with floor `//` and `%` (numpy's semantics, the same as
+the IR's), and each op's result is rounded to its dtype at the end. A sum is contracted with np.einsum over its
+product factors (BLAS for matmul/conv shapes), so no full iteration space is materialized; ops are chunked over
+their leading axes so that no intermediate exceeds `chunk_elems` elements.
+
+Reads inside a select branch are only checked where that branch is live: indices are clipped into range and the
+dead lanes masked by np.where, while an out-of-range read in a live lane raises IndexError (a bug in the graph).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .expr import Binary, Call, Cast, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars, is_float, walk
+from .te import ComputeOp, PlaceholderOp, Tensor
+
+CHUNK_ELEMS = 1 << 22  # 4M elements: 32 MB per float64 intermediate
+
+NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
+
+_BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "//": np.floor_divide,
+           "%": np.mod, "min": np.minimum, "max": np.maximum}
+_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+            "!=": np.not_equal}
+_CALL = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": np.abs, "floor": np.floor,
+         "ceil": np.ceil, "pow": np.power, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x))}
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _wide(dtype: str):
+    """The numpy type the oracle computes a `dtype` value in."""
+    return np.float64 if is_float(dtype) else np.bool_ if dtype == "bool" else np.int64
+
+
+# ----------------------------------------------------------------------------- public API
+
+def evaluate(outputs, inputs: dict, *, chunk_elems: int = CHUNK_ELEMS) -> dict:
+    """Evaluate every compute op reachable from `outputs`; returns {name: array} for all of them."""
+    if isinstance(outputs, Tensor):
+        outputs = [outputs]
+    order = _topo(outputs)
+    arrays: dict = {}
+    for op in order:
+        if isinstance(op, PlaceholderOp):
+            if op.name not in inputs:
+                raise KeyError(f"evaluate: no input array for placeholder {op.name!r}")
+            a = np.asarray(inputs[op.name])
+            if a.shape != op.shape:
+                raise ValueError(f"evaluate: input {op.name!r} has shape {a.shape}, the placeholder {op.shape}")
+            arrays[op.name] = a.astype(NP_DTYPES[op.dtype], copy=False)
+    for name, a in inputs.items():  # Reads without a tensor link resolve by name
+        arrays.setdefault(name, np.asarray(a))
+    results = {}
+    with np.errstate(all="ignore"):  # dead select lanes may divide by zero or take log(-1)
+        for op in order:
+            if isinstance(op, ComputeOp):
+                arrays[op.name] = results[op.name] = _eval_op(op, arrays, int(chunk_elems))
+    return results
+
+
+def random_inputs(tensors, seed: int = 0) -> dict:
+    """Random arrays for every placeholder reachable from `tensors`: floats uniform in [-1, 1], ints in [-8, 8]."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    rng = np.random.default_rng(seed)
+    out = {}
+    for op in _topo(tensors):
+        if not isinstance(op, PlaceholderOp):
+            continue
+        if is_float(op.dtype):
+            out[op.name] = rng.uniform(-1.0, 1.0, op.shape).astype(NP_DTYPES[op.dtype])
+        elif op.dtype == "bool":
+            out[op.name] = rng.integers(0, 2, op.shape).astype(np.bool_)
+        else:
+            out[op.name] = rng.integers(-8, 9, op.shape).astype(NP_DTYPES[op.dtype])
+    return out
+
+
+# ----------------------------------------------------------------------------- graph order
+
+def _producers(op) -> list:
+    if isinstance(op, PlaceholderOp):
+        return []
+    deps = list(op.inputs)
+    for r in walk(op.body):
+        if isinstance(r, Read) and r.tensor is not None and r.tensor not in deps:
+            deps.append(r.tensor)
+    return [t.op for t in deps]
+
+
+def _topo(outputs) -> list:
+    """Ops in dependency order (producers first); two different ops may not share a name."""
+    order, state, by_name = [], {}, {}
+
+    def visit(op):
+        if state.get(id(op)) == "done":
+            return
+        if state.get(id(op)) == "active":
+            raise ValueError(f"evaluate: the graph has a cycle through {op.name!r}")
+        other = by_name.setdefault(op.name, op)
+        if other is not op:
+            raise ValueError(f"evaluate: two different tensors are both named {op.name!r}")
+        state[id(op)] = "active"
+        for p in _producers(op):
+            visit(p)
+        state[id(op)] = "done"
+        order.append(op)
+
+    for t in outputs:
+        visit(t.op)
+    return order
+
+
+# ----------------------------------------------------------------------------- one compute op
+
+def _factors(e) -> list:
+    return _factors(e.a) + _factors(e.b) if isinstance(e, Binary) and e.op == "*" else [e]
+
+
+def _eval_op(op: ComputeOp, arrays: dict, limit: int) -> np.ndarray:
+    body, combiner, raxes = op.body, op.combiner, op.reduce_axes
+    if combiner is None and isinstance(body, Reduce):  # tolerate a hand-built op holding the Reduce node
+        body, combiner, raxes = body.source, body.combiner, body.axes
+    axes = tuple(op.axes) + tuple(raxes)
+    n, nd = len(op.axes), len(axes)
+    pos = {a.name: d for d, a in enumerate(axes)}
+    exts = [a.extent for a in axes]
+    spatial = set(range(n))
+    contract = combiner == "sum" and op.dtype != "bool"
+    factors = _factors(body) if contract else [body]
+    # the dims each intermediate can span: what bounds memory when choosing chunks
+    pieces = [{pos[v] for v in free_vars(f) if v in pos} for f in factors] + [spatial]
+    if not contract:
+        pieces = [pieces[0] | spatial]
+    out = np.empty(op.shape, dtype=_wide(op.dtype))
+    for ranges in _chunks(exts, pieces, limit):
+        grids = {}
+        for d, (a, (lo, hi)) in enumerate(zip(axes, ranges)):
+            shape = [1] * nd
+            shape[d] = hi - lo
+            grids[a.name] = np.arange(lo, hi, dtype=np.int64).reshape(shape)
+        ctx = _Ctx(arrays, grids, nd)
+        cshape = tuple(hi - lo for lo, hi in ranges)
+        sp = tuple(slice(lo, hi) for lo, hi in ranges[:n])
+        if combiner is None:
+            out[sp] = ctx.ev(body)
+            continue
+        if contract:
+            part = _contract(ctx, factors, cshape, n)
+        else:
+            part = _reduce(ctx, body, combiner, cshape, n)
+        if all(lo == 0 for lo, _ in ranges[n:]):  # first block of the reduce axes
+            out[sp] = part
+        elif combiner == "sum":
+            out[sp] += part
+        else:
+            out[sp] = (np.maximum if combiner == "max" else np.minimum)(out[sp], part)
+    return out.astype(NP_DTYPES[op.dtype])
+
+
+def _chunks(exts, pieces, limit):
+    """Per-axis (lo, hi) ranges: axes before d one index at a time, axis d in blocks, later axes whole, with d
+    the first axis for which every piece (set of dims an intermediate spans) stays within `limit` elements."""
+    nd = len(exts)
+    if nd == 0:
+        yield []
+        return
+
+    def cost(ext, p):
+        return math.prod(ext[a] for a in p)
+
+    for d in range(nd):
+        trial = [1] * (d + 1) + list(exts[d + 1:])
+        if all(cost(trial, p) <= limit for p in pieces):
+            break
+    block = min([exts[d]] + [limit // cost(trial, p - {d}) for p in pieces if d in p])
+    block = max(1, block)
+    for prefix in itertools.product(*(range(e) for e in exts[:d])):
+        for lo in range(0, exts[d], block):
+            yield ([(i, i + 1) for i in prefix] + [(lo, min(lo + block, exts[d]))] +
+                   [(0, e) for e in exts[d + 1:]])
+
+
+def _as_nd(v, nd: int) -> np.ndarray:
+    v = np.asarray(v)
+    return v.reshape((1,) * nd) if v.ndim == 0 else v
+
+
+def _contract(ctx, factors, cshape, n):
+    """sum over the reduce dims of a product of factors, with einsum on their non-broadcast dims."""
+    nd = len(cshape)
+    scale, operands, subs, present = 1, [], [], set()
+    for f in factors:
+        v = np.asarray(ctx.ev(f))
+        if v.ndim == 0:
+            scale = scale * v
+            continue
+        keep = [d for d in range(nd) if v.shape[d] > 1]
+        operands.append(v.reshape([v.shape[d] for d in keep]))
+        subs.append("".join(_LETTERS[d] for d in keep))
+        present.update(keep)
+    for d in range(n, nd):  # a reduce dim no factor depends on contributes extent times the same value
+        if d not in present:
+            scale = scale * cshape[d]
+    out_dims = [d for d in range(n) if d in present]
+    if operands:
+        spec = ",".join(subs) + "->" + "".join(_LETTERS[d] for d in out_dims)
+        r = np.einsum(spec, *operands, optimize=len(operands) > 1)
+    else:
+        r = np.asarray(1, dtype=np.result_type(scale))
+    return np.reshape(r, [cshape[d] if d in present else 1 for d in range(n)]) * scale
+
+
+def _reduce(ctx, body, combiner, cshape, n):
+    nd = len(cshape)
+    v = np.asarray(ctx.ev(body))
+    v = _as_nd(v, nd)
+    if combiner == "sum":  # bool sums only: materialize
+        return np.broadcast_to(v, cshape).sum(axis=tuple(range(n, nd)))
+    dims = tuple(d for d in range(n, nd) if v.shape[d] > 1)  # max/min over a broadcast dim is a no-op
+    if dims:
+        v = (np.max if combiner == "max" else np.min)(v, axis=dims, keepdims=True)
+    return v.reshape(v.shape[:n])
+
+
+# ----------------------------------------------------------------------------- expressions
+
+def _and(mask, cond):
+    return cond if mask is None else np.logical_and(mask, cond)
+
+
+class _Ctx:
+    """Evaluates expression nodes over the index grids of one chunk; `mask` marks the live lanes."""
+
+    def __init__(self, arrays, grids, nd):
+        self.arrays, self.grids, self.nd = arrays, grids, nd
+
+    def ev(self, e, mask=None):
+        if isinstance(e, Var):
+            if e.name not in self.grids:
+                raise ValueError(f"evaluate: variable {e.name!r} is not an axis of this compute")
+            return self.grids[e.name]
+        if isinstance(e, Const):
+            if e.dtype == "float32":  # the kernel sees the float32 constant
+                return np.float64(np.float32(e.value))
+            return _wide(e.dtype)(e.value)
+        if isinstance(e, Binary):
+            return _BINARY[e.op](self.ev(e.a, mask), self.ev(e.b, mask))
+        if isinstance(e, Compare):
+            return _COMPARE[e.op](self.ev(e.a, mask), self.ev(e.b, mask))
+        if isinstance(e, Logic):
+            a = self.ev(e.a, mask)
+            if e.op == "!":
+                return np.logical_not(a)
+            if e.op == "&&":  # short-circuit: b only matters where a holds
+                return np.logical_and(a, self.ev(e.b, _and(mask, a)))
+            return np.logical_or(a, self.ev(e.b, _and(mask, np.logical_not(a))))
+        if isinstance(e, Select):
+            c = self.ev(e.cond, mask)
+            t = self.ev(e.t, _and(mask, c))
+            f = self.ev(e.f, _and(mask, np.logical_not(c)))
+            return np.where(c, t, f)
+        if isinstance(e, Cast):  # round/wrap to the target type, then widen again
+            return np.asarray(self.ev(e.value, mask)).astype(NP_DTYPES[e.dtype]).astype(_wide(e.dtype))
+        if isinstance(e, Call):
+            if e.name not in _CALL:
+                raise ValueError(f"evaluate: unknown math function {e.name!r}")
+            return _CALL[e.name](*(self.ev(a, mask) for a in e.args))
+        if isinstance(e, Read):
+            return self.read(e, mask)
+        if isinstance(e, Reduce):
+            raise TypeError("evaluate: a reduction may only be the whole body of a compute")
+        raise TypeError(f"evaluate: unsupported expression node {type(e).__name__}")
+
+    def read(self, e: Read, mask):
+        if e.name not in self.arrays:
+            raise KeyError(f"evaluate: no array named {e.name!r} (read by {e!r})")
+        arr = self.arrays[e.name]
+        if arr.ndim != len(e.indices):
+            raise IndexError(f"evaluate: {e!r} has {len(e.indices)} indices, {e.name!r} has {arr.ndim} dims")
+        raw, idx, bad = [], [], None
+        for size, ie in zip(arr.shape, e.indices):
+            i = np.asarray(self.ev(ie, mask), dtype=np.int64)
+            raw.append(i)
+            if i.size and (i.min() < 0 or i.max() >= size):
+                o = (i < 0) | (i >= size)
+                bad = o if bad is None else bad | o
+                i = np.clip(i, 0, size - 1)
+            idx.append(i)
+        if bad is not None:
+            live = bad if mask is None else np.logical_and(bad, mask)
+            if np.any(live):
+                live = _as_nd(live, self.nd)
+                at = np.unravel_index(np.argmax(live), live.shape)
+                vals = tuple(int(np.broadcast_to(_as_nd(r, self.nd), live.shape)[at]) for r in raw)
+                raise IndexError(f"evaluate: {e!r} reads {e.name}{list(vals)} outside shape {arr.shape}")
+        return arr[tuple(idx)].astype(_wide(e.dtype))

@@ -1,0 +1,247 @@
+"""lower(state) -> PrimFunc: loop nests per stage, bound inference for attached stages, index substitution.
+
+Buffers: placeholders and outputs are kernel arguments; other root stages get a workspace of their full
+shape; a stage attached with compute_at gets a local buffer shaped like the region its consumer needs under
+the attach point, indexed relative to the region's start.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .expr import (Binary, Compare, Const, Expr, Logic, Read, Var, free_vars, substitute, transform, walk)
+from .names import NameTable
+from .relations import axis_values, check_decided, infer_extents
+from .simplify import _from_linear, _linear, bound, simplify
+from .state import ScheduleError, State
+from .stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Store, seq
+from .te import _identity
+
+_KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll"}
+
+
+@dataclass
+class _StageInfo:
+    loop_vars: dict          # iterator name -> Var
+    ext: dict                # iterator/axis name -> extent
+    axis_abs: dict           # op axis name -> absolute index Expr
+    axis_rel: dict           # op axis name -> index into the stage's own buffer
+    guards: list
+    buffer: Buffer
+    offsets: tuple           # region start per dimension (Expr), zeros unless local
+    reduce_vars: set = field(default_factory=set)
+
+
+class _Lowerer:
+    def __init__(self, state: State, name: str):
+        self.state = state
+        self.name = name
+        dag = state.dag
+        self.names = NameTable(reserved={name, name + "_packed"})
+        self.args = []
+        for t in dag.tensors:
+            self.args.append(Buffer(self.names.get(("buf", t.name), t.name), t.shape, t.dtype, "arg"))
+        self.buffers = {t.name: b for t, b in zip(dag.tensors, self.args)}
+        self.inlined = {s.name: s.op for s in state.stages if s.compute_at == "inline"}
+        self.stages = {s.name: s for s in state.stages if s.compute_at != "inline"}
+        self._expanded: dict = {}
+        self.body = {n: self.expand(s.op.body) for n, s in self.stages.items()}
+        self.info: dict[str, _StageInfo] = {}
+        self.bounds: dict = {}
+        for s in state.stages:
+            check_decided(s)
+
+    # ------------------------------------------------------------------ inlining
+    def expand(self, e: Expr) -> Expr:
+        def fn(n):
+            if isinstance(n, Read) and n.name in self.inlined:
+                op = self.inlined[n.name]
+                if op.name not in self._expanded:
+                    self._expanded[op.name] = self.expand(op.body)
+                return substitute(self._expanded[op.name], {a.name: i for a, i in zip(op.axes, n.indices)})
+            return None
+        return transform(e, fn)
+
+    def readers(self, name: str) -> list:
+        return [n for n, b in self.body.items() if any(r.name == name for r in walk(b) if isinstance(r, Read))]
+
+    # ------------------------------------------------------------------ per-stage loop info
+    def stage_info(self, name: str) -> _StageInfo:
+        if name in self.info:
+            return self.info[name]
+        st = self.stages[name]
+        op = st.op
+        loop_vars = {it.name: Var(self.names.get(("loop", name, it.name), f"{name}_{it.name}"))
+                     for it in st.iters}
+        is_output = self.state.is_output(name)
+        if st.compute_at == "attached":
+            region = self.region(name)
+        else:
+            region = [(Const(0, "int32"), a.extent) for a in op.axes]
+        ext = infer_extents(st, {a.name: e for a, (_, e) in zip(op.axes, region)})
+        for it in st.iters:
+            self.bounds[loop_vars[it.name].name] = (0, ext[it.name] - 1)
+        vals, guards = axis_values(st, loop_vars, ext)
+        axis_abs = {a.name: simplify(Binary("+", m, vals[a.name], "int32"), self.bounds)
+                    for a, (m, _) in zip(op.axes, region)}
+        axis_abs.update({a.name: simplify(vals[a.name], self.bounds) for a in op.reduce_axes})
+        if is_output:
+            buf, offsets, rel = self.buffers[name], tuple(Const(0, "int32") for _ in op.axes), axis_abs
+        elif st.compute_at == "attached":
+            buf = Buffer(self.names.get(("buf", name), name), tuple(e for _, e in region), op.dtype, "local")
+            offsets = tuple(m for m, _ in region)
+            rel = {a.name: simplify(vals[a.name], self.bounds) for a in op.axes}
+        else:
+            buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, "global")
+            offsets, rel = tuple(Const(0, "int32") for _ in op.axes), axis_abs
+        self.buffers[name] = buf
+        reduce_vars = {loop_vars[it.name].name for it in st.iters if it.kind == "R"}
+        info = _StageInfo(loop_vars, ext, axis_abs, rel, [simplify(g, self.bounds) for g in guards], buf, offsets,
+                          reduce_vars)
+        self.info[name] = info
+        return info
+
+    # ------------------------------------------------------------------ bound inference
+    def region(self, name: str) -> list:
+        """(start Expr, extent) per output dimension of `name`, as needed by its consumer under the attach point."""
+        st = self.stages[name]
+        cname, citer = st.attach
+        if cname not in self.stages:
+            raise ScheduleError(f"stage {name!r} is attached to {cname!r}, which is inlined")
+        others = [r for r in self.readers(name) if r != cname]
+        if others:
+            raise ScheduleError(f"stage {name!r} is computed at {cname!r} but also read by {others}")
+        cons = self.stages[cname]
+        cinfo = self.stage_info(cname)
+        pos = cons.iter_index(citer)
+        varying = {cinfo.loop_vars[it.name].name: cinfo.ext[it.name] for it in cons.iters[pos + 1:]}
+        sub = dict(cinfo.axis_abs)
+        reads = [r for r in walk(self.body[cname]) if isinstance(r, Read) and r.name == name]
+        if not reads:
+            raise ScheduleError(f"stage {name!r} is computed at {cname!r}, which does not read it")
+        shape = st.op.shape
+        out = []
+        for d in range(len(shape)):
+            idxs = [simplify(substitute(r.indices[d], sub), self.bounds) for r in reads]
+            out.append(self._dim_region(idxs, varying, shape[d]))
+        return out
+
+    def _dim_region(self, idxs: list, varying: dict, size: int) -> tuple:
+        parts = []
+        for e in idxs:
+            terms, c = _linear(e)
+            lo = hi = 0
+            rest = {}
+            for t, k in terms.items():
+                fv = free_vars(t)
+                if isinstance(t, Var) and t.name in varying:
+                    span = k * (varying[t.name] - 1)
+                    lo, hi = lo + min(0, span), hi + max(0, span)
+                elif fv & varying.keys():
+                    parts = None
+                    break
+                else:
+                    rest[t] = k
+            if parts is None:
+                break
+            parts.append((_from_linear(rest, c, "int32"), lo, hi))
+        if parts is not None and all(p[0] == parts[0][0] for p in parts):
+            base = parts[0][0]
+            lo, hi = min(p[1] for p in parts), max(p[2] for p in parts)
+            start = simplify(Binary("+", base, Const(lo, "int32"), "int32"), self.bounds)
+            extent = hi - lo + 1
+        else:  # not affine in the inner loops: take the whole range the consumer can touch
+            bs = [bound(e, self.bounds) for e in idxs]
+            if any(b is None for b in bs):
+                return Const(0, "int32"), size
+            lo, hi = min(b[0] for b in bs), max(b[1] for b in bs)
+            start, extent = Const(lo, "int32"), hi - lo + 1
+        if extent >= size:
+            return Const(0, "int32"), size
+        b = bound(start, self.bounds)
+        if b is None or b[0] < 0 or b[1] > size - extent:  # keep the window inside the tensor
+            start = Binary("max", Binary("min", start, Const(size - extent, "int32"), "int32"),
+                           Const(0, "int32"), "int32")
+        return start, extent
+
+    # ------------------------------------------------------------------ statements
+    def rewrite_reads(self, e: Expr) -> Expr:
+        def fn(n):
+            if not isinstance(n, Read):
+                return None
+            if n.name in self.stages:
+                info = self.stage_info(n.name)
+                idx = tuple(Binary("-", i, o, "int32") if not (isinstance(o, Const) and o.value == 0) else i
+                            for i, o in zip(n.indices, info.offsets))
+                return Read(info.buffer.name, idx, n.dtype)
+            return Read(self.buffers[n.name].name, n.indices, n.dtype)
+        return transform(e, fn)
+
+    def emit(self, name: str):
+        st = self.stages[name]
+        op = st.op
+        info = self.stage_info(name)
+        store_idx = tuple(info.axis_rel[a.name] for a in op.axes)
+        value = substitute(self.body[name], info.axis_abs)
+        value = simplify(self.rewrite_reads(value), self.bounds)
+        buf = info.buffer.name
+        guards_all = [g for g in info.guards if not (isinstance(g, Const) and g.value)]
+        if op.combiner:
+            me = Read(buf, store_idx, op.dtype)
+            value = Binary("+", me, value, op.dtype) if op.combiner == "sum" else Binary(op.combiner, me, value,
+                                                                                        op.dtype)
+        main = _guarded(Store(buf, store_idx, value), guards_all)
+        r0 = next((i for i, it in enumerate(st.iters) if it.kind == "R"), None) if op.combiner else None
+        init = None
+        if op.combiner:
+            sguards = [g for g in guards_all if not (free_vars(g) & info.reduce_vars)]
+            init = _guarded(Store(buf, store_idx, _identity(op.combiner, op.dtype)), sguards)
+            inner_spatial = [it for it in st.iters[r0 or 0:] if it.kind == "S"] if r0 is not None else []
+            for it in reversed(inner_spatial):
+                init = For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"),
+                           init)
+        pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
+
+        def nest(pos):
+            if pos == len(st.iters):
+                return main
+            it = st.iters[pos]
+            inner = nest(pos + 1)
+            if init is not None and r0 == pos + 1:
+                inner = seq(init, inner)
+            attached = self.state.attached_at(name, it.name)
+            body = seq(*[self.emit(a) for a in attached], inner)
+            for a in attached:
+                if self.stage_info(a).buffer.scope == "local":
+                    body = Allocate(self.stage_info(a).buffer, body)
+            return For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"), body,
+                       pragma if pos == 0 else 0)
+
+        out = nest(0)
+        if init is not None and r0 == 0:
+            out = seq(init, out)
+        return out
+
+
+def _guarded(s, guards):
+    if not guards:
+        return s
+    cond = guards[0]
+    for g in guards[1:]:
+        cond = Logic("&&", cond, g)
+    return IfThenElse(cond, s)
+
+
+def lower(state: State, name: str = "kernel") -> PrimFunc:
+    low = _Lowerer(state, name)
+    roots = [s.name for s in state.stages if s.compute_at == "root"]
+    body = seq(*[low.emit(n) for n in roots])
+    for n in reversed(roots):
+        buf = low.stage_info(n).buffer
+        if buf.scope == "global":
+            body = Allocate(buf, body)
+    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body)
+    from .passes import default_passes
+    return default_passes(func)
+
+
+__all__ = ["lower", "Compare"]

@@ -1,0 +1,113 @@
+"""Passes on the lowered program, one function each; `default_passes` lists them in order."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .expr import Const, Logic
+from .expr import substitute as substitute_expr
+from .simplify import is_const_true, simplify
+from .state import ScheduleError
+from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
+
+MAX_EXPLICIT_UNROLL = 64  # an iterator annotated "unroll" is replicated up to this extent, else left to gcc
+
+
+def map_stmt_exprs(s: Stmt, fn, bounds: dict) -> Stmt:
+    """Apply fn(expr, bounds) to every expression, with the loop-variable bounds in scope."""
+    if isinstance(s, For):
+        inner = dict(bounds)
+        inner[s.var] = (0, s.extent - 1)
+        return replace(s, body=map_stmt_exprs(s.body, fn, inner))
+    if isinstance(s, Seq):
+        return seq(*[map_stmt_exprs(c, fn, bounds) for c in s.stmts])
+    if isinstance(s, Store):
+        return Store(s.buffer, tuple(fn(i, bounds) for i in s.indices), fn(s.value, bounds))
+    if isinstance(s, IfThenElse):
+        cond = fn(s.cond, bounds)
+        if isinstance(cond, Const):
+            return map_stmt_exprs(s.then, fn, bounds) if cond.value else None
+        return IfThenElse(cond, map_stmt_exprs(s.then, fn, bounds))
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, map_stmt_exprs(s.body, fn, bounds))
+    return s
+
+
+def simplify_stmt(func: PrimFunc) -> PrimFunc:
+    body = map_stmt_exprs(func.body, lambda e, b: simplify(e, b), {})
+    return replace(func, body=body if body is not None else Seq(()))
+
+
+def _steps(s: Stmt) -> int:
+    """Number of store executions in s: the 'step' count auto_unroll_max_step compares against."""
+    if isinstance(s, For):
+        return s.extent * _steps(s.body)
+    if isinstance(s, Store):
+        return 1
+    if isinstance(s, Seq):
+        return sum(_steps(c) for c in s.stmts)
+    if isinstance(s, (IfThenElse,)):
+        return _steps(s.then)
+    if isinstance(s, Allocate):
+        return _steps(s.body)
+    return 0
+
+
+def _replicate(f: For) -> Stmt:
+    return seq(*[map_stmt_exprs(f.body, lambda e, b, k=k: substitute_expr(e, {f.var: Const(k, "int32")}), {})
+                 for k in range(f.extent)])
+
+
+def unroll_loops(func: PrimFunc) -> PrimFunc:
+    """Explicit unrolling: loops annotated 'unroll' (small extents), and every serial loop whose step count is
+    within the auto_unroll_max_step pragma of the stage it belongs to."""
+    def visit(s: Stmt, max_step: int) -> Stmt:
+        if isinstance(s, For):
+            ms = s.auto_unroll or max_step
+            body = visit(s.body, ms)
+            f = replace(s, body=body, auto_unroll=0)
+            if f.kind == "unroll" and f.extent <= MAX_EXPLICIT_UNROLL:
+                return _replicate(f)
+            if f.kind == "serial" and ms and _steps(f) <= ms:
+                return _replicate(f)
+            return f
+        if isinstance(s, Seq):
+            return seq(*[visit(c, max_step) for c in s.stmts])
+        if isinstance(s, IfThenElse):
+            return IfThenElse(s.cond, visit(s.then, max_step))
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, visit(s.body, max_step))
+        return s
+    return replace(func, body=visit(func.body, 0))
+
+
+def verify(func: PrimFunc) -> PrimFunc:
+    """Named invariants: no parallel loop inside another; every store targets a known buffer."""
+    def check(s: Stmt, in_parallel: bool):
+        if isinstance(s, For):
+            if s.kind == "parallel" and in_parallel:
+                raise ScheduleError(f"nested parallel loops (loop {s.var} inside another parallel loop)")
+            in_parallel = in_parallel or s.kind == "parallel"
+            check(s.body, in_parallel)
+        elif isinstance(s, (Seq,)):
+            for c in s.stmts:
+                check(c, in_parallel)
+        elif isinstance(s, IfThenElse):
+            check(s.then, in_parallel)
+        elif isinstance(s, Allocate):
+            check(s.body, in_parallel)
+    check(func.body, False)
+    names = {b.name for b in func.args} | {s.buffer.name for s in walk_stmt(func.body) if isinstance(s, Allocate)}
+    for s in walk_stmt(func.body):
+        if isinstance(s, Store) and s.buffer not in names:
+            raise ScheduleError(f"store to unknown buffer {s.buffer!r}")
+    return func
+
+
+def default_passes(func: PrimFunc) -> PrimFunc:
+    func = verify(func)
+    func = unroll_loops(func)
+    func = simplify_stmt(func)
+    return func
+
+
+__all__ = ["default_passes", "unroll_loops", "simplify_stmt", "verify", "map_stmt_exprs", "is_const_true", "Logic"]

@@ -1,0 +1,76 @@
+"""Kernel: a compiled program loaded with cffi and called with numpy arrays (inputs then outputs)."""
+from __future__ import annotations
+
+import numpy as np
+from cffi import FFI
+
+from .codegen.c import prototype
+from .codegen.source import Source
+
+NP_DTYPE = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.uint8}
+
+
+class KernelError(RuntimeError):
+    pass
+
+
+class Kernel:
+    """`kernel(*inputs, *outputs)` fills the outputs in place; `kernel(*inputs)` allocates and returns them."""
+
+    def __init__(self, source: Source, lib_path: str, meta: dict | None = None):
+        self.source_obj = source
+        self.lib_path = str(lib_path)
+        self.meta = dict(meta or {})
+        self._ffi = FFI()
+        self._ffi.cdef(prototype(source))
+        self._lib = self._ffi.dlopen(self.lib_path)
+        self._fn = getattr(self._lib, source.entry)
+
+    @property
+    def source(self) -> str:
+        return self.source_obj.code
+
+    @property
+    def name(self) -> str:
+        return self.source_obj.entry
+
+    @property
+    def args(self) -> tuple:
+        return self.source_obj.args
+
+    def _check(self, arr, spec, k):
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"argument {k} ({spec.name}) must be a numpy array, got {type(arr).__name__}")
+        if arr.dtype != NP_DTYPE[spec.dtype]:
+            raise TypeError(f"argument {k} ({spec.name}) must have dtype {spec.dtype}, got {arr.dtype}")
+        if tuple(arr.shape) != tuple(spec.shape):
+            raise ValueError(f"argument {k} ({spec.name}) must have shape {tuple(spec.shape)}, got {arr.shape}")
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"argument {k} ({spec.name}) must be C-contiguous (use np.ascontiguousarray)")
+        if spec.is_output and not arr.flags.writeable:
+            raise ValueError(f"output argument {k} ({spec.name}) is read-only")
+
+    def __call__(self, *arrays):
+        specs = self.args
+        n_in = sum(1 for a in specs if not a.is_output)
+        outputs = None
+        if len(arrays) == n_in:
+            outputs = [np.empty(a.shape, NP_DTYPE[a.dtype]) for a in specs[n_in:]]
+            arrays = tuple(arrays) + tuple(outputs)
+        if len(arrays) != len(specs):
+            raise TypeError(f"kernel {self.name} takes {n_in} inputs and {len(specs) - n_in} outputs "
+                            f"({', '.join(a.name for a in specs)}), got {len(arrays)} arrays")
+        ptrs = []
+        for k, (arr, spec) in enumerate(zip(arrays, specs)):
+            self._check(arr, spec, k)
+            ptrs.append(self._ffi.cast("void*", arr.ctypes.data))
+        rc = self._fn(*ptrs)
+        if rc != 0:
+            raise KernelError(f"kernel {self.name} failed with status {rc} (workspace allocation failed)")
+        if outputs is not None:
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return None
+
+    def __repr__(self):
+        sig = ", ".join(f"{a.name}{list(a.shape)}" for a in self.args)
+        return f"Kernel({self.name}({sig}), lib={self.lib_path})"
