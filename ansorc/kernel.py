@@ -14,6 +14,20 @@ class KernelError(RuntimeError):
     pass
 
 
+# Loaded libraries are never closed: unloading a library that pulled in libgomp while OpenMP worker threads
+# are alive crashes the process at random later points.
+_LOADED: dict = {}
+
+
+def _load(source: Source, lib_path: str):
+    key = (lib_path, source.entry)
+    if key not in _LOADED:
+        ffi = FFI()
+        ffi.cdef(prototype(source))
+        _LOADED[key] = (ffi, ffi.dlopen(lib_path))
+    return _LOADED[key]
+
+
 class Kernel:
     """`kernel(*inputs, *outputs)` fills the outputs in place; `kernel(*inputs)` allocates and returns them."""
 
@@ -21,9 +35,7 @@ class Kernel:
         self.source_obj = source
         self.lib_path = str(lib_path)
         self.meta = dict(meta or {})
-        self._ffi = FFI()
-        self._ffi.cdef(prototype(source))
-        self._lib = self._ffi.dlopen(self.lib_path)
+        self._ffi, self._lib = _load(source, self.lib_path)
         self._fn = getattr(self._lib, source.entry)
 
     @property

@@ -164,26 +164,25 @@ def _eval_op(op: ComputeOp, arrays: dict, limit: int) -> np.ndarray:
 
 
 def _chunks(exts, pieces, limit):
-    """Per-axis (lo, hi) ranges: axes before d one index at a time, axis d in blocks, later axes whole, with d
-    the first axis for which every piece (set of dims an intermediate spans) stays within `limit` elements."""
-    nd = len(exts)
-    if nd == 0:
-        yield []
-        return
+    """Per-axis (lo, hi) ranges covering the iteration space such that every piece (the set of dims one
+    intermediate spans) stays within `limit` elements. Blocks are halved greedily on the axis shared by the most
+    oversized pieces (the largest on a tie), which keeps the chunk count, and with it the re-gathering of the
+    pieces that do not span the halved axis, small. Spatial axes come first, so for each output block the
+    reduce blocks start with the one at lo = 0."""
+    blocks = list(exts)
 
-    def cost(ext, p):
-        return math.prod(ext[a] for a in p)
+    def size(p):
+        return math.prod(blocks[a] for a in p)
 
-    for d in range(nd):
-        trial = [1] * (d + 1) + list(exts[d + 1:])
-        if all(cost(trial, p) <= limit for p in pieces):
+    while True:
+        over = [p for p in pieces if size(p) > limit]
+        if not over:
             break
-    block = min([exts[d]] + [limit // cost(trial, p - {d}) for p in pieces if d in p])
-    block = max(1, block)
-    for prefix in itertools.product(*(range(e) for e in exts[:d])):
-        for lo in range(0, exts[d], block):
-            yield ([(i, i + 1) for i in prefix] + [(lo, min(lo + block, exts[d]))] +
-                   [(0, e) for e in exts[d + 1:]])
+        a = max((a for a in range(len(exts)) if blocks[a] > 1),
+                key=lambda a: (sum(a in p for p in over), blocks[a]))
+        blocks[a] = -(-blocks[a] // 2)
+    for los in itertools.product(*(range(0, e, b) for e, b in zip(exts, blocks))):
+        yield [(lo, min(lo + b, e)) for lo, b, e in zip(los, blocks, exts)]
 
 
 def _as_nd(v, nd: int) -> np.ndarray:

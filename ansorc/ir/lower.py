@@ -102,28 +102,51 @@ class _Lowerer:
 
     # ------------------------------------------------------------------ bound inference
     def region(self, name: str) -> list:
-        """(start Expr, extent) per output dimension of `name`, as needed by its consumer under the attach point."""
+        """(start Expr, extent) per output dimension of `name`: the union of what its readers need while the
+        loops enclosing its attach point are fixed and every other loop runs."""
         st = self.stages[name]
         cname, citer = st.attach
         if cname not in self.stages:
             raise ScheduleError(f"stage {name!r} is attached to {cname!r}, which is inlined")
-        others = [r for r in self.readers(name) if r != cname]
-        if others:
-            raise ScheduleError(f"stage {name!r} is computed at {cname!r} but also read by {others}")
-        cons = self.stages[cname]
-        cinfo = self.stage_info(cname)
-        pos = cons.iter_index(citer)
-        varying = {cinfo.loop_vars[it.name].name: cinfo.ext[it.name] for it in cons.iters[pos + 1:]}
-        sub = dict(cinfo.axis_abs)
-        reads = [r for r in walk(self.body[cname]) if isinstance(r, Read) and r.name == name]
-        if not reads:
+        readers = self.readers(name)
+        if cname not in readers:
             raise ScheduleError(f"stage {name!r} is computed at {cname!r}, which does not read it")
-        shape = st.op.shape
+        outside = [r for r in readers if r != cname and not self._inside(r, cname, citer)]
+        if outside:
+            raise ScheduleError(f"stage {name!r} is computed at {cname}.{citer} but also read by {outside}, "
+                                "which is not computed inside that loop")
+        enclosing = self._enclosing_vars(cname, citer)
+        idx_per_dim = [[] for _ in st.op.shape]
+        for r in readers:
+            info = self.stage_info(r)
+            for rd in walk(self.body[r]):
+                if isinstance(rd, Read) and rd.name == name:
+                    for d, i in enumerate(rd.indices):
+                        idx_per_dim[d].append(simplify(substitute(i, info.axis_abs), self.bounds))
         out = []
-        for d in range(len(shape)):
-            idxs = [simplify(substitute(r.indices[d], sub), self.bounds) for r in reads]
-            out.append(self._dim_region(idxs, varying, shape[d]))
+        for d, size in enumerate(st.op.shape):
+            fv = set().union(*(free_vars(e) for e in idx_per_dim[d]))
+            varying = {v: self.bounds[v][1] + 1 for v in fv if v not in enclosing and v in self.bounds}
+            out.append(self._dim_region(idx_per_dim[d], varying, size))
         return out
+
+    def _enclosing_vars(self, stage: str, iter_name: str) -> set:
+        st = self.stages[stage]
+        info = self.stage_info(stage)
+        pos = st.iter_index(iter_name)
+        out = {info.loop_vars[it.name].name for it in st.iters[:pos + 1]}
+        if st.compute_at == "attached":
+            out |= self._enclosing_vars(*st.attach)
+        return out
+
+    def _inside(self, reader: str, stage: str, iter_name: str) -> bool:
+        st = self.stages[reader]
+        while st.compute_at == "attached":
+            tgt, it = st.attach
+            if tgt == stage:
+                return self.stages[stage].iter_index(it) >= self.stages[stage].iter_index(iter_name)
+            st = self.stages[tgt]
+        return False
 
     def _dim_region(self, idxs: list, varying: dict, size: int) -> tuple:
         parts = []

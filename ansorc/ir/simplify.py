@@ -166,6 +166,9 @@ def _simplify(e: Expr, bounds: Bounds) -> Expr:
         e = rebuild(e, tuple(_simplify(k, bounds) for k in kids))
     if isinstance(e, Binary):
         return _binary(e, bounds)
+    if isinstance(e, Var):
+        b = bounds.get(e.name)
+        return Const(b[0], e.dtype) if b is not None and b[0] == b[1] else e
     if isinstance(e, Compare):
         return _compare(e, bounds)
     if isinstance(e, Logic):
