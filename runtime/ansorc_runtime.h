@@ -22,8 +22,9 @@ static inline void *ansorc_workspace_alloc(size_t bytes) {
 }
 static inline void ansorc_workspace_free(void *p) { free(p); }
 
-/* Buffers for measurement inputs and outputs: 2 MiB aligned and madvise(MADV_HUGEPAGE) when large, so that the
- * kernel can back them with transparent huge pages and page placement varies less between runs. */
+/* Buffers for measurement inputs and outputs: 64-byte aligned; when large, freshly mapped, 2 MiB aligned and
+ * madvise(MADV_HUGEPAGE), so that transparent huge pages back them from the first touch and timings do not drift
+ * as the OS collapses pages later. Release with ansorc_free only. */
 void *ansorc_alloc(size_t bytes);
 void ansorc_free(void *p);
 
@@ -42,6 +43,8 @@ typedef struct {
   size_t flush_bytes;      /* 0: no flush; else flush before every timed call and use number = 1 */
   double cut_seconds;      /* 0: never; else stop after a repeat whose mean exceeds it */
   double single_call_cut_min_seconds; /* the warm-up call alone may cut only if it takes longer than this */
+  double budget_seconds;   /* 0: none; else skip repeats that would end later than this after the call began,
+                              so a slow kernel returns fewer repeats instead of hitting the caller's timeout */
 } ansorc_time_config;
 
 typedef struct {

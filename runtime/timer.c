@@ -10,18 +10,47 @@
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)
 #define MAX_NUMBER 1000000000.0
 
+/* Every buffer carries this header just below the pointer it hands out, so ansorc_free knows how to release it. */
+typedef struct {
+  void *base;
+  size_t total;   /* mmap length; 0 for malloc'ed buffers */
+} alloc_header;
+
+#define SMALL_ALIGN 64
+
 void *ansorc_alloc(size_t bytes) {
-  size_t align = bytes >= HUGE_PAGE_BYTES ? HUGE_PAGE_BYTES : 64;
-  void *p = NULL;
-  if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+  if (bytes == 0) bytes = SMALL_ALIGN;
+  if (bytes < HUGE_PAGE_BYTES) {
+    unsigned char *base = (unsigned char *)malloc(bytes + 2 * SMALL_ALIGN);
+    if (!base) return NULL;
+    unsigned char *p = (unsigned char *)(((size_t)base + 2 * SMALL_ALIGN) & ~(size_t)(SMALL_ALIGN - 1));
+    alloc_header h = {base, 0};
+    memcpy(p - sizeof h, &h, sizeof h);
+    return p;
+  }
+  /* Large buffers get a fresh mapping, never recycled heap memory that is already backed by small pages (glibc
+   * raises its mmap threshold after frees, so malloc would hand those out), and are 2 MiB aligned so that the
+   * kernel can back them with transparent huge pages from the first touch. */
+  size_t rounded = (bytes + HUGE_PAGE_BYTES - 1) & ~(HUGE_PAGE_BYTES - 1);
+  size_t total = rounded + HUGE_PAGE_BYTES;
+  unsigned char *base = (unsigned char *)mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return NULL;
+  unsigned char *p = (unsigned char *)(((size_t)base + SMALL_ALIGN + HUGE_PAGE_BYTES - 1) & ~(HUGE_PAGE_BYTES - 1));
 #ifdef MADV_HUGEPAGE
-  /* Best effort: THP may be disabled, which is fine. */
-  if (bytes >= HUGE_PAGE_BYTES) madvise(p, bytes - bytes % HUGE_PAGE_BYTES, MADV_HUGEPAGE);
+  madvise(p, rounded, MADV_HUGEPAGE); /* best effort: THP may be off, which is fine */
 #endif
+  alloc_header h = {base, total};
+  memcpy(p - sizeof h, &h, sizeof h);
   return p;
 }
 
-void ansorc_free(void *p) { free(p); }
+void ansorc_free(void *p) {
+  if (!p) return;
+  alloc_header h;
+  memcpy(&h, (unsigned char *)p - sizeof h, sizeof h);
+  if (h.total) munmap(h.base, h.total);
+  else free(h.base);
+}
 
 double ansorc_now_seconds(void) {
   struct timespec ts;
@@ -49,9 +78,15 @@ void ansorc_flush_cache(size_t bytes) {
   for (long c = 0; c < chunks; ++c) memset(flush_buffer + (size_t)c * 4096, value, 4096);
 }
 
+/* True when one more repeat lasting `next_seconds` would end past the budget. */
+static int over_budget(const ansorc_time_config *cfg, double t_begin, double next_seconds) {
+  return cfg->budget_seconds > 0 && ansorc_now_seconds() - t_begin + next_seconds > cfg->budget_seconds;
+}
+
 int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_config *cfg, double *costs,
                        ansorc_time_result *result) {
   int rc = 0;
+  double t_begin = ansorc_now_seconds();
   memset(result, 0, sizeof(*result));
   int warmup = cfg->warmup > 0 ? cfg->warmup : 0;
   for (int w = 0; w < warmup; ++w) {
@@ -75,6 +110,7 @@ int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_confi
     /* Flushing between calls of one repeat would be timed too, so a flushed repeat is a single call. */
     result->number_used = 1;
     for (int r = 0; r < repeat; ++r) {
+      if (r > 0 && over_budget(cfg, t_begin, costs[r - 1])) break;
       ansorc_flush_cache(cfg->flush_bytes);
       double t0 = ansorc_now_seconds();
       if ((rc = fn(args)) != 0) return rc;
@@ -93,6 +129,7 @@ int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_confi
   if (number > MAX_NUMBER) number = MAX_NUMBER;
   int recalibrations = 0;
   for (int r = 0; r < repeat; ++r) {
+    if (r > 0 && over_budget(cfg, t_begin, costs[r - 1] * number)) break;
     long calls = (long)number;
     double t0 = ansorc_now_seconds();
     for (long i = 0; i < calls; ++i)

@@ -1,0 +1,185 @@
+"""Sources -> shared libraries: one compiler process per core, a content-keyed cache, reproducible errors.
+
+Each source becomes its own .so, compiled and linked by one compiler call. Batching several sources into one
+compiler call saved nothing measurable (docs/measurement.md), and one library per source keeps entry names
+free to repeat and makes the cache a plain file lookup.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ansorc.codegen.source import Source
+from ansorc.measure.errors import MeasureErrorNo
+
+DEFAULT_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
+RUNTIME_CFLAGS: tuple[str, ...] = ("-O2", "-fopenmp", "-shared", "-fPIC", "-std=c99")
+DEFAULT_BUILD_TIMEOUT = 15.0  # seconds, Ansor's LocalBuilder default
+RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime"
+MAX_STDERR_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    source: Source
+    lib_path: str | None           # None when the build failed
+    error_code: int                # MeasureErrorNo
+    error_msg: str                 # compiler output, source path and repro command on failure
+    build_seconds: float
+    cached: bool = False           # True when the library came from the cache
+    repro_command: str = ""        # shell command that rebuilds the library by hand
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == MeasureErrorNo.NO_ERROR
+
+
+def cache_root() -> Path:
+    """$ANSORC_CACHE_DIR, else ~/.cache/ansorc. Builds go to <root>/builds, the runtime to <root>/runtime."""
+    env = os.environ.get("ANSORC_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "ansorc"
+
+
+def default_build_dir() -> Path:
+    return cache_root() / "builds"
+
+
+_compiler_ids: dict[str, str] = {}
+_compiler_ids_lock = threading.Lock()
+
+
+def compiler_id(cc: str) -> str:
+    """First line of `cc --version`, so that a compiler upgrade invalidates the cache."""
+    with _compiler_ids_lock:
+        if cc not in _compiler_ids:
+            try:
+                out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+            except (OSError, subprocess.SubprocessError):
+                out = ""
+            _compiler_ids[cc] = out.splitlines()[0] if out else cc
+        return _compiler_ids[cc]
+
+
+def _header_digest() -> str:
+    header = RUNTIME_DIR / "ansorc_runtime.h"
+    return hashlib.sha256(header.read_bytes()).hexdigest() if header.exists() else ""
+
+
+def build_key(source: Source, cc: str, flags: Sequence[str]) -> str:
+    """Cache key: the source's content key plus everything else that changes the binary."""
+    text = "\0".join([source.key, compiler_id(cc), *flags, _header_digest()])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _write_atomically(path: Path, data: str) -> None:
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(data)
+    os.replace(tmp, path)
+
+
+def _run_compiler(cmd: list[str], timeout: float) -> tuple[int | None, str]:
+    """(exit code or None on timeout, stderr). The compiler runs in its own session so that a timeout kills cc1 too."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out or ""
+
+
+def _compile_one(source: Source, key: str, build_dir: Path, cc: str, flags: Sequence[str], timeout: float) -> BuildResult:
+    start = time.perf_counter()
+    src_path = build_dir / f"{key}.c"
+    lib_path = build_dir / f"{key}.so"
+    if source.lang != "c":
+        return BuildResult(source, None, MeasureErrorNo.COMPILE_DEVICE,
+                           f"no builder for lang={source.lang!r} yet", 0.0)
+    _write_atomically(src_path, source.code)
+    tmp_lib = lib_path.with_name(f"{lib_path.name}.tmp.{os.getpid()}.{threading.get_ident()}")
+    cmd = [cc, *flags, "-I", str(RUNTIME_DIR), "-o", str(tmp_lib), str(src_path)]
+    repro = shlex.join([cc, *flags, "-I", str(RUNTIME_DIR), "-o", str(lib_path), str(src_path)])
+    try:
+        code, output = _run_compiler(cmd, timeout)
+    except OSError as exc:  # compiler missing or not executable
+        code, output = -1, f"cannot run {cc}: {exc}"
+    seconds = time.perf_counter() - start
+    if code == 0:
+        os.replace(tmp_lib, lib_path)
+        return BuildResult(source, str(lib_path), MeasureErrorNo.NO_ERROR, "", seconds, False, repro)
+    tmp_lib.unlink(missing_ok=True)
+    if code is None:
+        msg = f"build timed out after {timeout:g} s\nsource: {src_path}\nrepro: {repro}"
+        return BuildResult(source, None, MeasureErrorNo.BUILD_TIMEOUT, msg, seconds, False, repro)
+    tail = output[-MAX_STDERR_CHARS:]
+    msg = f"{cc} exited with {code}:\n{tail}\nsource: {src_path}\nrepro: {repro}"
+    return BuildResult(source, None, MeasureErrorNo.COMPILE_HOST, msg, seconds, False, repro)
+
+
+def build(sources: Sequence[Source], target_flags: Sequence[str] = DEFAULT_CFLAGS,
+          timeout: float = DEFAULT_BUILD_TIMEOUT, n_parallel: int | None = None, cc: str = "gcc",
+          build_dir: str | os.PathLike | None = None) -> list[BuildResult]:
+    """Compile every source into <build_dir>/<key>.so, in parallel; results are in the order of `sources`.
+
+    A library already in the cache is reused (cached=True, build_seconds=0). Failed builds are not cached,
+    so a fixed compiler or flag is picked up on the next call.
+    """
+    out_dir = Path(build_dir) if build_dir is not None else default_build_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flags = tuple(target_flags)
+    keys = [build_key(s, cc, flags) for s in sources]
+    results: dict[str, BuildResult] = {}
+    todo: dict[str, Source] = {}
+    for source, key in zip(sources, keys):
+        lib = out_dir / f"{key}.so"
+        if key in results or key in todo:
+            continue
+        if lib.exists():
+            repro = shlex.join([cc, *flags, "-I", str(RUNTIME_DIR), "-o", str(lib), str(out_dir / f"{key}.c")])
+            results[key] = BuildResult(source, str(lib), MeasureErrorNo.NO_ERROR, "", 0.0, True, repro)
+        else:
+            todo[key] = source
+    workers = max(1, min(n_parallel or os.cpu_count() or 1, len(todo) or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {key: pool.submit(_compile_one, src, key, out_dir, cc, flags, timeout) for key, src in todo.items()}
+        for key, fut in futures.items():
+            results[key] = fut.result()
+    # Duplicates in the batch share one build, but each result names its own Source object.
+    return [results[k] if results[k].source is s else _with_source(results[k], s) for s, k in zip(sources, keys)]
+
+
+def _with_source(result: BuildResult, source: Source) -> BuildResult:
+    return BuildResult(source, result.lib_path, result.error_code, result.error_msg, result.build_seconds,
+                       result.cached, result.repro_command)
+
+
+_runtime_lock = threading.Lock()
+
+
+def runtime_library(cc: str = "gcc", cache_dir: str | os.PathLike | None = None) -> Path:
+    """The timing runtime (runtime/timer.c) compiled once into a small cached .so; returns its path."""
+    root = Path(cache_dir) if cache_dir is not None else cache_root() / "runtime"
+    text = (RUNTIME_DIR / "timer.c").read_text() + _header_digest() + compiler_id(cc) + " ".join(RUNTIME_CFLAGS)
+    lib = root / f"ansorc_runtime_{hashlib.sha256(text.encode()).hexdigest()[:16]}.so"
+    with _runtime_lock:
+        if lib.exists():
+            return lib
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = lib.with_name(f"{lib.name}.tmp.{os.getpid()}")
+        cmd = [cc, *RUNTIME_CFLAGS, "-I", str(RUNTIME_DIR), "-o", str(tmp), str(RUNTIME_DIR / "timer.c"), "-lm"]
+        code, output = _run_compiler(cmd, 120.0)
+        if code != 0:
+            tmp.unlink(missing_ok=True)
+            raise RuntimeError(f"cannot build the ansorc runtime:\n{output}\nrepro: {shlex.join(cmd)}")
+        os.replace(tmp, lib)
+        return lib

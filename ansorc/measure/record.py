@@ -1,0 +1,191 @@
+"""Tuning records: one JSON object per line, appended under a file lock, loaded tolerantly.
+
+A line looks like
+  {"v": 1, "workload_key": "...", "target": "...", "steps": [...], "costs": [1.2e-3, ...], "error_code": 0,
+   "error_msg": "", "all_cost": 0.41, "timestamp": 1732600000.0, "lower_bound": false, "flop": 2.1e9, "note": ""}
+`steps` is opaque here: whatever the schedule's to_json produced. It is kept as canonical JSON text
+(`steps_json`), which is also the key used to skip already-measured schedules.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import statistics
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Union
+
+from ansorc.measure.errors import MeasureErrorNo
+
+if TYPE_CHECKING:
+    from ansorc.measure.runner import MeasureResult
+
+RECORD_FORMAT_VERSION = 1
+MAX_RECORD_ERROR_CHARS = 2000  # keep logs small; the full message is in the MeasureResult
+
+
+def steps_key(steps: Any) -> str:
+    """Canonical JSON text of a step list: equal schedules give equal strings."""
+    return json.dumps(steps, separators=(",", ":"), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Record:
+    workload_key: str
+    target: str
+    steps_json: str                 # canonical JSON of the steps, see steps_key()
+    costs: tuple[float, ...]        # seconds, one mean per repeat; empty on error
+    error_code: int
+    error_msg: str = ""
+    all_cost: float = 0.0           # wall seconds for build + run of this candidate
+    timestamp: float = 0.0
+    lower_bound: bool = False       # measurement cut early; the candidate is at least this slow
+    flop: float | None = None       # floating-point operations of the workload, for GFLOP/s reports
+    note: str = ""
+    v: int = RECORD_FORMAT_VERSION
+
+    @property
+    def steps(self) -> Any:
+        """A fresh copy of the steps (the record itself stays immutable)."""
+        return json.loads(self.steps_json)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == MeasureErrorNo.NO_ERROR and bool(self.costs)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.costs) if self.ok else math.inf
+
+    @classmethod
+    def from_measure(cls, workload_key: str, target: str, steps: Any, result: "MeasureResult",
+                     flop: float | None = None, note: str = "") -> "Record":
+        return cls(workload_key, str(target), steps_key(steps), tuple(float(c) for c in result.costs),
+                   int(result.error_code), result.error_msg[:MAX_RECORD_ERROR_CHARS], float(result.all_cost),
+                   float(result.timestamp), bool(result.lower_bound), flop, note)
+
+    def to_json(self) -> str:
+        """One line of JSON, without the newline."""
+        obj = {"v": self.v, "workload_key": self.workload_key, "target": self.target, "steps": None,
+               "costs": list(self.costs), "error_code": self.error_code, "error_msg": self.error_msg,
+               "all_cost": self.all_cost, "timestamp": self.timestamp, "lower_bound": self.lower_bound}
+        if self.flop is not None:
+            obj["flop"] = self.flop
+        if self.note:
+            obj["note"] = self.note
+        text = json.dumps(obj, separators=(",", ":"))
+        # Splice the canonical steps text in as is, so it is never re-encoded differently.
+        return text.replace('"steps":null', '"steps":' + self.steps_json, 1)
+
+    @classmethod
+    def from_json(cls, line: str) -> "Record":
+        """Parse one line; ValueError on anything malformed."""
+        obj = json.loads(line)
+        if not isinstance(obj, dict):
+            raise ValueError("not a JSON object")
+        version = obj.get("v")
+        if not isinstance(version, int) or version > RECORD_FORMAT_VERSION:
+            raise ValueError(f"unsupported record format version {version!r}")
+        for name, kind in (("workload_key", str), ("target", str), ("steps", list), ("costs", list),
+                           ("error_code", int)):
+            if not isinstance(obj.get(name), kind):
+                raise ValueError(f"field {name!r} missing or not a {kind.__name__}")
+        costs = tuple(float(c) for c in obj["costs"])
+        flop = obj.get("flop")
+        return cls(obj["workload_key"], obj["target"], steps_key(obj["steps"]), costs, obj["error_code"],
+                   str(obj.get("error_msg", "")), float(obj.get("all_cost", 0.0)), float(obj.get("timestamp", 0.0)),
+                   bool(obj.get("lower_bound", False)), None if flop is None else float(flop),
+                   str(obj.get("note", "")), version)
+
+
+class RecordLog:
+    """An append-only JSON-lines file of Records, safe for concurrent writers on one machine."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def append(self, records: Iterable[Record]) -> None:
+        """Write a batch with one os.write under an exclusive flock, then fsync."""
+        data = "".join(r.to_json() + "\n" for r in records).encode()
+        if not data:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            # A writer killed mid-write leaves a line without its newline; start ours on a fresh line.
+            if size > 0 and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            written = os.write(fd, data)
+            while written < len(data):  # short writes are rare (disk full, signals); we still hold the lock
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)  # also releases the lock
+
+    def load(self) -> list[Record]:
+        return load(self.path)
+
+    def __iter__(self):
+        return iter(self.load())
+
+
+def load(path: str | os.PathLike) -> list[Record]:
+    """All records of a log, in file order. A corrupt or truncated line is skipped with a warning naming
+    file:line; a missing file is an empty log."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return []
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # do not read a batch half-written by a live writer
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read()
+    finally:
+        os.close(fd)
+    records = []
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            records.append(Record.from_json(raw.decode("utf-8")))
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:
+            warnings.warn(f"{path}:{lineno}: skipped corrupt record ({exc})", stacklevel=2)
+    return records
+
+
+RecordSource = Union[str, os.PathLike, RecordLog, Iterable[Record]]
+
+
+def _records(source: RecordSource) -> Iterable[Record]:
+    if isinstance(source, (str, os.PathLike)):
+        return load(source)
+    if isinstance(source, RecordLog):
+        return source.load()
+    return source
+
+
+def records_for(source: RecordSource, workload_key: str, target: str | None = None) -> list[Record]:
+    """Records of one workload (and target, when given), in file order."""
+    return [r for r in _records(source)
+            if r.workload_key == workload_key and (target is None or r.target == target)]
+
+
+def best(source: RecordSource, workload_key: str, target: str | None = None, k: int = 1) -> list[Record]:
+    """The k fastest distinct schedules by median cost, among error-free, fully measured records."""
+    fastest: dict[str, Record] = {}
+    for r in records_for(source, workload_key, target):
+        if r.ok and not r.lower_bound and (r.steps_json not in fastest or r.median < fastest[r.steps_json].median):
+            fastest[r.steps_json] = r
+    return sorted(fastest.values(), key=lambda r: r.median)[:k]
+
+
+def measured_steps(source: RecordSource, workload_key: str | None = None, target: str | None = None) -> set[str]:
+    """steps_key() strings of every schedule already measured (any outcome), to skip re-measuring them."""
+    return {r.steps_json for r in _records(source)
+            if (workload_key is None or r.workload_key == workload_key) and (target is None or r.target == target)}

@@ -1,0 +1,262 @@
+"""Measurement worker: a long-lived process that loads candidate libraries and times them in C.
+
+Started by runner.py as a plain script (not `-m ansorc...`), so that it imports only numpy and cffi and starts
+fast whatever the package's __init__ pulls in. It talks over stdin/stdout in frames: 8-byte little-endian length,
+then a pickle. A crash or hang here costs only this process; the runner restarts it.
+"""
+from __future__ import annotations
+
+import faulthandler
+import os
+import pickle
+import struct
+import sys
+import time
+
+import numpy as np
+from cffi import FFI
+
+# Same numbers as errors.MeasureErrorNo; copied so this script needs no package import (a unit test checks them).
+NO_ERROR, RUNTIME_DEVICE, WRONG_ANSWER = 0, 4, 5
+
+INT_POISON = -123456789  # an int no test kernel writes by chance
+RTLD_NOW = 2
+PR_SET_PDEATHSIG = 1
+SIGKILL = 9
+
+RUNTIME_CDEF = """
+typedef int (*ansorc_packed_fn)(void **args);
+typedef struct {
+  int number; int repeat; int warmup; double min_repeat_ms; size_t flush_bytes;
+  double cut_seconds; double single_call_cut_min_seconds; double budget_seconds;
+} ansorc_time_config;
+typedef struct { int repeats_done; int number_used; int cut; double warmup_seconds; } ansorc_time_result;
+void *ansorc_alloc(size_t bytes);
+void ansorc_free(void *p);
+int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_config *cfg, double *costs,
+                       ansorc_time_result *result);
+"""
+LIBC_CDEF = """
+void *dlopen(const char *filename, int flags);
+void *dlsym(void *handle, const char *symbol);
+int dlclose(void *handle);
+char *dlerror(void);
+int prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5);
+"""
+
+
+class Task:
+    """The buffers of one task: inputs, poisoned outputs, pristine input copies and reference outputs."""
+
+    def __init__(self, ffi, runtime, msg: dict):
+        self.ffi, self.runtime = ffi, runtime
+        self.pointers = []
+        self.arrays, self.is_output = [], []
+        for spec, data in zip(msg["args"], msg["inputs_by_arg"]):
+            shape, dtype, is_output = spec
+            arr = self._alloc(tuple(shape), np.dtype(dtype))
+            if not is_output:
+                arr[...] = data
+            self.arrays.append(arr)
+            self.is_output.append(bool(is_output))
+        self.pristine = [None if out else arr.copy() for arr, out in zip(self.arrays, self.is_output)]
+        self.packed = ffi.new("void*[]", max(1, len(self.arrays)))
+        for i, arr in enumerate(self.arrays):
+            self.packed[i] = ffi.cast("void*", arr.ctypes.data)
+        self.names = msg["names"]
+        self.rtol, self.atol = msg["rtol"], msg["atol"]
+        self.reference = msg["reference_outputs"]
+
+    def _alloc(self, shape, dtype):
+        nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+        ptr = self.runtime.ansorc_alloc(nbytes)
+        if ptr == self.ffi.NULL:
+            raise MemoryError(f"cannot allocate {nbytes} bytes")
+        self.pointers.append(ptr)
+        buf = self.ffi.buffer(self.ffi.cast("char*", ptr), nbytes)
+        return np.frombuffer(buf, dtype=dtype, count=int(np.prod(shape, dtype=np.int64))).reshape(shape)
+
+    def free(self):
+        self.arrays = []
+        for ptr in self.pointers:
+            self.runtime.ansorc_free(ptr)
+        self.pointers = []
+
+    def outputs(self):
+        return [a for a, out in zip(self.arrays, self.is_output) if out]
+
+    def poison_outputs(self):
+        for arr in self.outputs():
+            arr.fill(np.nan if arr.dtype.kind in "fc" else INT_POISON)
+
+    def check(self) -> str:
+        """'' when outputs match the reference (or, without one, are all written) and inputs are untouched."""
+        for i, (arr, out) in enumerate(zip(self.arrays, self.is_output)):
+            if not out and not np.array_equal(arr, self.pristine[i], equal_nan=arr.dtype.kind in "fc"):
+                arr[...] = self.pristine[i]  # so later candidates still see the task's inputs
+                return f"input {self.names[i]} was modified by the kernel"
+        out_names = [n for n, out in zip(self.names, self.is_output) if out]
+        for j, arr in enumerate(self.outputs()):
+            ref = None if self.reference is None else self.reference[j]
+            bad = mismatch_mask(arr, ref, self.rtol, self.atol)
+            if bad.any():
+                return describe_mismatch(out_names[j], arr, ref, bad)
+        return ""
+
+
+def mismatch_mask(out: np.ndarray, ref, rtol: float, atol: float) -> np.ndarray:
+    if ref is None:  # no reference: only require that every element was written
+        return np.isnan(out) if out.dtype.kind in "fc" else out == INT_POISON
+    if out.dtype.kind not in "fc":
+        return out != ref
+    out64, ref64 = out.astype(np.float64), ref.astype(np.float64)
+    finite = np.abs(ref64[np.isfinite(ref64)])
+    # atol scales with the output magnitude: a sum over K terms carries error relative to its terms, not to 1.
+    scale = max(1.0, float(finite.max()) if finite.size else 1.0)
+    with np.errstate(invalid="ignore"):
+        close = np.abs(out64 - ref64) <= atol * scale + rtol * np.abs(ref64)
+    same = (out64 == ref64) | (np.isnan(out64) & np.isnan(ref64))
+    return ~(close | same)
+
+
+def describe_mismatch(name: str, out: np.ndarray, ref, bad: np.ndarray) -> str:
+    count = int(bad.sum())
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    if ref is None:
+        return f"output {name}: {count} of {bad.size} elements never written, first at {first}"
+    got, want = out[first].item(), ref[first].item()
+    with np.errstate(invalid="ignore"):
+        err = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+    max_err = float(np.nanmax(err)) if np.isfinite(err).any() else float("nan")
+    return (f"output {name}: {count} of {bad.size} elements differ, first at {first}: got {got!r}, "
+            f"expected {want!r}; max abs error {max_err:.3g}")
+
+
+class Worker:
+    def __init__(self):
+        self.ffi = FFI()
+        self.ffi.cdef(RUNTIME_CDEF)
+        self.ffi.cdef(LIBC_CDEF)
+        try:
+            self.libc = self.ffi.dlopen(None)
+            self.libc.dlopen  # noqa: B018  (older glibc keeps dlopen in libdl)
+        except (OSError, AttributeError):
+            self.libc = self.ffi.dlopen("libdl.so.2")
+        self.runtime = None
+        self.task: Task | None = None
+
+    def load_symbol(self, lib_path: str, symbol: str):
+        handle = self.libc.dlopen(lib_path.encode(), RTLD_NOW)
+        if handle == self.ffi.NULL:
+            raise OSError(self.ffi.string(self.libc.dlerror()).decode(errors="replace"))
+        fn = self.libc.dlsym(handle, symbol.encode())
+        if fn == self.ffi.NULL:
+            self.libc.dlclose(handle)
+            raise OSError(f"symbol {symbol} not found in {lib_path}")
+        return handle, self.ffi.cast("ansorc_packed_fn", fn)
+
+    def init(self, msg: dict) -> dict:
+        if self.runtime is None:
+            self.runtime = self.ffi.dlopen(msg["runtime"])
+        if self.task is not None:
+            self.task.free()
+        self.task = Task(self.ffi, self.runtime, msg)
+        if self.task.reference is None and msg.get("reference_lib"):
+            path, entry = msg["reference_lib"]
+            handle, fn = self.load_symbol(path, entry + "_packed")
+            self.task.poison_outputs()
+            rc = fn(self.task.packed)
+            self.libc.dlclose(handle)
+            if rc != 0:
+                raise RuntimeError(f"reference kernel returned {rc}")
+            self.task.reference = [a.copy() for a in self.task.outputs()]
+        return {"ok": True}
+
+    def run(self, msg: dict) -> dict:
+        start = time.perf_counter()
+        task = self.task
+        try:
+            handle, fn = self.load_symbol(msg["lib"], msg["entry"] + "_packed")
+        except OSError as exc:
+            return {"error_code": RUNTIME_DEVICE, "error_msg": f"cannot load: {exc}"}
+        try:
+            task.poison_outputs()
+            t0 = time.perf_counter()
+            rc = fn(task.packed)
+            check_seconds = time.perf_counter() - t0
+            if rc != 0:
+                return {"error_code": RUNTIME_DEVICE, "error_msg": f"kernel returned {rc}"}
+            problem = task.check()
+            if problem:
+                return {"error_code": WRONG_ANSWER, "error_msg": problem}
+            cfg = msg["config"]
+            cut = msg["cut_seconds"]
+            if cut > 0 and check_seconds > cut and check_seconds > cfg["single_call_cut_min_seconds"]:
+                return {"error_code": NO_ERROR, "costs": [check_seconds], "lower_bound": True, "number": 1}
+            return self.time(fn, cfg, cut, msg["time_budget"] - (time.perf_counter() - start))
+        finally:
+            self.libc.dlclose(handle)
+
+    def time(self, fn, cfg: dict, cut: float, budget: float) -> dict:
+        c = self.ffi.new("ansorc_time_config*")
+        c.number, c.repeat, c.warmup = cfg["number"], cfg["repeat"], cfg["warmup"]
+        c.min_repeat_ms, c.flush_bytes = cfg["min_repeat_ms"], cfg["flush_bytes"]
+        c.cut_seconds, c.single_call_cut_min_seconds = cut, cfg["single_call_cut_min_seconds"]
+        c.budget_seconds = max(budget, 1e-3)
+        costs = self.ffi.new("double[]", max(1, cfg["repeat"]))
+        res = self.ffi.new("ansorc_time_result*")
+        rc = self.runtime.ansorc_time_packed(fn, self.task.packed, c, costs, res)
+        if rc != 0:
+            return {"error_code": RUNTIME_DEVICE, "error_msg": f"kernel returned {rc} while timing"}
+        return {"error_code": NO_ERROR, "costs": [costs[i] for i in range(res.repeats_done)],
+                "lower_bound": bool(res.cut), "number": res.number_used}
+
+
+def read_frame(fd: int):
+    header = _read_exact(fd, 8)
+    if header is None:
+        return None
+    (size,) = struct.unpack("<Q", header)
+    return pickle.loads(_read_exact(fd, size))
+
+
+def _read_exact(fd: int, size: int):
+    chunks, left = [], size
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def write_frame(fd: int, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(struct.pack("<Q", len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def main() -> int:
+    faulthandler.enable()  # a segfault leaves a traceback in the worker's log for the error message
+    proto_out = os.dup(1)
+    os.dup2(2, 1)  # a kernel's printf must not corrupt the protocol stream
+    worker = Worker()
+    try:
+        worker.libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)  # die with the parent, even inside a hung kernel
+    except AttributeError:
+        pass
+    while True:
+        msg = read_frame(0)
+        if msg is None or msg["op"] == "exit":
+            return 0
+        try:
+            reply = worker.init(msg) if msg["op"] == "init" else worker.run(msg)
+        except Exception as exc:  # reported to the parent; the worker stays usable
+            reply = {"ok": False, "error_code": 8, "error_msg": f"{type(exc).__name__}: {exc}"}
+        write_frame(proto_out, reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Tuning records: JSON round trip, tolerant loading, best-of queries, dedup keys. No compiler needed."""
+import importlib.util
+import json
+import math
+import warnings
+from pathlib import Path
+
+import pytest
+
+from ansorc.measure.errors import MeasureErrorNo, error_name
+from ansorc.measure.record import (RECORD_FORMAT_VERSION, Record, RecordLog, best, load, measured_steps,
+                                   records_for, steps_key)
+
+
+def rec(costs=(1.0,), steps=(("SP", 0, 1, 64, [8]),), wk="wk1", target="llvm -mcpu=native", code=0, lower=False):
+    return Record(wk, target, steps_key([list(s) for s in steps]), tuple(costs), code, lower_bound=lower,
+                  timestamp=1.5, all_cost=0.25)
+
+
+def test_round_trip_keeps_every_field():
+    r = Record("wk", "cpu", steps_key([["SP", 0, 1, 1024, [32, 8]], {"b": 1, "a": 2}]), (1e-3, 2e-3), 0, "",
+               0.5, 123.25, True, 2.0e9, "first round")
+    line = r.to_json()
+    assert "\n" not in line
+    obj = json.loads(line)
+    assert obj["v"] == RECORD_FORMAT_VERSION and obj["steps"][0] == ["SP", 0, 1, 1024, [32, 8]]
+    assert obj["lower_bound"] is True and obj["flop"] == 2.0e9
+    assert Record.from_json(line) == r
+
+
+def test_steps_are_data_and_canonical():
+    a = rec(steps=(("X", {"b": 1, "a": 2}),))
+    b = Record.from_json(json.dumps({"v": 1, "workload_key": "wk1", "target": "llvm -mcpu=native",
+                                     "steps": [["X", {"a": 2, "b": 1}]], "costs": [1.0], "error_code": 0}))
+    assert a.steps_json == b.steps_json
+    steps = a.steps
+    steps.append("mutated")
+    assert a.steps != steps  # the record hands out copies
+
+
+def test_from_measure_copies_the_result():
+    class Result:
+        costs, error_code, error_msg, all_cost, timestamp, lower_bound = (3e-3, 1e-3, 2e-3), 0, "", 0.7, 99.0, False
+    r = Record.from_measure("wk", "cpu", [["CA", 1, 2, 3]], Result(), flop=1e6)
+    assert r.median == 2e-3 and r.ok and r.steps == [["CA", 1, 2, 3]] and r.flop == 1e6
+
+
+def test_median_of_failed_record_is_inf():
+    assert math.isinf(rec(costs=(), code=MeasureErrorNo.WRONG_ANSWER).median)
+
+
+def test_load_skips_corrupt_lines_with_file_and_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    good = rec().to_json()
+    path.write_text("\n".join([good, "{not json", '{"v": 1, "workload_key": 3}', good, '{"v": 99}', good[:40]]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = load(path)
+    assert len(records) == 2
+    messages = [str(w.message) for w in caught]
+    assert [m.split(": ")[0] for m in messages] == [f"{path}:{n}" for n in (2, 3, 5, 6)]
+
+
+def test_missing_log_is_empty(tmp_path):
+    assert load(tmp_path / "nothing.jsonl") == []
+
+
+def test_append_and_load(tmp_path):
+    log = RecordLog(tmp_path / "sub" / "log.jsonl")
+    log.append([rec(costs=(1.0,)), rec(costs=(2.0,))])
+    log.append([])
+    log.append([rec(costs=(3.0,))])
+    assert [r.costs[0] for r in log.load()] == [1.0, 2.0, 3.0]
+    assert (tmp_path / "sub" / "log.jsonl").read_text().count("\n") == 3
+
+
+def test_append_after_truncated_line_starts_a_new_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text(rec().to_json() + "\n" + rec().to_json()[:25])  # a writer killed mid-line
+    RecordLog(path).append([rec(costs=(5.0,))])
+    with pytest.warns(UserWarning, match=f"{path}:2"):
+        records = load(path)
+    assert [r.costs for r in records] == [(1.0,), (5.0,)]
+
+
+def test_best_by_median_among_error_free_distinct_schedules():
+    s = [("SP", 0, 0, 64, [i]) for i in range(5)]
+    records = [
+        rec(costs=(5.0, 1.0, 6.0), steps=(s[0],)),      # median 5
+        rec(costs=(2.0, 2.0, 9.0), steps=(s[1],)),      # median 2
+        rec(costs=(3.0,), steps=(s[1],)),               # same schedule, slower: not a second entry
+        rec(costs=(), steps=(s[2],), code=MeasureErrorNo.RUN_TIMEOUT),
+        rec(costs=(0.5,), steps=(s[3],), lower=True),   # cut early: never a best
+        rec(costs=(1.0,), steps=(s[4],), wk="other"),
+        rec(costs=(0.1,), steps=(s[4],), target="cuda"),
+    ]
+    top = best(records, "wk1", "llvm -mcpu=native", k=3)
+    assert [r.median for r in top] == [2.0, 5.0]
+    assert best(records, "wk1", k=1)[0].target == "cuda"
+    assert best(records, "missing") == []
+
+
+def test_queries_accept_a_path_or_a_log(tmp_path):
+    path = tmp_path / "log.jsonl"
+    RecordLog(path).append([rec(), rec(wk="wk2"), rec(costs=(), code=MeasureErrorNo.COMPILE_HOST)])
+    assert len(records_for(path, "wk1")) == 2
+    assert len(records_for(RecordLog(path), "wk2")) == 1
+    assert len(records_for(str(path), "wk1", target="cuda")) == 0
+    assert measured_steps(path, "wk1") == {rec().steps_json}
+    assert steps_key([list(s) for s in (("SP", 0, 1, 64, [8]),)]) in measured_steps(path)
+
+
+def test_error_codes_match_ansor_and_the_worker():
+    assert [e.value for e in MeasureErrorNo] == list(range(9))
+    assert MeasureErrorNo.WRONG_ANSWER == 5 and error_name(7) == "RUN_TIMEOUT" and error_name(42) == "UNKNOWN_ERROR(42)"
+    worker_path = Path(__file__).resolve().parents[2] / "ansorc" / "measure" / "worker.py"
+    spec = importlib.util.spec_from_file_location("ansorc_measure_worker", worker_path)
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    assert (worker.NO_ERROR, worker.RUNTIME_DEVICE, worker.WRONG_ANSWER) == (0, 4, 5)
