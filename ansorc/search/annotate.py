@@ -1,0 +1,195 @@
+"""Random annotation: turn a sketch into a complete program (Ansor section 4.2).
+
+Init rules, in order: fill tile sizes, change compute locations, parallelize outer loops, unroll pragma,
+vectorize inner loops. Tile sizes come from exact factorizations (innermost <= 64) and, unlike Ansor, also
+from factorizations of the extent rounded up to a multiple of 4/8/16, so that prime extents (2039) still get
+a real space: the guards that lowering emits make such splits legal.
+"""
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+
+from ..ir.dag import needs_multi_level_tiling
+from ..ir.state import ScheduleError, State
+from ..ir.steps import (Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split, steps_to_json)
+from .rules import consumers
+
+UNROLL_CANDIDATES = (0, 16, 64, 512)
+NON_DIVISOR_PROB = 0.15   # share of splits drawn from a rounded-up extent even when exact factors exist
+
+
+@lru_cache(maxsize=None)
+def divisors(n: int) -> tuple:
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return tuple(sorted(set(small + [n // d for d in small])))
+
+
+@lru_cache(maxsize=None)
+def factor_schemes(extent: int, n_lengths: int, max_inner: int) -> tuple:
+    """Every tuple of n_lengths inner factors whose product divides extent, the innermost <= max_inner."""
+    if n_lengths == 0:
+        return ((),)
+    out = []
+    for d in divisors(extent):
+        for rest in factor_schemes(extent // d, n_lengths - 1, max_inner):
+            if n_lengths == 1 and d > max_inner:
+                continue
+            out.append((d,) + rest)
+    return tuple(x for x in out if x[-1] <= max_inner)
+
+
+def sample_lengths(rng: random.Random, extent: int, n_lengths: int, max_inner: int) -> tuple:
+    schemes = factor_schemes(extent, n_lengths, max_inner)
+    few = len(divisors(extent)) <= 2 and extent > 8  # prime: exact tiling gives no space
+    if extent > 8 and (few or rng.random() < NON_DIVISOR_PROB):
+        quantum = rng.choice([q for q in (4, 8, 16) if q < extent] or [2])
+        padded = -(-extent // quantum) * quantum
+        if padded != extent:
+            return rng.choice(factor_schemes(padded, n_lengths, max_inner))
+    return rng.choice(schemes)
+
+
+# ----------------------------------------------------------------------------- init rules
+
+def fill_tile_sizes(task, sketch: State, rng: random.Random) -> State:
+    state = State.initial(task.dag)
+    for step in sketch.steps:
+        if isinstance(step, Split) and any(x is None for x in step.lengths):
+            extent = state.stage(step.stage).iter(step.iter).extent
+            step = Split(step.stage, step.iter, sample_lengths(rng, extent, len(step.lengths),
+                                                               task.hw.max_innermost_split_factor))
+        state = state.apply(step)
+    return state
+
+
+def attach_candidates(state: State, consumer: str) -> list:
+    """Iterators of `consumer` where a producer may be computed (outside in, Ansor's stopping rules)."""
+    st = state.stage(consumer)
+    tiled = st.is_tiled
+    out, seen_reduce = [], False
+    for it in st.iters:
+        if it.kind == "R":
+            if not tiled:
+                break
+            seen_reduce = True
+            continue
+        if seen_reduce or it.annotation:
+            break
+        if it.extent != 1:
+            out.append(it.name)
+    return out
+
+
+def change_compute_location(task, state: State, rng: random.Random) -> State:
+    for st in reversed(state.stages):
+        if st.compute_at == "inline" or st.is_tiled or needs_multi_level_tiling(st.op) or \
+                state.is_output(st.name):
+            continue
+        cons = consumers(state, st.name)
+        if len(cons) != 1:
+            continue
+        options = [("root",)] + [("at", cons[0], it) for it in attach_candidates(state, cons[0])]
+        if not st.op.combiner and not any(s.attach and s.attach[0] == st.name for s in state.stages):
+            options.append(("inline",))
+        choice = rng.choice(options)
+        step = ComputeRoot(st.name) if choice[0] == "root" else ComputeInline(st.name) \
+            if choice[0] == "inline" else ComputeAt(st.name, choice[1], choice[2])
+        if choice[0] == "root" and st.compute_at == "root":
+            continue
+        try:
+            state = state.apply(step)
+        except ScheduleError:
+            continue
+    return state
+
+
+def parallelize(task, state: State, rng: random.Random) -> State:
+    limit = 16 * task.hw.num_cores
+    for st in list(state.stages):
+        st = state.stage(st.name)
+        if st.compute_at != "root":
+            continue
+        names, prod = [], 1
+        for it in st.iters:
+            if it.kind != "S" or it.annotation:
+                break
+            names.append(it.name)
+            prod *= it.extent
+            if prod >= limit or state.attached_at(st.name, it.name):
+                break
+        if not names or prod == 1:
+            continue
+        if len(names) > 1:
+            state = state.apply(Fuse(st.name, tuple(names)))
+        state = state.apply(Annotate(st.name, "@".join(names), "parallel"))
+    return state
+
+
+def add_unroll(task, state: State, rng: random.Random) -> State:
+    for st in state.stages:
+        if st.compute_at != "inline" and st.op.combiner and st.iters:
+            state = state.apply(Pragma(st.name, st.iters[0].name, "auto_unroll_max_step",
+                                       rng.choice(UNROLL_CANDIDATES)))
+    return state
+
+
+def vectorize(task, state: State, rng: random.Random) -> State:
+    for st in list(state.stages):
+        st = state.stage(st.name)
+        if st.compute_at == "inline":
+            continue
+        cands, prod = [], 1
+        for it in reversed(st.iters):
+            if it.kind != "S" or it.annotation or state.attached_at(st.name, it.name) or it.extent is None:
+                break
+            if prod * it.extent > task.hw.max_vectorize_elems:
+                break
+            prod *= it.extent
+            cands.append(it.name)
+            if st.is_tiled:
+                break
+        if not cands or (len(cands) == 1 and st.iter(cands[0]).extent == 1):
+            continue
+        take = list(reversed(cands[:rng.randint(1, len(cands))]))
+        if len(take) > 1:
+            state = state.apply(Fuse(st.name, tuple(take)))
+        state = state.apply(Annotate(st.name, "@".join(take), "vectorize"))
+    return state
+
+
+INIT_RULES = (change_compute_location, parallelize, add_unroll, vectorize)
+
+
+def annotate(task, sketch: State, rng: random.Random) -> State:
+    state = fill_tile_sizes(task, sketch, rng)
+    for rule in INIT_RULES:
+        state = rule(task, state, rng)
+    return state
+
+
+def state_key(state: State) -> str:
+    return json.dumps(steps_to_json(state.steps), separators=(",", ":"))
+
+
+def sample(task, n: int, seed: int = 0, sketches: list | None = None, max_tries: int | None = None) -> list:
+    """n distinct complete programs; the same seed gives the same programs."""
+    from .sketch import generate_sketches
+    sketches = sketches if sketches is not None else generate_sketches(task)
+    rng = random.Random(seed)
+    out, seen = [], set()
+    tries = 0
+    limit = max_tries if max_tries is not None else 20 * n + 100
+    while len(out) < n and tries < limit:
+        tries += 1
+        sk = sketches[rng.randrange(len(sketches))]
+        try:
+            st = annotate(task, sk, rng)
+        except ScheduleError:
+            continue
+        key = state_key(st)
+        if key not in seen:
+            seen.add(key)
+            out.append(st)
+    return out

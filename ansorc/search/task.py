@@ -1,0 +1,35 @@
+"""SearchTask: the unit of search (one DAG, one target, the hardware it runs on)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ..ir.dag import ComputeDAG
+
+
+@dataclass(frozen=True)
+class HardwareParams:
+    num_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
+    vector_bytes: int = 64          # AVX-512; the target fills this in
+    cache_line_bytes: int = 64
+    max_innermost_split_factor: int = 64
+    max_vectorize_elems: int = 64   # product of the vectorized iterators' extents
+
+    def lanes(self, dtype: str = "float32") -> int:
+        return max(1, self.vector_bytes // (8 if dtype in ("float64", "int64") else 4))
+
+
+@dataclass(eq=False)
+class SearchTask:
+    dag: ComputeDAG
+    target: str = "native"
+    hw: HardwareParams = field(default_factory=HardwareParams)
+
+    def __init__(self, dag, target: str = "native", hw: HardwareParams | None = None):
+        self.dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
+        self.target = target
+        self.hw = hw or HardwareParams()
+
+    @property
+    def workload_key(self) -> str:
+        return self.dag.workload_key
