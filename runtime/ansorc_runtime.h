@@ -39,6 +39,8 @@ typedef struct {
   int number;              /* minimum calls per repeat; raised so that a repeat lasts >= min_repeat_ms */
   int repeat;              /* number of repeats; costs[] receives one mean per repeat */
   int warmup;              /* calls before timing; the last one is timed and seeds the choice of number */
+  double first_call_seconds; /* duration of a call the caller made just before (e.g. a correctness check);
+                                with warmup 0 it seeds the choice of number instead */
   double min_repeat_ms;
   size_t flush_bytes;      /* 0: no flush; else flush before every timed call and use number = 1 */
   double cut_seconds;      /* 0: never; else stop after a repeat whose mean exceeds it */

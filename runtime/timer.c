@@ -94,6 +94,7 @@ int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_confi
     if ((rc = fn(args)) != 0) return rc;
     result->warmup_seconds = ansorc_now_seconds() - t0;
   }
+  if (warmup == 0) result->warmup_seconds = cfg->first_call_seconds;
   /* One warm call already slower than the cut is enough evidence; tiny kernels are cheap to time anyway. */
   if (cfg->cut_seconds > 0 && warmup > 0 && result->warmup_seconds > cfg->cut_seconds &&
       result->warmup_seconds > cfg->single_call_cut_min_seconds) {

@@ -37,14 +37,15 @@ def analyze(d: n.Definition, params: dict, shapes: dict, tensor_names: set, decl
     def fail(message: str, at: n.Node) -> TeError:
         return TeError(message, filename, at.line, at.col)
 
-    left = [i.id for i in d.indices]
+    left: list[str] = []
     for i in d.indices:
         check_name(i.id, "an index", filename, i.line, i.col)
         if i.id in params or i.id in tensor_names:
             kind = "size parameter" if i.id in params else "tensor"
             raise fail(f"index '{i.id}' has the name of a {kind} (expected a distinct index name)", i)
-        if left.count(i.id) > 1:
+        if i.id in left:
             raise fail(f"index '{i.id}' appears twice on the left side of {d.name} (expected distinct indices)", i)
+        left.append(i.id)
     if declared is not None and len(declared) != len(left):
         raise fail(f"{d.name} is declared with {len(declared)} dimensions but defined with {len(left)} indices "
                    f"(expected {len(declared)})", d)

@@ -37,7 +37,7 @@ def decode_source(data: bytes, filename: str) -> str:
         col = len(good) - (good.rfind("\n") + 1) + 1
         raise TeSyntaxError(f"invalid UTF-8 byte 0x{data[e.start]:02x}: this is not a text file "
                             "(expected UTF-8 text)", filename, line, col) from None
-    return text[1:] if text.startswith("\ufeff") else text
+    return text
 
 
 def _is_word_char(c: str) -> bool:
@@ -58,6 +58,8 @@ def _check_characters(text: str, filename: str) -> None:
 
 
 def tokenize(text: str, filename: str = "<string>") -> list:
+    if text.startswith("\ufeff"):  # a byte-order mark is invisible: columns count without it
+        text = text[1:]
     _check_characters(text, filename)
     tokens: list[Token] = []
     depth = 0

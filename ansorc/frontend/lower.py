@@ -34,7 +34,8 @@ def kind(v) -> str:
 
 
 def type_name(v) -> str:
-    return v.dtype if isinstance(v, ir.Expr) else f"a {kind(v)} constant"
+    return v.dtype if isinstance(v, ir.Expr) else {"int": "an integer", "float": "a float", "bool": "a boolean"}[
+        kind(v)] + " constant"
 
 
 def _identity(op: str, a, b):
@@ -284,7 +285,7 @@ class Lowering:
             v = self.lower(idx, guarded)
             if kind(v) != "int":
                 raise self.fail(f"type mismatch: index {p} of {node.tensor} is {type_name(v)} (expected an "
-                                "integer expression)", idx)
+                                "integer expression)", n.start(idx))
             self.check_bounds(node, p, idx, tensor.shape[p], guarded)
             indices.append(v)
         return tensor[tuple(indices)]
@@ -297,4 +298,5 @@ class Lowering:
         if always_out or (iv.exact and not guarded and (iv.lo < 0 or iv.hi >= size)):
             hint = "" if always_out else "; guard the read with 'x if cond else 0.0' for padding"
             raise self.fail(f"index out of range: {ref.tensor}[{', '.join(n.unparse(i) for i in ref.indices)}] "
-                            f"dimension {p} takes values {_span(iv.lo, iv.hi)} (expected 0..{size - 1}{hint})", idx)
+                            f"dimension {p} takes values {_span(iv.lo, iv.hi)} (expected 0..{size - 1}{hint})",
+                            n.start(idx))

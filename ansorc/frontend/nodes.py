@@ -147,6 +147,19 @@ def walk(node: Node):
         stack.extend(reversed(children(n)))
 
 
+def start(node: Node) -> Node:
+    """The leftmost node of an expression: where its text begins (operators sit at their own token)."""
+    while True:
+        if isinstance(node, (BinOp, BoolOp)):
+            node = node.left
+        elif isinstance(node, Compare):
+            node = node.operands[0]
+        elif isinstance(node, IfExp):
+            node = node.then
+        else:
+            return node
+
+
 _PREC = {"if": 0, "or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6,
          "neg": 7, "**": 8, "atom": 9}
 

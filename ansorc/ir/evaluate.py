@@ -126,6 +126,8 @@ def _eval_op(op: ComputeOp, arrays: dict, limit: int) -> np.ndarray:
     body, combiner, raxes = op.body, op.combiner, op.reduce_axes
     if combiner is None and isinstance(body, Reduce):  # tolerate a hand-built op holding the Reduce node
         body, combiner, raxes = body.source, body.combiner, body.axes
+    if combiner not in (None, "sum", "max", "min"):
+        raise ValueError(f"evaluate: compute {op.name!r} has unknown combiner {combiner!r}")
     axes = tuple(op.axes) + tuple(raxes)
     n, nd = len(op.axes), len(axes)
     pos = {a.name: d for d, a in enumerate(axes)}

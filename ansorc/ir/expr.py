@@ -182,6 +182,15 @@ class IterVar:
         return self.var.name
 
 
+# An IterVar in arithmetic stands for its var, as in TVM (`h * stride + rh` with rh a reduce_axis).
+for _m in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv", "mod", "rmod", "neg",
+           "lt", "le", "gt", "ge"):
+    setattr(IterVar, f"__{_m}__", lambda self, *o, _m=_m: getattr(self.var, f"__{_m}__")(*o))
+IterVar.equal = lambda self, o: self.var.equal(o)
+IterVar.not_equal = lambda self, o: self.var.not_equal(o)
+IterVar.astype = lambda self, dtype: self.var.astype(dtype)
+
+
 @dataclass(frozen=True, eq=True)
 class Reduce(Expr):
     """combiner(source) over axes; only ever the whole body of a compute."""
@@ -215,6 +224,8 @@ def as_expr(x, like: Expr | None = None) -> Expr:
     """Wrap Python numbers; a Python float takes the float type of `like` if any."""
     if isinstance(x, Expr):
         return x
+    if isinstance(x, IterVar):
+        return x.var
     if isinstance(x, bool):
         return const(x, "bool")
     if isinstance(x, int):

@@ -54,7 +54,8 @@ def ref_conv3d(x, w, s, p):
     for a in range(k):
         for b in range(k):
             for c in range(k):
-                patch = xp[:, a: a + s * (o[0] - 1) + 1: s, b: b + s * (o[1] - 1) + 1: s, c: c + s * (o[2] - 1) + 1: s]
+                patch = xp[:, a: a + s * (o[0] - 1) + 1: s, b: b + s * (o[1] - 1) + 1: s,
+                           c: c + s * (o[2] - 1) + 1: s]
                 out = out + np.einsum("ndhwc,cf->ndhwf", patch, w[a, b, c])
     return out
 
@@ -74,7 +75,8 @@ def ref_conv2d_transpose(x, w, s, p):
     full = np.zeros((n, (h - 1) * s + k, (wd - 1) * s + k, co))
     for kh in range(k):
         for kw in range(k):
-            full[:, kh: kh + s * (h - 1) + 1: s, kw: kw + s * (wd - 1) + 1: s] += np.einsum("nhwc,cd->nhwd", x, w[kh, kw])
+            full[:, kh: kh + s * (h - 1) + 1: s, kw: kw + s * (wd - 1) + 1: s] += np.einsum(
+                "nhwc,cd->nhwd", x, w[kh, kw])
     oh, ow = (h - 1) * s - 2 * p + k, (wd - 1) * s - 2 * p + k
     return full[:, p: p + oh, p: p + ow]
 
@@ -153,7 +155,8 @@ def test_dep(args):
 
 
 @pytest.mark.parametrize("args", [W.smallest_args("T2D"), (1, 4, 4, 3, 2, 4, 2, 1), (1, 3, 5, 2, 3, 3, 1, 0),
-                                  (1, 4, 3, 2, 2, 5, 3, 2), (1, 5, 5, 2, 2, 3, 2, 0), (1, 3, 3, 2, 2, 2, 4, 0)])
+                                  (1, 4, 3, 2, 2, 5, 3, 2), (1, 5, 5, 2, 2, 3, 2, 0), (1, 3, 3, 2, 2, 2, 4, 0),
+                                  (1, 5, 5, 2, 2, 3, 2, 3), (1, 4, 4, 2, 2, 2, 1, 2)])  # p > K-1 crops
 def test_t2d(args):
     (x, w), o = run(W.t2d(*args))
     close(o, ref_conv2d_transpose(x, w, *args[6:8]))

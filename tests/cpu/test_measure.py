@@ -1,0 +1,206 @@
+"""Builder and runner on hand-written C kernels: good ones get times, bad ones the right error codes."""
+import os
+import shutil
+import stat
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from ansorc.codegen.source import ArgSpec, Source
+from ansorc.measure.backend import LocalBackend, MeasureBackend
+from ansorc.measure.builder import build
+from ansorc.measure.errors import MeasureErrorNo as E
+from ansorc.measure.runner import Runner
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+
+N = 256
+ADD_ARGS = (ArgSpec("A", (N,), "float32", False), ArgSpec("B", (N,), "float32", False),
+            ArgSpec("C", (N,), "float32", True))
+
+
+def add_source(entry, body="C[i] = A[i] + B[i];", ret="0", dtype="float", args=ADD_ARGS):
+    code = f"""
+int {entry}(const {dtype}* restrict A, const {dtype}* restrict B, {dtype}* restrict C) {{
+  for (int i = 0; i < {N}; ++i) {{ {body} }}
+  return {ret};
+}}
+int {entry}_packed(void** a) {{ return {entry}((const {dtype}*)a[0], (const {dtype}*)a[1], ({dtype}*)a[2]); }}
+"""
+    return Source(code, entry, args)
+
+
+def matmul_source(entry, n, order="ikj"):
+    args = (ArgSpec("A", (n, n), "float32", False), ArgSpec("B", (n, n), "float32", False),
+            ArgSpec("C", (n, n), "float32", True))
+    loops = "".join(f"for (int {v} = 0; {v} < {n}; ++{v}) " for v in order)
+    code = f"""
+int {entry}(const float* restrict A, const float* restrict B, float* restrict C) {{
+  for (int x = 0; x < {n} * {n}; ++x) C[x] = 0.0f;
+  #pragma omp parallel for
+  {loops} C[i * {n} + j] += A[i * {n} + k] * B[k * {n} + j];
+  return 0;
+}}
+int {entry}_packed(void** a) {{ return {entry}((const float*)a[0], (const float*)a[1], (float*)a[2]); }}
+"""
+    return Source(code, entry, args)
+
+
+@pytest.fixture
+def build_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANSORC_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "builds"
+
+
+@pytest.fixture
+def add_inputs():
+    rng = np.random.default_rng(1)
+    a, b = rng.uniform(-1, 1, N).astype(np.float32), rng.uniform(-1, 1, N).astype(np.float32)
+    return [a, b], [a + b]
+
+
+def test_mixed_batch_good_and_bad_candidates(build_dir, add_inputs):
+    sources = [
+        add_source("good"),
+        add_source("syntax_error", "C[i] = A[i] +;"),
+        add_source("segfault", "*(volatile float*)0 = 1.0f;"),
+        add_source("good_after_crash", "C[i] = B[i] + A[i];"),
+        add_source("loops_forever", "while (1) { ((volatile float*)C)[0] += 1.0f; }"),
+        add_source("wrong_answer", "C[i] = A[i] - B[i];"),
+        add_source("writes_nothing", ";"),
+        add_source("returns_error", "C[i] = A[i] + B[i];", ret="3"),
+        add_source("modifies_input", "C[i] = A[i] + B[i]; ((float*)A)[i] = 0.0f;"),
+        add_source("good_last", "C[i] = A[i] + B[i] + 0.0f;"),
+    ]
+    start = time.perf_counter()
+    builds = build(sources, build_dir=build_dir)
+    with Runner(*add_inputs, timeout=1.0, min_repeat_ms=5) as runner:
+        results = runner.run(builds)
+        starts = runner.worker_starts
+    elapsed = time.perf_counter() - start
+    codes = {s.entry: r.error_code for s, r in zip(sources, results)}
+    assert codes == {"good": E.NO_ERROR, "syntax_error": E.COMPILE_HOST, "segfault": E.RUNTIME_DEVICE,
+                     "good_after_crash": E.NO_ERROR, "loops_forever": E.RUN_TIMEOUT, "wrong_answer": E.WRONG_ANSWER,
+                     "writes_nothing": E.WRONG_ANSWER, "returns_error": E.RUNTIME_DEVICE,
+                     "modifies_input": E.WRONG_ANSWER, "good_last": E.NO_ERROR}
+    by_name = dict(zip((s.entry for s in sources), results))
+    for name in ("good", "good_after_crash", "good_last"):
+        r = by_name[name]
+        assert len(r.costs) == 3 and all(0 < c < 1e-3 for c in r.costs) and r.number >= 1 and not r.lower_bound
+    assert "SIGSEGV" in by_name["segfault"].error_msg
+    assert "first at (" in by_name["wrong_answer"].error_msg
+    assert "input A was modified" in by_name["modifies_input"].error_msg
+    assert all(r.costs == () for r in results if not r.ok)
+    assert starts == 3  # first start, after the segfault, after the hang
+    assert elapsed < 10, f"batch took {elapsed:.1f} s"
+
+
+def test_build_cache_hit(build_dir):
+    src = add_source("cached")
+    first = build([src], build_dir=build_dir)[0]
+    second = build([src, src], build_dir=build_dir)
+    assert first.ok and not first.cached and first.build_seconds > 0
+    assert all(b.cached and b.lib_path == first.lib_path and b.build_seconds == 0 for b in second)
+    other_flags = build([src], target_flags=("-O1", "-shared", "-fPIC"), build_dir=build_dir)[0]
+    assert not other_flags.cached and other_flags.lib_path != first.lib_path
+
+
+def test_default_cache_dir_follows_env(build_dir, tmp_path):
+    result = build([add_source("env_cache")])[0]
+    assert result.lib_path.startswith(str(tmp_path / "cache" / "builds"))
+
+
+def test_compile_error_carries_a_working_repro(build_dir):
+    bad = build([add_source("broken", "C[i] = undefined_name;")], build_dir=build_dir)[0]
+    assert bad.error_code == E.COMPILE_HOST and bad.lib_path is None
+    src_path = next(p for p in build_dir.iterdir() if p.suffix == ".c")
+    assert "undefined_name" in bad.error_msg and str(src_path) in bad.error_msg
+    assert bad.repro_command.startswith("gcc ") and str(src_path) in bad.repro_command
+    assert f"repro: {bad.repro_command}" in bad.error_msg
+    redo = subprocess.run(bad.repro_command, shell=True, capture_output=True, text=True)
+    assert redo.returncode != 0 and "undefined_name" in redo.stderr
+
+
+def test_build_timeout(build_dir, tmp_path):
+    slow_cc = tmp_path / "slow-cc"
+    slow_cc.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo slow-cc 1.0; exit 0; fi\nsleep 30\n')
+    slow_cc.chmod(slow_cc.stat().st_mode | stat.S_IEXEC)
+    start = time.perf_counter()
+    result = build([add_source("slow")], cc=str(slow_cc), timeout=0.5, build_dir=build_dir)[0]
+    assert result.error_code == E.BUILD_TIMEOUT and time.perf_counter() - start < 5
+    assert str(slow_cc) in result.repro_command
+
+
+def test_reference_build_and_random_inputs(build_dir):
+    n = 64
+    naive, tiled = build([matmul_source("naive", n, "ijk"), matmul_source("reordered", n, "ikj")],
+                         build_dir=build_dir)
+    slightly_off = matmul_source("wrong", n, "ikj")
+    slightly_off = Source(slightly_off.code.replace("+= A", "+= 1.001f * A"), "wrong", slightly_off.args)
+    wrong = build([slightly_off], build_dir=build_dir)[0]
+    with Runner(reference=naive, min_repeat_ms=5) as runner:  # inputs drawn at random, outputs from `naive`
+        ok, bad = runner.run([tiled, wrong])
+    assert ok.ok and ok.median > 0
+    assert bad.error_code == E.WRONG_ANSWER
+
+
+def test_int_outputs_are_compared_exactly(build_dir):
+    args = tuple(ArgSpec(a.name, a.shape, "int32", a.is_output) for a in ADD_ARGS)
+    good, off = build([add_source("iadd", dtype="int", args=args),
+                       add_source("iadd_off", "C[i] = A[i] + B[i] + (i == 7);", dtype="int", args=args)],
+                      build_dir=build_dir)
+    a = np.arange(N, dtype=np.int32)
+    with Runner({"A": a, "B": a}, {"C": 2 * a}, min_repeat_ms=1) as runner:
+        results = runner.run([good, off])
+    assert [r.error_code for r in results] == [E.NO_ERROR, E.WRONG_ANSWER]
+    assert "first at (7,)" in results[1].error_msg
+
+
+def test_early_cut_flags_partial_timing(build_dir, add_inputs):
+    lib = build([matmul_source("mm", 128)], build_dir=build_dir)[0]
+    with Runner(min_repeat_ms=5, repeat=5) as runner:
+        cut = runner.run([lib], best_seconds=1e-9)[0]  # pretend something ran in a nanosecond
+        full = runner.run([lib])[0]                      # runner's own best is unset, so no cut
+    assert cut.ok and cut.lower_bound and 1 <= len(cut.costs) < 5 and cut.costs[0] > 2e-9
+    assert full.ok and not full.lower_bound and len(full.costs) == 5
+
+
+def test_time_budget_returns_fewer_repeats_instead_of_timeout(build_dir, add_inputs):
+    slow = add_source("slow", "C[i] = A[i] + B[i];\n  { volatile long s = 0; if (i == 0) for (long t = 0; t < "
+                      "SPIN; ++t) s += t; }")
+    spin = 2_000_000
+    probe = build([Source(slow.code.replace("SPIN", str(spin)), "slow", ADD_ARGS)], build_dir=build_dir)[0]
+    with Runner(*add_inputs, repeat=1, min_repeat_ms=0) as runner:
+        per_call = runner.run([probe])[0].median
+    calls = int(0.25 / per_call * spin)  # about 0.25 s per call
+    lib = build([Source(slow.code.replace("SPIN", str(calls)), "slow", ADD_ARGS)], build_dir=build_dir)[0]
+    with Runner(*add_inputs, repeat=10, min_repeat_ms=0, timeout=1.5) as runner:
+        result = runner.run([lib])[0]
+    assert result.ok and not result.lower_bound and 1 <= len(result.costs) < 10
+
+
+def test_cache_flush_times_single_calls(build_dir, add_inputs):
+    lib = build([add_source("flushed")], build_dir=build_dir)[0]
+    with Runner(*add_inputs, cache_flush=True, flush_bytes=8 << 20, repeat=4) as runner:
+        result = runner.run([lib])[0]
+    assert result.ok and result.number == 1 and len(result.costs) == 4
+
+
+def test_local_backend(build_dir, add_inputs):
+    with LocalBackend(Runner(*add_inputs, min_repeat_ms=5), build_dir=build_dir) as backend:
+        assert isinstance(backend, MeasureBackend)
+        results = backend.measure([add_source("b1"), add_source("b2", "C[i] = A[i] * B[i];")])
+    assert [r.error_code for r in results] == [E.NO_ERROR, E.WRONG_ANSWER]
+
+
+def test_worker_dies_with_closed_runner(build_dir, add_inputs):
+    lib = build([add_source("alive")], build_dir=build_dir)[0]
+    runner = Runner(*add_inputs, min_repeat_ms=1)
+    runner.run([lib])
+    pid = runner._worker.proc.pid
+    runner.close()
+    time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
