@@ -254,7 +254,9 @@ def _guarded(s, guards):
     return IfThenElse(cond, s)
 
 
-def lower(state: State, name: str = "kernel") -> PrimFunc:
+def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
+    """With passes=False the loop tree comes back before unrolling and the final simplification: what the cost
+    model's feature extraction reads (annotations are still on the loops), at a fraction of the cost."""
     low = _Lowerer(state, name)
     roots = [s.name for s in state.stages if s.compute_at == "root"]
     body = seq(*[low.emit(n) for n in roots])
@@ -263,6 +265,8 @@ def lower(state: State, name: str = "kernel") -> PrimFunc:
         if buf.scope == "global":
             body = Allocate(buf, body)
     func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body)
+    if not passes:
+        return func
     from .passes import default_passes
     return default_passes(func)
 

@@ -108,6 +108,33 @@ def test_generated_definitions_parse_or_raise_te_error(left_decl, wrap, value, w
     check(f"{GENERATED_HEAD}{decl}{left} = {wrap.format(value)}{where}\n")
 
 
+def float_expressions(depth: int = 3):
+    """Well-typed, in-bounds values for `C[i] = sum(...)` with i < N and k < K: these must be accepted."""
+    leaf = st.sampled_from(["A[i, k]", "B[k, i]", "A[i, 0]", "B[k, N - 1 - i]", "0.5", "2", "float32(k)",
+                            "A[I[i] % N, k]", "(A[i + 1, k] if i + 1 < N else 0.0)",
+                            "select(0 <= i - 1 and k < K, B[k, i - 1], -1.0)", "A[(i * 3 + k) // 4, (k + 1) % K]"])
+    if depth == 0:
+        return leaf
+    sub = float_expressions(depth - 1)
+    cond = st.builds("{} {} {}".format, st.sampled_from(["i", "k", "A[i, k]", "i + k"]),
+                     st.sampled_from(["<", "<=", "==", "!=", ">"]), st.sampled_from(["1", "k", "0.0", "N // 2"]))
+    return st.one_of(leaf,
+                     st.builds("({} {} {})".format, sub, st.sampled_from(["+", "-", "*", "/"]), sub),
+                     st.builds("{}({})".format, st.sampled_from(["exp", "abs", "tanh", "sigmoid", "-", "float64"]),
+                               sub),
+                     st.builds("{}({}, {})".format, st.sampled_from(["max", "min"]), sub, sub),
+                     st.builds("({} if {} else {})".format, sub, cond, sub),
+                     st.builds("({} ** 2)".format, sub))
+
+
+@FUZZ
+@given(st.sampled_from(["output C[i] = sum({})", "output C[i] = sum({}) / max(A[i, q])", "output C: float32[N]\n"
+                        "C[i] = min({})", "output C: float64[N]\nC[i] = sqrt(sum(abs({})))"]), float_expressions())
+def test_well_typed_definitions_are_accepted(template, value):
+    prog = check(f"{GENERATED_HEAD}{template.format(value)}\n")
+    assert prog is not None and prog.outputs[0].shape == (4,)
+
+
 @FUZZ
 @given(st.sampled_from(sorted(EXAMPLES)),
        st.dictionaries(st.sampled_from(["N", "H", "W", "K", "S", "P", "M", "CI", "CO", "Q", "", "1x"]),
