@@ -1,0 +1,146 @@
+"""Cost models: `update(records)` learns from measurements, `predict(task, states)` scores candidates.
+
+The LightGBM model is Ansor's: features per store statement, a program's score is the sum of its statements'
+predictions (pack-sum), trained on normalized throughput (best cost / cost, per workload) with the squared
+error weighted by that throughput, retrained from scratch as data arrive.
+"""
+from __future__ import annotations
+
+import pickle
+import random
+from pathlib import Path
+
+import numpy as np
+
+from ..ir.state import replay
+from ..ir.steps import steps_from_json
+
+
+class CostModel:
+    """The interface: two methods. Models keep the DAGs of the tasks they have seen to replay records."""
+
+    def update(self, records) -> None:
+        raise NotImplementedError
+
+    def predict(self, task, states) -> np.ndarray:
+        raise NotImplementedError
+
+
+class RandomModel(CostModel):
+    def __init__(self, seed: int = 0):
+        self.rng = random.Random(seed)
+
+    def update(self, records) -> None:
+        pass
+
+    def predict(self, task, states) -> np.ndarray:
+        return np.array([self.rng.random() for _ in states], dtype=np.float64)
+
+
+def _packsum_objective(groups: np.ndarray, labels: np.ndarray, weights: np.ndarray):
+    """Gradient and hessian of sum_g w_g (sum_{rows in g} f(row) - y_g)^2 / 2 with respect to each row."""
+    def objective(preds, _dataset):
+        sums = np.bincount(groups, weights=preds, minlength=len(labels))
+        resid = sums[groups] - labels[groups]
+        w = weights[groups]
+        return resid * w, w
+    return objective
+
+
+class LGBModel(CostModel):
+    """LightGBM with the pack-sum objective; retrained on all data when it has grown enough."""
+
+    PARAMS = {"max_depth": 10, "num_leaves": 64, "learning_rate": 0.2, "min_data_in_leaf": 2,
+              "min_sum_hessian_in_leaf": 1e-6, "lambda_l2": 1e-3, "verbosity": -1, "seed": 43,
+              "num_threads": 1, "feature_pre_filter": False}
+
+    def __init__(self, num_rounds: int = 150, warmup: int = 32, retrain_growth: float = 0.2, seed: int = 0):
+        self.num_rounds, self.warmup, self.retrain_growth = num_rounds, warmup, retrain_growth
+        self.rng = random.Random(seed)
+        self.dags: dict = {}
+        self.feats: dict = {}     # (workload_key, steps_json) -> per-store feature matrix
+        self.costs: dict = {}     # (workload_key, steps_json) -> median seconds (inf if failed)
+        self.booster = None
+        self._trained_on = 0
+
+    # ------------------------------------------------------------------ data
+    def add_task(self, task) -> None:
+        self.dags[task.workload_key] = task.dag
+
+    def update(self, records) -> None:
+        new = [r for r in records if (r.workload_key, r.steps_json) not in self.costs]
+        by_key: dict = {}
+        for r in new:
+            if r.workload_key not in self.dags:
+                continue
+            by_key.setdefault(r.workload_key, []).append(r)
+        for wk, recs in by_key.items():
+            states = []
+            for r in recs:
+                try:
+                    states.append(replay(self.dags[wk], steps_from_json(r.steps)))
+                except Exception:  # a record that no longer replays teaches nothing
+                    states.append(None)
+            from .features import extract_states
+            feats = extract_states([s for s in states if s is not None])
+            it = iter(feats)
+            for r, s in zip(recs, states):
+                if s is None:
+                    continue
+                key = (wk, r.steps_json)
+                self.feats[key] = next(it)
+                self.costs[key] = r.median if r.ok and not r.lower_bound else \
+                    (r.median * 1.5 if r.ok else float("inf"))
+        if len(self.costs) >= self.warmup and \
+                len(self.costs) >= self._trained_on * (1 + self.retrain_growth):
+            self.train()
+
+    def train(self) -> None:
+        import lightgbm as lgb
+        keys = [k for k in self.costs if len(self.feats[k])]
+        if not keys:
+            return
+        best = {}
+        for (wk, _), c in ((k, self.costs[k]) for k in keys):
+            best[wk] = min(best.get(wk, float("inf")), c)
+        labels = np.array([best[k[0]] / self.costs[k] if np.isfinite(self.costs[k]) else 0.0 for k in keys])
+        rows = [self.feats[k] for k in keys]
+        groups = np.concatenate([np.full(len(f), g, dtype=np.int64) for g, f in enumerate(rows)])
+        x = np.concatenate(rows).astype(np.float32)
+        weights = np.maximum(labels, 1e-3)
+        params = dict(self.PARAMS, objective=_packsum_objective(groups, labels, weights))
+        data = lgb.Dataset(x, label=np.zeros(len(x)), free_raw_data=False)
+        self.booster = lgb.train(params, data, num_boost_round=self.num_rounds)
+        self._trained_on = len(keys)
+
+    # ------------------------------------------------------------------ scoring
+    def predict(self, task, states) -> np.ndarray:
+        self.add_task(task)
+        if self.booster is None:
+            return np.array([self.rng.random() for _ in states])
+        from .features import extract_states
+        return self.predict_features(extract_states(states))
+
+    def predict_features(self, feats: list) -> np.ndarray:
+        sizes = [len(f) for f in feats]
+        out = np.full(len(feats), -1e9)
+        ok = [f for f in feats if len(f)]
+        if not ok:
+            return out
+        raw = self.booster.predict(np.concatenate(ok).astype(np.float32), raw_score=True)
+        sums = np.add.reduceat(raw, np.cumsum([0] + [len(f) for f in ok])[:-1])
+        out[[i for i, n in enumerate(sizes) if n]] = sums
+        return out
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> None:
+        Path(path).write_bytes(pickle.dumps({"booster": None if self.booster is None else
+                                             self.booster.model_to_string(), "costs": self.costs,
+                                             "feats": self.feats}))
+
+    def load(self, path) -> None:
+        import lightgbm as lgb
+        data = pickle.loads(Path(path).read_bytes())
+        self.costs, self.feats = data["costs"], data["feats"]
+        self.booster = None if data["booster"] is None else lgb.Booster(model_str=data["booster"])
+        self._trained_on = len(self.costs)
