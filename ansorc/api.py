@@ -40,4 +40,6 @@ def build(tensors, schedule=None, target: str = "native", name: str = "kernel", 
     [res] = build_sources([source], target_flags=flags, cc=cc)
     if not res.ok:
         raise BuildError(res.error_msg)
-    return Kernel(source, res.lib_path)
+    dag = _as_dag(tensors)
+    return Kernel(source, res.lib_path, {"regenerate": lambda new_name: generate_source(dag, schedule, new_name),
+                                         "dag": dag})

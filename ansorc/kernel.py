@@ -83,6 +83,11 @@ class Kernel:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return None
 
+    def export(self, outdir, name: str | None = None) -> dict:
+        """Write lib<name>.so, <name>.h and <name>.c into outdir for embedding; returns their paths."""
+        from .export import export_kernel
+        return export_kernel(self, outdir, name)
+
     def __repr__(self):
         sig = ", ".join(f"{a.name}{list(a.shape)}" for a in self.args)
         return f"Kernel({self.name}({sig}), lib={self.lib_path})"

@@ -1,0 +1,50 @@
+"""compile = tune + build the best; apply_best = rebuild the best recorded program by replay."""
+from __future__ import annotations
+
+from .api import build
+from .ir.dag import ComputeDAG
+from .ir.state import replay
+from .ir.steps import steps_from_json
+from .measure.record import best as best_records, load as load_records
+from .search.task import SearchTask
+from .search.tuner import tune
+
+
+class NoRecordError(LookupError):
+    pass
+
+
+def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
+    """The Kernel of the fastest error-free record of this workload in `log` (rebuilt by replaying its steps)."""
+    dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
+    recs = best_records(load_records(log), dag.workload_key, target, k=1)
+    if not recs:
+        raise NoRecordError(f"{log}: no successful record for workload {dag.workload_key} on target {target!r}")
+    rec = recs[0]
+    state = replay(dag, steps_from_json(rec.steps))
+    kern = build(dag, state, target=target, name=name)
+    kern.meta["provenance"] = {"workload key": dag.workload_key, "target": target,
+                               "measured seconds (median)": f"{rec.median:.6g}",
+                               "GFLOP/s": f"{dag.flop_count / rec.median / 1e9:.1f}"}
+    return kern
+
+
+def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
+            name: str = "kernel", **tune_kwargs):  # noqa: A001 - the verb users expect
+    """Tune for `trials` measured programs (resuming `log`), then build the best program as a Kernel.
+    With trials=0 and a log, rebuild the best recorded program without tuning."""
+    dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
+    if trials <= 0:
+        if log is None:
+            return build(dag, None, target=target, name=name)
+        return apply_best(log, dag, target, name)
+    res = tune(SearchTask(dag, target), trials=trials, log=log, seed=seed, **tune_kwargs)
+    if res.best_state is None:
+        raise NoRecordError("tuning measured no valid program; see the log for the errors")
+    kern = build(dag, res.best_state, target=target, name=name)
+    kern.meta["provenance"] = {"workload key": dag.workload_key, "target": target,
+                               "trials": len(res.records),
+                               "measured seconds (median)": f"{res.best_seconds:.6g}",
+                               "GFLOP/s": f"{res.best_gflops:.1f}"}
+    kern.meta["tune_result"] = res
+    return kern

@@ -1,0 +1,168 @@
+"""The `ansorc` command: compile / tune / show.
+
+Exit codes scripts can rely on: 0 success, 1 the work failed (no valid program, build error),
+2 bad input (command line, expression file, log), 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+TARGETS = ("native", "avx512", "avx2", "neon", "generic", "cuda")
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.code = code
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ansorc", description="Compile and auto-tune tensor expressions (Ansor design).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp, need_log: bool):
+        sp.add_argument("file", help="expression file (.te)")
+        sp.add_argument("--trials", type=int, default=64, help="measured programs to try (default 64)")
+        sp.add_argument("--log", required=need_log, help="tuning log (JSON lines); resumed if it exists")
+        sp.add_argument("--target", choices=TARGETS, default="native")
+        sp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a size parameter of the file")
+        sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--quiet", action="store_true", help="no progress display")
+        sp.add_argument("--json", action="store_true", help="print one JSON object with the result")
+
+    c = sub.add_parser("compile", help="tune (optionally) and write lib<name>.so, <name>.h, <name>.c")
+    common(c, need_log=False)
+    c.add_argument("-o", "--output", required=True, help="output directory")
+    c.add_argument("--name", help="kernel name (a C identifier; default: the file's stem)")
+    t = sub.add_parser("tune", help="tune and append the measurements to the log")
+    common(t, need_log=True)
+    s = sub.add_parser("show", help="best program per workload in a log")
+    s.add_argument("log")
+    s.add_argument("--json", action="store_true")
+    return p
+
+
+def _load_program(args):
+    from .frontend import TeError, load, parse_defines
+    try:
+        return load(args.file, parse_defines(args.defines))
+    except TeError as e:
+        raise CliError(str(e)) from None
+    except OSError as e:
+        raise CliError(f"{args.file}: {e.strerror or e}") from None
+
+
+def _check_target(target: str):
+    if target not in ("native",):
+        try:
+            from .codegen.target import Target
+            Target.from_name(target)
+        except Exception as e:  # noqa: BLE001 - a clear message beats a traceback
+            raise CliError(f"--target {target}: not available here ({e})", EXIT_FAILED) from None
+
+
+def cmd_compile(args) -> dict:
+    from .autotune import NoRecordError, compile as compile_kernel
+    from .export import export_kernel
+    from .ir.names import c_ident, is_c_ident
+    prog = _load_program(args)
+    name = args.name or c_ident(Path(args.file).stem)
+    if not is_c_ident(name):
+        raise CliError(f"--name {name!r}: not a valid C identifier (letters, digits, _; not a C keyword)")
+    if args.trials < 0:
+        raise CliError("--trials must be >= 0")
+    _check_target(args.target)
+    try:
+        kern = compile_kernel(prog.tensors, trials=args.trials, log=args.log, target=args.target, seed=args.seed,
+                              name=name, **({"progress": not args.quiet} if args.trials > 0 else {}))
+    except NoRecordError as e:
+        raise CliError(str(e), EXIT_FAILED) from None
+    kern.meta["expression"] = prog.text
+    paths = export_kernel(kern, args.output, name)
+    out = {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in
+                                             kern.meta.get("provenance", {}).items()}}
+    return out
+
+
+def cmd_tune(args) -> dict:
+    from .search.task import SearchTask
+    from .search.tuner import tune
+    prog = _load_program(args)
+    if args.trials < 1:
+        raise CliError("--trials must be >= 1 for tune")
+    _check_target(args.target)
+    res = tune(SearchTask(prog.tensors, args.target), trials=args.trials, log=args.log, seed=args.seed,
+               progress=not args.quiet)
+    if res.best_state is None:
+        raise CliError("no valid program was measured; see the log for the errors", EXIT_FAILED)
+    return {"log": args.log, "trials": len(res.records), "best_seconds": res.best_seconds,
+            "best_gflops": round(res.best_gflops, 2)}
+
+
+def cmd_show(args) -> dict:
+    from .measure.record import load
+    if not Path(args.log).exists():
+        raise CliError(f"{args.log}: no such file")
+    rows: dict = {}
+    for r in load(args.log):
+        row = rows.setdefault((r.workload_key, r.target), {"workload_key": r.workload_key, "target": r.target,
+                                                          "trials": 0, "errors": 0, "best_seconds": math.inf,
+                                                          "flop": r.flop})
+        row["trials"] += 1
+        if not r.ok:
+            row["errors"] += 1
+        elif not r.lower_bound and r.median < row["best_seconds"]:
+            row["best_seconds"] = r.median
+    out = []
+    for row in rows.values():
+        ok = math.isfinite(row["best_seconds"])
+        row["best_gflops"] = round(row["flop"] / row["best_seconds"] / 1e9, 2) if ok and row["flop"] else None
+        row["best_seconds"] = row["best_seconds"] if ok else None
+        out.append(row)
+    return {"workloads": out}
+
+
+def _print_human(command: str, result: dict) -> None:
+    if command == "show":
+        print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}")
+        for r in result["workloads"]:
+            ms = f"{r['best_seconds'] * 1e3:.3f}" if r["best_seconds"] else "-"
+            gf = f"{r['best_gflops']:.1f}" if r["best_gflops"] else "-"
+            print(f"{r['workload_key']:34} {r['target']:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}")
+    elif command == "compile":
+        print(f"wrote {', '.join(result['files'].values())}")
+        if "GFLOP/s" in result or "GFLOP/s".replace(" ", "_") in result:
+            print(f"best: {result.get('GFLOP/s')} GFLOP/s")
+    else:
+        print(f"{result['trials']} trials in {result['log']}; best {result['best_gflops']} GFLOP/s")
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: 0 for --help, 2 for usage errors
+        return int(e.code or 0)
+    try:
+        result = {"compile": cmd_compile, "tune": cmd_tune, "show": cmd_show}[args.command](args)
+    except CliError as e:
+        print(f"ansorc: error: {e}", file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        print("ansorc: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if args.json:
+        print(json.dumps(result, default=str))
+    else:
+        _print_human(args.command, result)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""The ansorc command and embedding: compile an expression file, link the library from a C program."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ansorc
+from ansorc.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "ansorc.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_compile_then_embed_in_c(tmp_path):
+    out = tmp_path / "out"
+    r = run_cli("compile", "examples/matmul_relu.te", "-o", str(out), "--trials", "0", "-D", "N=64", "-D", "M=48",
+                "-D", "K=32", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert Path(info["files"]["so"]).exists() and Path(info["files"]["h"]).exists()
+    app = tmp_path / "app"
+    cc = ["cc", f"-I{out}", str(ROOT / "examples/embed/main.c"), f"-L{out}", "-lmatmul_relu",
+          f"-Wl,-rpath,{out}", "-fopenmp", "-lm", "-o", str(app)]
+    subprocess.run(cc, check=True)
+    res = subprocess.run([str(app)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "max relative error" in res.stdout
+    # the .c file compiles on its own with the flags the header names
+    subprocess.run(["cc", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99", "-o",
+                    str(tmp_path / "again.so"), info["files"]["c"], "-lm"], check=True)
+
+
+def test_load_exported_library(tmp_path):
+    r = run_cli("compile", "examples/softmax.te", "-o", str(tmp_path), "--trials", "0", "--name", "sm",
+                "--quiet")
+    assert r.returncode == 0, r.stderr
+    kern = ansorc.load(tmp_path / "libsm.so")
+    spec = kern.args[0]
+    x = np.random.default_rng(0).standard_normal(spec.shape).astype(np.float32)
+    y = kern(x)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=-1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_kernel_export_python_api(tmp_path):
+    from ansorc import workloads
+    kern = ansorc.build(workloads.matmul(16, 8, 4))
+    paths = kern.export(tmp_path, "mm16")
+    again = ansorc.load(paths["so"])
+    a = np.ones((16, 4), np.float32)
+    b = np.ones((4, 8), np.float32)
+    np.testing.assert_allclose(again(a, b), a @ b)
+    with pytest.raises(Exception, match="not a valid C identifier"):
+        kern.export(tmp_path, "bad name")
+
+
+def test_exit_codes_and_help(tmp_path, capsys):
+    assert main(["--help"]) == 0
+    assert main(["compile", "--help"]) == 0
+    assert main(["compile"]) == 2  # missing arguments
+    assert main(["compile", str(tmp_path / "missing.te"), "-o", str(tmp_path)]) == 2
+    bad = tmp_path / "bad.te"
+    bad.write_text("input A: float32[4]\noutput B[i] = A[i] +\n")
+    assert main(["compile", str(bad), "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.te:2:" in err and "Traceback" not in err
+    assert main(["compile", "examples/gmm.te", "-o", str(tmp_path), "--trials", "0", "--name", "int"]) == 2
+    assert main(["show", str(tmp_path / "nolog.json")]) == 2
+
+
+def test_names_cannot_inject_code():
+    from ansorc import te
+    evil = 'x); system("id"); //'
+    A = te.placeholder((4,), name=evil)
+    B = te.compute((4,), lambda i: A[i] * 2.0, name="out; int y")
+    kern = ansorc.build([A, B])
+    assert "system(" not in kern.source.replace("/*", "").split("int kernel(")[1]
+    np.testing.assert_allclose(kern(np.arange(4, dtype=np.float32)), np.arange(4) * 2.0)
