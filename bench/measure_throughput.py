@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import random
 import statistics
 import sys
@@ -92,6 +93,25 @@ def matmul_sources(n: int = 1024, count: int = 64, seed: int = 0) -> list[Source
     return sources
 
 
+def busy_cpus(seconds: float = 0.5) -> float:
+    """CPUs kept busy by everything on the machine over a short window (from /proc/stat)."""
+    def sample():
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
+    (t0, i0), _ = sample(), time.sleep(seconds)
+    t1, i1 = sample()
+    return round((1 - (i1 - i0) / max(1, t1 - t0)) * (os.cpu_count() or 1), 2)
+
+
+def wait_until_idle(max_wait: float, threshold: float = 0.2) -> float:
+    """Wait (up to max_wait s) until other processes use < threshold CPUs; returns the last reading."""
+    deadline = time.monotonic() + max_wait
+    busy = busy_cpus()
+    while busy > threshold and time.monotonic() < deadline:
+        busy = busy_cpus(1.0)
+    return busy
+
+
 def load_sources(spec: str):
     """'pkg.module:function' -> (sources, reference Source or None)."""
     module, _, name = spec.partition(":")
@@ -133,10 +153,12 @@ def stability(source: Source, runs: int, runner_kwargs: dict, build_dir: str) ->
     lib = build([source], build_dir=build_dir)[0]
     kwargs = dict(runner_kwargs, early_cut_ratio=None)
     with Runner(**kwargs) as runner:
-        medians = [runner.run([lib])[0].median for _ in range(runs)]
+        results = [runner.run([lib])[0] for _ in range(runs)]
+    medians = [r.median for r in results]
+    fastest = [min(r.costs) for r in results]
     return {"kernel": source.entry, "runs": runs, "medians_s": [round(m, 6) for m in medians],
-            "max_over_min": round(max(medians) / min(medians), 4),
-            "median_s": statistics.median(medians)}
+            "max_over_min": round(max(medians) / min(medians), 4), "median_s": statistics.median(medians),
+            "max_over_min_of_fastest_repeat": round(max(fastest) / min(fastest), 4)}
 
 
 def main(argv=None) -> int:
@@ -150,15 +172,21 @@ def main(argv=None) -> int:
     p.add_argument("--cache-flush", action="store_true")
     p.add_argument("--stability-runs", type=int, default=10)
     p.add_argument("--json", help="also write the report here")
+    p.add_argument("--wait-idle", type=float, default=0.0, help="wait up to this many seconds for an idle machine")
     a = p.parse_args(argv)
     sources, reference = load_sources(a.sources) if a.sources else (matmul_sources(a.n, a.count), None)
     runner_kwargs = {"repeat": a.repeat, "min_repeat_ms": a.min_repeat_ms, "early_cut_ratio": a.early_cut or None,
                      "cache_flush": a.cache_flush}
+    # Other processes on a 2-core VM change every figure here; the report says how busy the machine was.
+    report = {"busy_cpus_before": wait_until_idle(a.wait_idle) if a.wait_idle else busy_cpus(),
+              "settings": runner_kwargs}
     with tempfile.TemporaryDirectory(prefix="ansorc-bench-") as build_dir:
-        report = {"throughput": measure_batch(sources, reference, runner_kwargs, build_dir)}
+        report["throughput"] = measure_batch(sources, reference, runner_kwargs, build_dir)
         stable = next((s for s in sources if s.entry.startswith("mm_tiled")), sources[0])
         if a.stability_runs:
             report["stability"] = stability(stable, a.stability_runs, runner_kwargs, build_dir)
+    report["busy_cpus_after"] = busy_cpus()
+    report["loadavg_1min_after"] = round(os.getloadavg()[0], 2)
     text = json.dumps(report, indent=2)
     print(text)
     if a.json:
