@@ -27,6 +27,17 @@ def parse_text(text: str, filename: str = "<string>", defines: dict | None = Non
     return build_program(module, text, filename, defines)
 
 
+def parse_defines(args) -> dict:
+    """`-D` arguments ("N=1024", ...) as a defines dict; values stay text and are checked against the file."""
+    defines = {}
+    for arg in args or ():
+        name, eq, value = str(arg).partition("=")
+        if not eq or not name.strip():
+            raise TeError(f"-D {arg}: expected NAME=INTEGER, as in -D N=1024", "<command line>")
+        defines[name.strip()] = value.strip()
+    return defines
+
+
 def load(path, defines: dict | None = None) -> Program:
     """Read and check an expression file. `defines` overrides size parameters, as `-D N=1024` does."""
     filename = os.fspath(path)
@@ -40,4 +51,4 @@ def load(path, defines: dict | None = None) -> Program:
     return parse_text(decode_source(data, filename), filename, defines)
 
 
-__all__ = ["load", "parse_text", "Program", "TeError", "TeSyntaxError"]
+__all__ = ["load", "parse_text", "parse_defines", "Program", "TeError", "TeSyntaxError"]

@@ -50,7 +50,8 @@ class _Builder:
     def __init__(self, filename: str, defines: dict | None):
         self.filename = filename
         if defines is not None and not isinstance(defines, dict):
-            raise TeError(f"defines must be a dict of name -> integer, got {type(defines).__name__}", filename)
+            raise TeError(f"defines is a {type(defines).__name__} (expected a dict of name -> integer, as "
+                          "parse_defines returns)", filename)
         self.defines = dict(defines or {})
         self.params: dict[str, int] = {}
         self.first_seen: dict[str, n.Node] = {}   # name -> where it was first declared or defined

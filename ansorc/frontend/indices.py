@@ -78,7 +78,11 @@ def analyze(d: n.Definition, params: dict, shapes: dict, tensor_names: set, decl
             if isinstance(idx, n.Name) and idx.id not in params and p < len(shapes[ref.tensor]):
                 origin = f"dimension {p} of {ref.tensor} at {idx.line}:{idx.col}"
                 _merge(ranges, idx.id, IndexRange(0, shapes[ref.tensor][p], origin), idx, filename)
+    used = {x.id for x in n.walk(d.value) if isinstance(x, n.Name)}
     for name, at in [(i.id, i) for i in d.indices] + [(k, v[0][0]) for k, v in occurrences.items()]:
+        if name not in ranges and name not in used:
+            raise fail(f"cannot infer the range of index '{name}': the right side does not use it (expected a "
+                       f"declaration of {d.name} or 'where {name} < ...')", at)
         if name not in ranges:
             raise fail(f"cannot infer the range of index '{name}': it is only used in arithmetic (expected it "
                        f"alone as an index somewhere, 'where {name} < ...', or a declaration of {d.name})", at)
@@ -122,7 +126,8 @@ def _collect(node, reductions: tuple, left: set, params: dict, shapes: dict, ten
         elif isinstance(node, n.FuncCall):
             arities = FUNCTIONS.get(node.func)
             if arities is None:
-                hint = "index a tensor with [ ]" if node.func in tensor_names else "expected one of " + ", ".join(FUNCTIONS)
+                hint = "index a tensor with [ ]" if node.func in tensor_names else \
+                    "expected one of " + ", ".join(FUNCTIONS)
                 raise TeError(f"unknown function '{node.func}' ({hint})", filename, node.line, node.col)
             if len(node.args) not in arities:
                 want = " or ".join(map(str, arities))
@@ -219,3 +224,84 @@ def interval(node: n.Node, ranges: dict, params: dict) -> Interval | None:
             return None
         return Interval(min(a.lo, b.lo), max(a.hi, b.hi), False, a.names | b.names)
     return None
+
+
+# ----------------------------------------------------------------------------- guards
+
+def linear(node: n.Node, params: dict) -> tuple | None:
+    """(terms, constant) with terms {index name or canonical `//`/`%`/product atom: coefficient}, or None."""
+    if isinstance(node, n.Num):
+        return None if isinstance(node.value, float) else ({}, node.value)
+    if isinstance(node, n.Name):
+        return ({}, params[node.id]) if node.id in params else ({node.id: 1}, 0)
+    if isinstance(node, n.Unary) and node.op == "-":
+        a = linear(node.operand, params)
+        return None if a is None else _scale(a, -1)
+    if not (isinstance(node, n.BinOp) and node.op in ("+", "-", "*", "//", "%")):
+        return None
+    a, b = linear(node.left, params), linear(node.right, params)
+    if a is None or b is None:
+        return None
+    if node.op in ("+", "-"):
+        return _add(a, _scale(b, 1 if node.op == "+" else -1))
+    if node.op == "*" and (not a[0] or not b[0]):
+        return _scale(b, a[1]) if not a[0] else _scale(a, b[1])
+    if node.op != "*" and (b[0] or b[1] == 0):
+        return None
+    return ({f"{node.op}({_canon(a)}, {_canon(b)})": 1}, 0)  # a non-linear part, compared as a whole
+
+
+def _scale(a: tuple, k: int) -> tuple:
+    return ({t: c * k for t, c in a[0].items() if c * k}, a[1] * k)
+
+
+def _add(a: tuple, b: tuple) -> tuple:
+    terms = dict(a[0])
+    for t, c in b[0].items():
+        terms[t] = terms.get(t, 0) + c
+    return ({t: c for t, c in terms.items() if c}, a[1] + b[1])
+
+
+def _canon(a: tuple) -> str:
+    return repr((sorted(a[0].items()), a[1]))
+
+
+_FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def facts(cond: n.Node, params: dict, holds: bool = True) -> tuple:
+    """What `cond` (or its negation) tells about integer expressions, as linear forms known to be >= 0."""
+    if isinstance(cond, n.Unary) and cond.op == "not":
+        return facts(cond.operand, params, not holds)
+    if isinstance(cond, n.BoolOp):
+        if (cond.op == "and") == holds:  # a and b holds, or a or b fails: both parts are known
+            return facts(cond.left, params, holds) + facts(cond.right, params, holds)
+        return ()
+    if not isinstance(cond, n.Compare) or (not holds and len(cond.ops) > 1):
+        return ()
+    out = []
+    for op, a, b in zip(cond.ops, cond.operands, cond.operands[1:]):
+        la, lb = linear(a, params), linear(b, params)
+        if la is None or lb is None:
+            continue
+        diff = _add(la, _scale(lb, -1))  # a - b
+        op = op if holds else _FLIP[op]
+        out += {">=": [diff], ">": [_add(diff, ({}, -1))], "<=": [_scale(diff, -1)],
+                "<": [_add(_scale(diff, -1), ({}, -1))], "==": [diff, _scale(diff, -1)], "!=": []}[op]
+    return tuple(out)
+
+
+def implied(target: tuple, known: tuple, ranges: dict) -> bool:
+    """Does some fact F >= 0 give target >= 0, with target - F >= 0 over the index ranges?"""
+    for fact in known:
+        rest = _add(target, _scale(fact, -1))
+        low = rest[1]
+        for t, c in rest[0].items():
+            r = ranges.get(t)
+            if r is None:
+                break
+            low += c * r.lo if c > 0 else c * (r.hi - 1)
+        else:
+            if low >= 0:
+                return True
+    return False

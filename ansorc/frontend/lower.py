@@ -13,7 +13,7 @@ from ..ir import te
 from . import nodes as n
 from .consts import INT32_MAX, TENSOR_DTYPES
 from .errors import TeError
-from .indices import IndexAnalysis, interval, is_reduction
+from .indices import IndexAnalysis, facts, implied, interval, is_reduction, linear
 
 _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
           "//": lambda a, b: a // b, "%": lambda a, b: a % b}
@@ -67,6 +67,7 @@ class Lowering:
         self.d, self.info, self.params, self.tensors = d, info, params, tensors
         self.taken, self.filename = taken, filename
         self.lifted: list = []  # te tensors created for reductions nested inside expressions
+        self.lost_guards = 0    # > 0 while lowering a lifted reduction that sat inside a condition
 
     def fail(self, message: str, at: n.Node) -> TeError:
         return TeError(message, self.filename, at.line, at.col)
@@ -79,11 +80,11 @@ class Lowering:
             raise self.fail(f"{d.name} has {math.prod(shape)} elements (expected at most {INT32_MAX})", d)
         root = d.value
         if is_reduction(root):
-            source = self.numeric(self.lower(root.args[0], False), root, f"the argument of {root.func}()")
+            source = self.numeric(self.lower(root.args[0], ()), root, f"the argument of {root.func}()")
             dtype = self.result_dtype(source, declared_dtype, root)
             body = self.reduce(root, self.materialize(source, dtype))  # accumulate in the result's type
         else:
-            value = self.lower(root, False)
+            value = self.lower(root, ())
             dtype = self.result_dtype(value, declared_dtype, root)
             body = self.materialize(value, dtype)
         return self.te_compute(shape, body, list(info.left), d.name, d)
@@ -114,16 +115,19 @@ class Lowering:
         try:
             return te.compute(shape, with_signature(body, names), name=name)
         except (TypeError, ValueError, IndexError) as e:  # the IR's own checks, reported at the definition
-            raise self.fail(f"cannot build {name}: {e}", at) from None
+            raise self.fail(f"cannot build {name}: {e} (expected a computation the IR accepts)", at) from None
 
     def reduce(self, red: n.FuncCall, source) -> ir.Expr:
         axes = [te.reduce_axis((0, self.info.ranges[x].hi - self.info.ranges[x].lo), name=x)
                 for x in self.info.reduce_axes[id(red)]]
         return getattr(te, red.func)(ir.as_expr(source), axis=axes)
 
-    def lift(self, red: n.FuncCall, guarded: bool) -> ir.Expr:
+    def lift(self, red: n.FuncCall, known: tuple) -> ir.Expr:
         """A reduction inside a larger expression becomes its own compute over the indices it still uses."""
-        source = self.numeric(self.lower(red.args[0], guarded), red, f"the argument of {red.func}()")
+        # computed on its own, for every point, so the conditions around the reduction no longer guard it
+        self.lost_guards += bool(known)
+        source = self.numeric(self.lower(red.args[0], ()), red, f"the argument of {red.func}()")
+        self.lost_guards -= bool(known)
         body = self.reduce(red, source)
         own = set(self.info.reduce_axes[id(red)])
         used = ir.free_vars(ir.as_expr(source)) - own
@@ -158,13 +162,14 @@ class Lowering:
             raise self.fail(f"type mismatch: {what} is {type_name(v)} (expected a condition such as a < b)", at)
         return v
 
-    def lower(self, node: n.Node, guarded: bool):
+    def lower(self, node: n.Node, known: tuple):
         try:
-            return self._lower(node, guarded)
+            return self._lower(node, known)
         except (TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
-            raise self.fail(f"invalid expression '{n.unparse(node)}': {e}", node) from None
+            raise self.fail(f"invalid expression '{n.unparse(node)}': {e} (expected a computable value)", node) \
+                from None
 
-    def _lower(self, node: n.Node, guarded: bool):
+    def _lower(self, node: n.Node, known: tuple):
         if isinstance(node, n.Num):
             if isinstance(node.value, int) and abs(node.value) > INT32_MAX:
                 raise self.fail(f"integer {node.value} does not fit in int32 (expected |value| <= {INT32_MAX})",
@@ -176,32 +181,32 @@ class Lowering:
             r = self.info.ranges[node.id]
             return ir.Var(node.id) + r.lo if r.lo else ir.Var(node.id)
         if isinstance(node, n.TensorRef):
-            return self.read(node, guarded)
+            return self.read(node, known)
         if isinstance(node, n.Unary):
-            v = self.lower(node.operand, guarded)
+            v = self.lower(node.operand, known)
             if node.op == "not":
                 v = self.condition(v, node.operand, "the operand of 'not'")
                 return (not v) if isinstance(v, bool) else ir.logic("!", v)
             return -self.numeric(v, node.operand, "the operand of '-'")
         if isinstance(node, n.BinOp):
-            return self.binop(node, guarded)
+            return self.binop(node, known)
         if isinstance(node, n.BoolOp):
-            a = self.condition(self.lower(node.left, guarded), node.left, f"the left operand of '{node.op}'")
-            b = self.condition(self.lower(node.right, guarded), node.right, f"the right operand of '{node.op}'")
+            a = self.condition(self.lower(node.left, known), node.left, f"the left operand of '{node.op}'")
+            b = self.condition(self.lower(node.right, known), node.right, f"the right operand of '{node.op}'")
             if isinstance(a, bool) and isinstance(b, bool):
                 return (a and b) if node.op == "and" else (a or b)
             return ir.logic("&&" if node.op == "and" else "||", a, b)
         if isinstance(node, n.Compare):
-            return self.compare(node, guarded)
+            return self.compare(node, known)
         if isinstance(node, n.IfExp):
-            return self.select(node, node.cond, node.then, node.orelse, guarded)
+            return self.select(node, node.cond, node.then, node.orelse, known)
         if isinstance(node, n.FuncCall):
-            return self.call(node, guarded)
+            return self.call(node, known)
         raise self.fail(f"unexpected '{n.unparse(node)}' in an expression", node)
 
-    def binop(self, node: n.BinOp, guarded: bool):
-        a = self.numeric(self.lower(node.left, guarded), node.left, f"the left operand of '{node.op}'")
-        b = self.numeric(self.lower(node.right, guarded), node.right, f"the right operand of '{node.op}'")
+    def binop(self, node: n.BinOp, known: tuple):
+        a = self.numeric(self.lower(node.left, known), node.left, f"the left operand of '{node.op}'")
+        b = self.numeric(self.lower(node.right, known), node.right, f"the right operand of '{node.op}'")
         ka, kb = kind(a), kind(b)
         if node.op == "**":
             return self.power(node, a, b)
@@ -218,6 +223,8 @@ class Lowering:
             result = _ARITH[node.op](a, b)
         if kind(result) == "int" and not isinstance(result, ir.Expr) and abs(result) > INT32_MAX:
             raise self.fail(f"constant {result} does not fit in int32 (expected |value| <= {INT32_MAX})", node)
+        if kind(result) == "float" and not isinstance(result, ir.Expr) and not abs(result) <= 3.4028234663852886e38:
+            raise self.fail(f"constant {result} overflows float32 (expected a finite value)", node)
         return result
 
     def power(self, node: n.BinOp, a, b):
@@ -234,8 +241,8 @@ class Lowering:
             return a ** b
         return math.pow(a, b)  # raises on overflow and on a negative base with a fractional power
 
-    def compare(self, node: n.Compare, guarded: bool):
-        values = [self.numeric(self.lower(x, guarded), x, "an operand of a comparison") for x in node.operands]
+    def compare(self, node: n.Compare, known: tuple):
+        values = [self.numeric(self.lower(x, known), x, "an operand of a comparison") for x in node.operands]
         parts = []  # a < b < c means a < b and b < c; constant links fold away
         for op, a, b in zip(node.ops, values, values[1:]):
             if isinstance(a, ir.Expr) or isinstance(b, ir.Expr):
@@ -247,9 +254,11 @@ class Lowering:
             result = ir.logic("&&", result, c)
         return result
 
-    def select(self, node: n.Node, cond: n.Node, then: n.Node, orelse: n.Node, guarded: bool):
-        c = self.condition(self.lower(cond, guarded), cond, "the condition")
-        t, f = self.lower(then, True), self.lower(orelse, True)  # a branch may read out of bounds: it is guarded
+    def select(self, node: n.Node, cond: n.Node, then: n.Node, orelse: n.Node, known: tuple):
+        c = self.condition(self.lower(cond, known), cond, "the condition")
+        # each branch knows its condition's verdict: that is what lets a padding read go out of bounds
+        t = self.lower(then, known + facts(cond, self.params, True))
+        f = self.lower(orelse, known + facts(cond, self.params, False))
         if (kind(t) == "bool") != (kind(f) == "bool"):
             number = t if kind(f) == "bool" else f
             raise self.fail(f"type mismatch: one branch is a condition and the other {type_name(number)} "
@@ -258,13 +267,13 @@ class Lowering:
             return t if c else f
         return ir.select(c, t, f)
 
-    def call(self, node: n.FuncCall, guarded: bool):
+    def call(self, node: n.FuncCall, known: tuple):
         f, args = node.func, node.args
         if is_reduction(node):
-            return self.lift(node, guarded)
+            return self.lift(node, known)
         if f == "select":
-            return self.select(node, *args, guarded)
-        values = [self.lower(a, guarded) for a in args]
+            return self.select(node, *args, known)
+        values = [self.lower(a, known) for a in args]
         if f in TENSOR_DTYPES:
             v = values[0]
             if not isinstance(v, ir.Expr):
@@ -278,25 +287,44 @@ class Lowering:
             return ir.binary(f, *values)
         return getattr(te, f)(*values)
 
-    def read(self, node: n.TensorRef, guarded: bool) -> ir.Expr:
+    def read(self, node: n.TensorRef, known: tuple) -> ir.Expr:
         tensor = self.tensors[node.tensor]
         indices = []
         for p, idx in enumerate(node.indices):
-            v = self.lower(idx, guarded)
+            v = self.lower(idx, known)
             if kind(v) != "int":
                 raise self.fail(f"type mismatch: index {p} of {node.tensor} is {type_name(v)} (expected an "
                                 "integer expression)", n.start(idx))
-            self.check_bounds(node, p, idx, tensor.shape[p], guarded)
+            self.check_bounds(node, p, idx, tensor.shape[p], known)
             indices.append(v)
         return tensor[tuple(indices)]
 
-    def check_bounds(self, ref: n.TensorRef, p: int, idx: n.Node, size: int, guarded: bool) -> None:
+    def check_bounds(self, ref: n.TensorRef, p: int, idx: n.Node, size: int, known: tuple) -> None:
+        """An error when some point reads outside the tensor: the index's exact interval leaves 0..size-1 and no
+        enclosing condition rules that side out."""
         iv = interval(idx, self.info.ranges, self.params)
         if iv is None:
             return
         always_out = iv.hi < 0 or iv.lo >= size
-        if always_out or (iv.exact and not guarded and (iv.lo < 0 or iv.hi >= size)):
-            hint = "" if always_out else "; guard the read with 'x if cond else 0.0' for padding"
-            raise self.fail(f"index out of range: {ref.tensor}[{', '.join(n.unparse(i) for i in ref.indices)}] "
-                            f"dimension {p} takes values {_span(iv.lo, iv.hi)} (expected 0..{size - 1}{hint})",
-                            n.start(idx))
+        if not always_out:
+            if not iv.exact:
+                return
+            lin = linear(idx, self.params)
+            low_ok = iv.lo >= 0 or (lin is not None and implied(lin, known, self.info.ranges))
+            high_ok = iv.hi < size or (lin is not None and implied(
+                ({t: -c for t, c in lin[0].items()}, size - 1 - lin[1]), known, self.info.ranges))
+            if low_ok and high_ok:
+                return
+        text = n.unparse(idx)
+        if always_out:
+            hint = ""
+        elif self.lost_guards:
+            hint = ("; a reduction inside an expression is computed for every point, outside the condition around "
+                    "it: move the condition into the reduction or pad in a tensor of its own")
+        elif known:
+            hint = f"; the enclosing condition does not keep it in range, as 0 <= {text} < {size} would"
+        else:
+            hint = f"; for padding, read it as '... if 0 <= {text} < {size} else 0.0'"
+        raise self.fail(f"index out of range: {ref.tensor}[{', '.join(n.unparse(i) for i in ref.indices)}] "
+                        f"dimension {p} takes values {_span(iv.lo, iv.hi)} (expected 0..{size - 1}{hint})",
+                        n.start(idx))

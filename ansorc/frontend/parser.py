@@ -94,7 +94,7 @@ class _Parser:
             self.advance()
             return self.declaration(tok)
         is_output = self.accept("output") is not None
-        if tok.kind == "NAME" and tok.text not in KEYWORDS | {"output"} or is_output:
+        if is_output or (tok.kind == "NAME" and tok.text not in KEYWORDS):
             name = self.name("a tensor name")
             if is_output and self.at(":"):
                 return self.declaration(tok, name)

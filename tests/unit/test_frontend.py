@@ -188,6 +188,26 @@ Y[i] = select(i >= P and i - P < N, A[i - P], 0)
     np.testing.assert_array_equal(y, np.pad(a, 2))
 
 
+def test_conditions_that_keep_reads_in_range_are_accepted():
+    text = """
+param N = 6
+input A: float32[N]
+input B: float32[N, 3]
+output X: float32[N + 1]
+X[i] = 0.0 if i < 1 or i > N - 1 + 1 else A[i - 1]        # else-branch: the negated condition holds
+output Y: float32[N + 1]
+Y[i] = A[i - 1] * 2.0 if not (i < 1) and i - 1 != 99 else select(i == 0, 1.0, -1.0)
+output Z[i] = sum(B[i + r - 1, q] if i >= 1 and i + r <= N else 0.0) where i < N, r < 2
+"""
+    a = np.arange(6, dtype=np.float32)
+    b = np.arange(18, dtype=np.float32).reshape(6, 3)
+    _, (x, y, z) = _eval_text(text, {"A": a, "B": b})
+    np.testing.assert_array_equal(x, np.concatenate([[0], a]))
+    np.testing.assert_array_equal(y, np.concatenate([[1], 2 * a]))
+    ref = [sum(b[i + r - 1].sum() for r in range(2) if i >= 1 and i + r <= 6) for i in range(6)]
+    np.testing.assert_array_equal(z, ref)
+
+
 def test_where_ranges_with_nonzero_lower_bound_and_pooling():
     text = """
 param N = 8

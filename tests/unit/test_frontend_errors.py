@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansorc.frontend import TeError, TeSyntaxError, load, parse_text
+from ansorc.frontend import TeError, TeSyntaxError, load, parse_defines, parse_text
 
 HEAD = "param N = 8, K = 4\ninput A: float32[N, K]\ninput B: float32[K, N]\n"  # statements below start on line 4
 
@@ -72,7 +72,15 @@ CASES = [
     ("index out of range: negative", HEAD + "output C[i] = sum(A[i, k - 1] * B[k, i])\n", 4, 24, "-1..2"),
     ("index out of range even when guarded", HEAD + "output C[i] = A[i, K + 1] if i > 0 else 0.0\n", 4, 20,
      "index out of range"),
+    ("index out of range: guard too loose", HEAD + "output C: float32[N + 2]\nC[i] = A[i - 1, 0] if 1 <= i < N + 2 "
+     "else 0.0\n", 5, 10, "the enclosing condition does not keep it in range"),
+    ("index out of range: guard on the other side", HEAD + "output C: float32[N]\n"
+     "C[i] = A[i + 1, 0] if i > 0 else 0.0\n", 5, 10, "takes values 1..8"),
+    ("index out of range: reduction lifted out of its guard", HEAD + "output C: float32[N]\n"
+     "C[i] = A[i - 1, 0] * max(A[i - 1, q]) if i >= 1 else 0.0\n", 5, 28, "outside the condition around it"),
     ("range cannot be inferred", HEAD + "output C[i] = A[2 * i, 0]\n", 4, 10, "cannot infer the range of index 'i'"),
+    ("range of an unused left index", HEAD + "output C[i, j] = A[i, 0]\n", 4, 13, "does not use it"),
+    ("defines that are not a dict", HEAD + "output C[i, k] = A[i, k]\n", 1, 1, "defines is a list (expected a dict"),
     ("reduction index on the left side", HEAD + "output C[i, k] = sum(A[i, k])\n", 4, 18, "nothing to reduce"),
     ("index reduced by two reductions", HEAD + "output C[i] = sum(A[i, k]) + sum(B[k, i])\n", 4, 36,
      "two separate reductions"),
@@ -125,7 +133,7 @@ CASES = [
 @pytest.mark.parametrize("kind,text,line,col,fragment", CASES, ids=[c[0] for c in CASES])
 def test_error_is_reported_at_the_right_place(kind, text, line, col, fragment):
     with pytest.raises(TeError) as info:
-        parse_text(text, "t.te")
+        parse_text(text, "t.te", ["N=3"] if kind == "defines that are not a dict" else None)
     err = info.value
     message = str(err)
     assert fragment in message, message
@@ -163,6 +171,15 @@ def test_bad_defines(defines, line, col, fragment):
 def test_good_defines_accept_ints_and_numeric_strings():
     assert parse_text(DEFINE_TEXT, defines={"N": " 16 "}).params == {"N": 16}
     assert parse_text(DEFINE_TEXT, defines={"N": 3}).outputs[0].shape == (3,)
+
+
+def test_command_line_defines():
+    assert parse_defines(["N=16", " K = 3 "]) == {"N": "16", "K": "3"}
+    assert parse_text(DEFINE_TEXT, defines=parse_defines(["N=5"])).outputs[0].shape == (5,)
+    with pytest.raises(TeError, match=r"^<command line>:1:1: error: -D N: expected NAME=INTEGER"):
+        parse_defines(["N"])
+    with pytest.raises(TeError, match="non-integer size: -D N=abc"):
+        parse_text(DEFINE_TEXT, "d.te", parse_defines(["N=abc"]))
 
 
 def test_binary_junk_in_a_file(tmp_path):
