@@ -65,6 +65,8 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
             ms = s.auto_unroll or max_step
             body = visit(s.body, ms)
             f = replace(s, body=body, auto_unroll=0)
+            if any(isinstance(x, Allocate) for x in walk_stmt(body)):
+                return f  # replicas would redeclare the buffer in one scope; a producer nest stays a loop
             if f.kind == "unroll" and f.extent <= MAX_EXPLICIT_UNROLL:
                 return _replicate(f)
             if f.kind == "serial" and ms and _steps(f) <= ms:
