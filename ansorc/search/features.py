@@ -1,0 +1,425 @@
+"""Per-store features of a lowered program for the learned cost model (Ansor section 3.2, plus CPU extras).
+
+`extract(func)` reads the loop tree that `lower(state, passes=False)` gives (annotations and the
+auto_unroll_max_step pragma still on the loops) and returns one row per `Store`, columns as listed in
+`features_table.TABLE`; what the terms mean and how values are computed is documented there (and in
+docs/features.md, generated from it).
+
+Speed: one walk over the tree collects, per store, its enclosing loops, guards and the pragma in effect, and
+marks the loops that will be unrolled on the way back up; index expressions are analysed once per
+expression object; footprints grow incrementally from the innermost loop outwards and only change at loops
+whose variable the access uses; rows are plain Python lists and the numpy array is built once per program.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.expr import Binary, Call, Cast, Compare, Const, Logic, Read, Select, Var, free_vars
+from ..ir.lower import lower
+from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
+from .features_table import (FEATURE_MEANINGS, FEATURE_NAMES, LOG_MASK, MAX_BUFS, N_FEATURES, TABLE, annotation_block,
+                             intensity_curve)
+
+CACHE_LINE = 64
+VECTOR_BYTES = 64       # AVX-512
+VREGS_FOR_TILE = 28     # of the 32 zmm registers, leave a few for operands
+_FLOATS = ("float32", "float64")
+_ELEM = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "bool": 1}
+_LOG_COLS = np.array(LOG_MASK)
+_INF = float("inf")
+
+
+class _Loop:
+    __slots__ = ("var", "ext", "kind", "eff", "bufcnt")
+
+    def __init__(self, var, ext, kind):
+        self.var, self.ext, self.kind, self.eff, self.bufcnt = var, ext, kind, kind, {}
+
+
+class _Acc:
+    """One distinct access (buffer, index tuple) of a store, with its strides and per-dimension terms."""
+    __slots__ = ("shape", "elem", "groups", "var_map", "flat")
+
+
+class _Ctx:
+    def __init__(self, func: PrimFunc):
+        self.stores = []      # (Store, loops tuple, guards tuple, max_step)
+        self.allocs = {}      # name -> (Buffer, product of enclosing loops, number of enclosing loops)
+        self.bufs = {b.name: b for b in func.args}
+        self.lin = {}         # id(index expr) -> (expr, linear, groups)
+
+
+# ----------------------------------------------------------------------------- tree walk
+
+def _visit(s, loops, guards, ms, prod, ctx) -> int:
+    """Collect stores; returns the step count (stores executed) of s; marks loops that will be unrolled."""
+    t = type(s)
+    if t is For:
+        ms2 = s.auto_unroll or ms
+        lp = _Loop(s.var, s.extent, s.kind)
+        loops.append(lp)
+        steps = s.extent * _visit(s.body, loops, guards, ms2, prod * s.extent, ctx)
+        loops.pop()
+        if s.kind == "unroll" or (s.kind == "serial" and ms2 and steps <= ms2):
+            lp.eff = "unroll"
+        return steps
+    if t is Store:
+        ctx.stores.append((s, tuple(loops), guards, ms))
+        return 1
+    if t is Seq:
+        return sum(_visit(c, loops, guards, ms, prod, ctx) for c in s.stmts)
+    if t is IfThenElse:
+        return _visit(s.then, loops, guards + (s.cond,), ms, prod, ctx)
+    if t is Allocate:
+        ctx.allocs[s.buffer.name] = (s.buffer, prod, len(loops))
+        ctx.bufs[s.buffer.name] = s.buffer
+        return _visit(s.body, loops, guards, ms, prod, ctx)
+    return 0
+
+
+# ----------------------------------------------------------------------------- expressions
+
+_BIN_F = {"+": 1, "-": 1, "*": 2, "/": 3, "min": 4, "max": 4}   # slots of the op block (features_table._OPS)
+_BIN_I = {"+": 7, "-": 7, "*": 8, "//": 9, "%": 9, "min": 10, "max": 10}
+
+
+def _count(e, c: list, reads: list):
+    """Add e's operations to c (slots of the op block) and collect its Reads."""
+    stack = [e]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        n = pop()
+        t = type(n)
+        if t is Binary:
+            a, b = n.a, n.b
+            if n.dtype in _FLOATS:
+                k = _BIN_F.get(n.op, 4)
+                if k == 1 and ((type(a) is Binary and a.op == "*") or (type(b) is Binary and b.op == "*")):
+                    c[0] += 1
+            else:
+                k = _BIN_I.get(n.op, 10)
+            c[k] += 1
+            push(a)
+            push(b)
+        elif t is Read:
+            reads.append(n)
+            extend(n.indices)
+        elif t is Compare:
+            c[4 if n.a.dtype in _FLOATS else 10] += 1
+            push(n.a)
+            push(n.b)
+        elif t is Logic:
+            c[12] += 1
+            extend((n.a,) if n.b is None else (n.a, n.b))
+        elif t is Select:
+            c[13] += 1
+            extend((n.cond, n.t, n.f))
+        elif t is Cast:
+            c[6 if n.dtype in _FLOATS else 11] += 1
+            push(n.value)
+        elif t is Call:
+            c[5] += 1
+            extend(n.args)
+
+
+def _scale(lin, groups, k):
+    ak = abs(k)
+    return {v: c * k for v, c in lin.items()}, tuple(({v: c * k for v, c in g.items()}, cap * ak) for g, cap in groups)
+
+
+def _lin(e):
+    """e as (linear {var: coef}, groups ((coefs, cap), ...)): a group's span is min(cap, sum |coef|*(ext-1))."""
+    t = type(e)
+    if t is Var:
+        return {e.name: 1.0}, ()
+    if t is Const:
+        return {}, ()
+    if t is Binary:
+        op = e.op
+        if op == "+" or op == "-":
+            la, ga = _lin(e.a)
+            lb, gb = _lin(e.b)
+            if not lb:
+                return la, ga + gb
+            out = dict(la)
+            s = -1.0 if op == "-" else 1.0
+            for v, c in lb.items():
+                out[v] = out.get(v, 0.0) + s * c
+            return out, ga + gb
+        b = e.b
+        if op == "*":
+            if type(b) is Const:
+                return _scale(*_lin(e.a), b.value)
+            if type(e.a) is Const:
+                return _scale(*_lin(b), e.a.value)
+        elif op == "//" and type(b) is Const and b.value > 0:
+            return _scale(*_lin(e.a), 1.0 / b.value)
+        elif op == "%" and type(b) is Const and b.value > 0:
+            la, ga = _lin(e.a)
+            merged = dict(la)
+            for g, _ in ga:
+                merged.update(g)
+            return {}, ((merged, b.value - 1.0),)
+    if t is Cast:
+        return _lin(e.value)
+    return {}, (({v: 1.0 for v in free_vars(e)}, _INF),)
+
+
+def _access(indices, buf, ctx) -> _Acc:
+    a = _Acc()
+    shape = buf.shape
+    a.shape, a.elem = shape, _ELEM.get(buf.dtype, 4)
+    var_map, flat, groups = {}, {}, []
+    rs = 1
+    cache = ctx.lin
+    for d in range(len(shape) - 1, -1, -1):
+        e = indices[d]
+        hit = cache.get(id(e))
+        if hit is None:
+            hit = cache[id(e)] = (e,) + _lin(e)
+        _, lin, gs = hit
+        for v, c in lin.items():
+            if c:
+                var_map.setdefault(v, []).append((d, -1, abs(c)))
+                flat[v] = flat.get(v, 0.0) + c * rs
+        for gi, (g, _) in enumerate(gs):
+            for v, c in g.items():
+                var_map.setdefault(v, []).append((d, gi, abs(c)))
+                flat[v] = flat.get(v, 0.0) + c * rs
+        groups.append(gs)
+        rs *= shape[d]
+    groups.reverse()
+    a.groups, a.var_map, a.flat = groups, var_map, flat
+    return a
+
+
+def _footprint(a: _Acc, loops) -> tuple:
+    """Touched elements per loop level (index k: loops k.. vary; [n] = 1) and the outermost region per dim."""
+    n = len(loops)
+    shape, groups, vm = a.shape, a.groups, a.var_map
+    nd = len(shape)
+    lin = [0.0] * nd
+    gs = [[0.0] * len(g) for g in groups]
+    region = [1] * nd
+    fp = [1] * (n + 1)
+    cur = 1
+    for k in range(n - 1, -1, -1):
+        lp = loops[k]
+        e1 = lp.ext - 1
+        terms = vm.get(lp.var) if e1 else None
+        if terms:
+            for d, gi, c in terms:
+                if gi < 0:
+                    lin[d] += c * e1
+                else:
+                    gs[d][gi] += c * e1
+            cur = 1
+            for d in range(nd):
+                span = lin[d]
+                for gi, (_, cap) in enumerate(groups[d]):
+                    s = gs[d][gi]
+                    span += cap if s > cap else s
+                r = min(shape[d], int(span + 1e-9) + 1)
+                region[d] = r
+                cur *= r
+        fp[k] = cur
+    return fp, region
+
+
+def _region_lines(region, shape, elem) -> float:
+    """Cache lines of a row-major box: the last dimension, merged with the ones before it while those after
+    them are whole, is contiguous."""
+    d = len(shape) - 1
+    run = region[d] if d >= 0 else 1
+    while d > 0 and region[d] == shape[d]:
+        d -= 1
+        run *= region[d]
+    return float(math.prod(region[:max(d, 0)]) * math.ceil(run * elem / CACHE_LINE))
+
+
+def _slog(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.log2(1.0 + np.abs(x))
+
+
+# ----------------------------------------------------------------------------- per-store rows
+
+def _buffers(ctx, loops, trip, accs, info, vec) -> tuple:
+    """Footprints per buffer and level, the store's bytes per level, and the sorted per-buffer feature rows."""
+    n = len(loops)
+    fps, store_bytes = {}, [0] * (n + 1)
+    for b, al in accs.items():
+        best = None
+        for a in al:
+            fp, region = _footprint(a, loops)
+            best = (fp, region) if best is None else (
+                [max(x, y) for x, y in zip(best[0], fp)], region if fp[0] > best[0][0] else best[1])
+        fps[b] = best
+        elem = al[0].elem
+        for k, x in enumerate(best[0]):
+            store_bytes[k] += x * elem
+    brows = []
+    for b, al in accs.items():
+        r, w = info[b]
+        elem = al[0].elem
+        fp, region = fps[b]
+        nbytes = lines = 0.0
+        stride = None
+        for a in al:  # lines: from the innermost loop that moves the address
+            nbytes += trip * elem
+            skipped = 1
+            for k in range(n - 1, -1, -1):
+                lp = loops[k]
+                s = abs(a.flat.get(lp.var, 0.0)) if lp.ext > 1 else 0.0
+                if s == 0:
+                    skipped *= lp.ext
+                    continue
+                lines += trip / skipped * min(1.0, s * elem / CACHE_LINE)
+                stride = s if stride is None else stride
+                break
+            else:
+                lines += 1.0
+        ubytes = float(fp[0] * elem)
+        ulines = _region_lines(region, al[0].shape, elem)
+        rtype, dis_iter, dis_bytes, ct = 2, 0.0, 0.0, 0.0
+        inner_iters = 1
+        for k in range(n - 1, -1, -1):  # reuse: the innermost loop that brings the same data back
+            lp = loops[k]
+            if lp.ext == 1:
+                continue
+            if all(lp.var not in a.var_map for a in al):
+                rtype, ct = 0, float(lp.ext)
+            elif lp.bufcnt.get(b, 0) > 1:
+                rtype, ct = 1, float(lp.bufcnt[b] - 1)
+            else:
+                inner_iters *= lp.ext
+                continue
+            dis_iter, dis_bytes = float(inner_iters), float(store_bytes[k + 1])
+            break
+        div = ct if rtype < 2 else 0.5
+        vst = [abs(a.flat.get(vec.var, 0.0)) for a in al] if vec else ()
+        reuse = [0.0, 0.0, 0.0]
+        reuse[rtype] = 1.0
+        brows.append((lines, nbytes, [
+            float(r and not w), float(w and not r), float(r and w), nbytes, ubytes, lines, ulines, *reuse,
+            dis_iter, dis_bytes, ct, nbytes / div, ubytes / div, lines / div, ulines / div, stride or 0.0,
+            float(bool(vst) and all(s == 1 for s in vst)), float(any(s not in (0, 1) for s in vst)),
+            float(b in ctx.allocs and ctx.bufs[b].scope == "local")]))
+    brows.sort(key=lambda x: (-x[0], -x[1]))
+    return brows, fps, store_bytes
+
+
+def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
+    """accs: buffer name -> list of distinct _Acc; info: buffer name -> [read, written]."""
+    n = len(loops)
+    trip = 1
+    for lp in loops:
+        trip *= lp.ext
+    wacc = accs[st.buffer][0]
+    alloc = ctx.allocs.get(st.buffer)
+    # spatial loops: those in the written indices, and those outside the written buffer's allocation
+    svars = set(wacc.var_map)
+    if alloc is not None:
+        svars.update(lp.var for lp in loops[:alloc[2]])
+    nontriv = [lp for lp in loops if lp.ext > 1]
+    vec = next((lp for lp in reversed(nontriv) if lp.eff == "vectorize"), None)
+    inner = nontriv[-1] if nontriv else None
+
+    row = [c * trip for c in counts]
+    for kind in ("vectorize", "unroll", "parallel"):
+        row += annotation_block(nontriv, svars, kind)
+    brows, fps, store_bytes = _buffers(ctx, loops, trip, accs, info, vec)
+    width = len(brows[0][2])
+    for i in range(MAX_BUFS):
+        row += brows[i][2] if i < len(brows) else [0.0] * width
+    row += intensity_curve(sum(counts[1:7]), loops, store_bytes)
+    if alloc is not None:
+        size = float(alloc[0].size * wacc.elem)
+        row += [size, size * alloc[1], float(alloc[1]), trip / alloc[1], float(alloc[0].scope == "local")]
+    else:
+        row += [0.0] * 5
+    row += [float(trip), float(n), float(ms)]
+
+    # CPU extras
+    lanes = max(1, VECTOR_BYTES // wacc.elem)
+    all_accs = [a for a_l in accs.values() for a in a_l]
+    if vec is not None:
+        ve = vec.ext
+        vcontig = all(abs(a.flat.get(vec.var, 0.0)) in (0, 1) for a in all_accs)
+        row += [float(inner is vec), float(vcontig), float(ve % lanes == 0), float(ve // lanes), float(ve % lanes)]
+    else:
+        row += [0.0] * 5
+    if inner is not None:
+        icontig = all(abs(a.flat.get(inner.var, 0.0)) in (0, 1) for a in all_accs)
+        row += [float(inner.ext), float(inner.var not in svars), float(icontig)]
+    else:
+        row += [0.0, 0.0, 0.0]
+    tile = 0.0
+    if info[st.buffer][0]:  # accumulator: elements updated between two steps of the innermost reduce loop
+        red = next((k for k in range(n - 1, -1, -1) if loops[k].ext > 1 and loops[k].var not in svars), None)
+        if red is not None:
+            tile = float(fps[st.buffer][0][red + 1])
+    vregs = float(math.ceil(tile / (min(lanes, vec.ext) if vec is not None else 1)))
+    row += [tile, vregs, float(0 < vregs <= VREGS_FOR_TILE)]
+    gc = [0] * 14
+    for g in guards:
+        _count(g, gc, [])
+    ppar = 1
+    for lp in loops:
+        if lp.eff == "parallel":
+            ppar *= lp.ext
+    row += [float(bool(guards)), float(sum(gc) * trip), float(len(accs) == 1 and not info[st.buffer][0]),
+            trip / ppar]
+    return row
+
+
+def extract(func: PrimFunc, raw: bool = False) -> np.ndarray:
+    """[n_stores, N_FEATURES] float32 features, one row per Store in program order."""
+    ctx = _Ctx(func)
+    _visit(func.body, [], (), 0, 1, ctx)
+    prepared = []
+    for st, loops, guards, ms in ctx.stores:
+        counts = [0] * 14
+        reads = []
+        _count(st.value, counts, reads)
+        for i in st.indices:
+            _count(i, counts, [])
+        accs, info, keys = {}, {}, {}
+        for name, idx, is_w in [(st.buffer, st.indices, True)] + [(r.name, r.indices, False) for r in reads]:
+            buf = ctx.bufs.get(name)
+            if buf is None:  # not declared in the program (a malformed tree): assume an unbounded float32 array
+                buf = ctx.bufs[name] = Buffer(name, (1 << 40,) * len(idx), "float32", "global")
+            fl = info.setdefault(name, [False, False])
+            fl[1 if is_w else 0] = True
+            seen = keys.setdefault(name, [])
+            if any(idx is s or idx == s for s in seen):
+                continue
+            seen.append(idx)
+            accs.setdefault(name, []).append(_access(idx, buf, ctx))
+        for lp in loops:
+            bc = lp.bufcnt
+            for name in accs:
+                bc[name] = bc.get(name, 0) + 1
+        prepared.append((st, loops, guards, ms, counts, accs, info))
+    rows = [_row(ctx, *p) for p in prepared]
+    out = np.array(rows, dtype=np.float64).reshape(len(rows), N_FEATURES)
+    if not raw:
+        out[:, _LOG_COLS] = _slog(out[:, _LOG_COLS])
+    return out.astype(np.float32)
+
+
+def extract_states(states, name: str = "k", raw: bool = False) -> list:
+    """Lower each state (passes=False) and extract; a state that fails to lower gives a [0, N_FEATURES] array."""
+    out = []
+    for s in states:
+        try:
+            func = lower(s, name, passes=False)
+        except Exception:  # noqa: BLE001 - any lowering failure means "no program"
+            out.append(np.zeros((0, N_FEATURES), dtype=np.float32))
+            continue
+        out.append(extract(func, raw=raw))
+    return out
+
+
+__all__ = ["FEATURE_NAMES", "FEATURE_MEANINGS", "TABLE", "N_FEATURES", "extract", "extract_states"]
