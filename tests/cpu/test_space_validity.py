@@ -20,7 +20,7 @@ def _check(name, n, flags, seed):
     progs = sample(task, n, seed=seed)
     assert len(progs) >= min(n, 20), f"{name}: only {len(progs)} distinct programs"
     sources = [generate_source(task.dag, p, name=f"{name.lower()}_{k}") for k, p in enumerate(progs)]
-    results = build(sources, target_flags=flags)
+    results = build(sources, target_flags=flags, timeout=180)  # validity, not speed: huge unrolled bodies are slow to build
     inputs = random_inputs(task.dag.inputs, 0)
     ref = evaluate(list(task.dag.outputs), inputs)
     args = [inputs[t.name] for t in task.dag.inputs]
