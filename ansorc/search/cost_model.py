@@ -6,9 +6,8 @@ error weighted by that throughput, retrained from scratch as data arrive.
 """
 from __future__ import annotations
 
-import pickle
+import json
 import random
-from pathlib import Path
 
 import numpy as np
 
@@ -134,13 +133,23 @@ class LGBModel(CostModel):
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:
-        Path(path).write_bytes(pickle.dumps({"booster": None if self.booster is None else
-                                             self.booster.model_to_string(), "costs": self.costs,
-                                             "feats": self.feats}))
+        """An .npz of plain arrays and text (no pickle: loading a model file never runs code)."""
+        keys = list(self.costs)
+        feats = [self.feats[k] for k in keys]
+        np.savez_compressed(
+            path, booster=np.array("" if self.booster is None else self.booster.model_to_string()),
+            keys=np.array(json.dumps(keys)), costs=np.array([self.costs[k] for k in keys], dtype=np.float64),
+            sizes=np.array([len(f) for f in feats], dtype=np.int64),
+            feats=np.concatenate(feats).astype(np.float32) if feats else np.zeros((0, 0), np.float32))
 
     def load(self, path) -> None:
         import lightgbm as lgb
-        data = pickle.loads(Path(path).read_bytes())
-        self.costs, self.feats = data["costs"], data["feats"]
-        self.booster = None if data["booster"] is None else lgb.Booster(model_str=data["booster"])
+        with np.load(path, allow_pickle=False) as data:
+            keys = [tuple(k) for k in json.loads(str(data["keys"]))]
+            costs, sizes, feats = data["costs"], data["sizes"], data["feats"]
+            booster = str(data["booster"])
+        offsets = np.concatenate([[0], np.cumsum(sizes)])
+        self.costs = {k: float(c) for k, c in zip(keys, costs)}
+        self.feats = {k: feats[offsets[i]:offsets[i + 1]] for i, k in enumerate(keys)}
+        self.booster = lgb.Booster(model_str=booster) if booster else None
         self._trained_on = len(self.costs)
