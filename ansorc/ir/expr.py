@@ -287,45 +287,34 @@ def _cast_to(e: Expr, dtype: str) -> Expr:
 
 # ----------------------------------------------------------------------------- traversal
 
+_CHILDREN = {
+    Binary: lambda e: (e.a, e.b), Compare: lambda e: (e.a, e.b),
+    Logic: lambda e: (e.a,) if e.b is None else (e.a, e.b), Select: lambda e: (e.cond, e.t, e.f),
+    Cast: lambda e: (e.value,), Call: lambda e: e.args, Read: lambda e: e.indices, Reduce: lambda e: (e.source,),
+}
+_REBUILD = {
+    Binary: lambda e, k: Binary(e.op, k[0], k[1], e.dtype), Compare: lambda e, k: Compare(e.op, k[0], k[1]),
+    Logic: lambda e, k: Logic(e.op, k[0], k[1] if len(k) > 1 else None),
+    Select: lambda e, k: Select(k[0], k[1], k[2], e.dtype), Cast: lambda e, k: Cast(e.dtype, k[0]),
+    Call: lambda e, k: Call(e.name, tuple(k), e.dtype), Read: lambda e, k: Read(e.name, tuple(k), e.dtype, e.tensor),
+    Reduce: lambda e, k: Reduce(e.combiner, k[0], e.axes, e.dtype),
+}
+
+
 def children(e: Expr) -> tuple:
-    if isinstance(e, (Binary, Compare)):
-        return (e.a, e.b)
-    if isinstance(e, Logic):
-        return (e.a,) if e.b is None else (e.a, e.b)
-    if isinstance(e, Select):
-        return (e.cond, e.t, e.f)
-    if isinstance(e, Cast):
-        return (e.value,)
-    if isinstance(e, (Call,)):
-        return e.args
-    if isinstance(e, Read):
-        return e.indices
-    if isinstance(e, Reduce):
-        return (e.source,)
-    return ()
+    f = _CHILDREN.get(type(e))
+    return f(e) if f is not None else ()
 
 
 def rebuild(e: Expr, kids: tuple) -> Expr:
-    """The same node with new children (identity if nothing changed)."""
-    if kids == children(e) and all(k is o for k, o in zip(kids, children(e))):
+    """The same node with new children (the node itself if every child is the same object)."""
+    f = _REBUILD.get(type(e))
+    if f is None:
         return e
-    if isinstance(e, Binary):
-        return Binary(e.op, kids[0], kids[1], e.dtype)
-    if isinstance(e, Compare):
-        return Compare(e.op, kids[0], kids[1])
-    if isinstance(e, Logic):
-        return Logic(e.op, kids[0], kids[1] if len(kids) > 1 else None)
-    if isinstance(e, Select):
-        return Select(kids[0], kids[1], kids[2], e.dtype)
-    if isinstance(e, Cast):
-        return Cast(e.dtype, kids[0])
-    if isinstance(e, Call):
-        return Call(e.name, tuple(kids), e.dtype)
-    if isinstance(e, Read):
-        return Read(e.name, tuple(kids), e.dtype, e.tensor)
-    if isinstance(e, Reduce):
-        return Reduce(e.combiner, kids[0], e.axes, e.dtype)
-    return e
+    old = _CHILDREN[type(e)](e)
+    if len(old) == len(kids) and all(k is o for k, o in zip(kids, old)):
+        return e
+    return f(e, kids)
 
 
 def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
