@@ -103,6 +103,35 @@ def busy_cpus(seconds: float = 0.5) -> float:
     return round((1 - (i1 - i0) / max(1, t1 - t0)) * (os.cpu_count() or 1), 2)
 
 
+class OtherLoad:
+    """CPUs used by other processes over a span: machine-wide busy time minus our own and our workers'."""
+
+    def __init__(self):
+        self.start = (self._machine_busy(), self._own(), time.monotonic())
+
+    @staticmethod
+    def _machine_busy() -> float:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _own() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def cpus(self, worker_pid: int | None = None, worker_start_cpu: float = 0.0) -> float:
+        busy0, own0, t0 = self.start
+        worker = process_cpu(worker_pid) - worker_start_cpu if worker_pid else 0.0
+        other = (self._machine_busy() - busy0) - (self._own() - own0) - worker
+        return round(max(0.0, other) / max(1e-9, time.monotonic() - t0), 2)
+
+
+def process_cpu(pid: int) -> float:
+    """user + system seconds of a live process (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_until_idle(max_wait: float, threshold: float = 0.2) -> float:
     """Wait (up to max_wait s) until other processes use < threshold CPUs; returns the last reading."""
     deadline = time.monotonic() + max_wait
@@ -120,6 +149,7 @@ def load_sources(spec: str):
 
 
 def measure_batch(sources: list[Source], reference: Source | None, runner_kwargs: dict, build_dir: str) -> dict:
+    load = OtherLoad()  # the compilers and the worker are our children: reaped, they count as our own time
     t0 = time.perf_counter()
     builds = build(sources, build_dir=build_dir)
     ref_build = build([reference], build_dir=build_dir)[0] if reference is not None else None
@@ -145,7 +175,8 @@ def measure_batch(sources: list[Source], reference: Source | None, runner_kwargs
             "total_s": round(total, 2), "candidates_per_min": round(60 * len(sources) / total, 1),
             "ok": len(ok), "cut_early": sum(r.lower_bound for r in ok), "errors": errors, "worker_starts": starts,
             "best_median_s": min((r.median for r in ok if not r.lower_bound), default=None),
-            "max_single_candidate_s": round(max(r.all_cost for r in results), 2)}
+            "max_single_candidate_s": round(max(r.all_cost for r in results), 2),
+            "other_processes_cpus": load.cpus()}
 
 
 def stability(source: Source, runs: int, runner_kwargs: dict, build_dir: str) -> dict:
@@ -153,12 +184,16 @@ def stability(source: Source, runs: int, runner_kwargs: dict, build_dir: str) ->
     lib = build([source], build_dir=build_dir)[0]
     kwargs = dict(runner_kwargs, early_cut_ratio=None)
     with Runner(**kwargs) as runner:
-        results = [runner.run([lib])[0] for _ in range(runs)]
+        results = [runner.run([lib])[0]]  # starts the worker
+        load, worker_cpu = OtherLoad(), process_cpu(runner.worker_pid)
+        results += [runner.run([lib])[0] for _ in range(runs - 1)]
+        other = load.cpus(runner.worker_pid, worker_cpu)
     medians = [r.median for r in results]
     fastest = [min(r.costs) for r in results]
     return {"kernel": source.entry, "runs": runs, "medians_s": [round(m, 6) for m in medians],
             "max_over_min": round(max(medians) / min(medians), 4), "median_s": statistics.median(medians),
-            "max_over_min_of_fastest_repeat": round(max(fastest) / min(fastest), 4)}
+            "max_over_min_of_fastest_repeat": round(max(fastest) / min(fastest), 4),
+            "other_processes_cpus": other}
 
 
 def main(argv=None) -> int:

@@ -78,9 +78,11 @@ class WorkerProcess:
 
     def __init__(self):
         self.log = tempfile.NamedTemporaryFile(prefix="ansorc-worker-", suffix=".log", delete=False)
-        # Own session: a kill takes the whole process; pdeathsig in the worker covers our own death.
+        # Own session: a Ctrl-C meant for us does not hit a timing run; the worker exits by itself if we die.
+        # numpy's BLAS is never called in the worker; one thread keeps its idle pool off the kernels' cores.
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         self.proc = subprocess.Popen([sys.executable, "-u", str(WORKER_SCRIPT)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True, env=env)
 
     def send(self, msg: dict) -> None:
         data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
@@ -183,6 +185,11 @@ class Runner:
         self.worker_starts = 0
         self._worker: WorkerProcess | None = None
         self._init_msg: dict | None = None
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The live worker's process id (for diagnostics), or None."""
+        return self._worker.proc.pid if self._worker is not None else None
 
     def __enter__(self) -> "Runner":
         return self
