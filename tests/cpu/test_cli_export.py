@@ -82,3 +82,19 @@ def test_names_cannot_inject_code():
     kern = ansorc.build([A, B])
     assert "system(" not in kern.source.replace("/*", "").split("int kernel(")[1]
     np.testing.assert_allclose(kern(np.arange(4, dtype=np.float32)), np.arange(4) * 2.0)
+
+
+def test_tune_then_show_then_compile_from_log(tmp_path):
+    log = tmp_path / "t.jsonl"
+    r = run_cli("tune", "examples/gmm.te", "--trials", "6", "--log", str(log), "-D", "N=32", "-D", "M=32",
+                "-D", "K=32", "--quiet", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["trials"] == 6
+    r = run_cli("show", str(log), "--json")
+    assert r.returncode == 0
+    [row] = json.loads(r.stdout)["workloads"]
+    assert row["trials"] == 6 and row["best_gflops"] > 0
+    r = run_cli("compile", "examples/gmm.te", "-o", str(tmp_path / "o"), "--trials", "0", "--log", str(log),
+                "-D", "N=32", "-D", "M=32", "-D", "K=32")
+    assert r.returncode == 0, r.stderr
+    assert "GFLOP/s" in (tmp_path / "o" / "gmm.h").read_text()
