@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from .codegen.c import codegen_c
 from .codegen.source import Source
+from .codegen.target import Target
 from .ir.dag import ComputeDAG
 from .ir.lower import lower
 from .ir.names import c_ident
 from .ir.state import State, replay
 from .kernel import Kernel
-from .measure.builder import DEFAULT_CFLAGS, build as build_sources
+from .measure.builder import build as build_sources
 
 
 class BuildError(RuntimeError):
@@ -19,8 +20,9 @@ def _as_dag(tensors) -> ComputeDAG:
     return tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
 
 
-def generate_source(tensors, schedule=None, name: str = "kernel") -> Source:
-    """Lower and render C for a DAG under a schedule (a State, a list of steps, or None for the naive nest)."""
+def generate_source(tensors, schedule=None, name: str = "kernel", target=None) -> Source:
+    """Lower and render C for a DAG under a schedule (a State, a list of steps, or None for the naive nest), for
+    `target` (a Target or a name: "native" (default), "avx512", "avx2", "neon", "generic")."""
     dag = _as_dag(tensors)
     if schedule is None:
         state = State.initial(dag)
@@ -28,18 +30,25 @@ def generate_source(tensors, schedule=None, name: str = "kernel") -> Source:
         state = schedule
     else:
         state = replay(dag, schedule)
-    return codegen_c(lower(state, c_ident(name)))
+    return codegen_c(lower(state, c_ident(name)), target)
 
 
-def build(tensors, schedule=None, target: str = "native", name: str = "kernel", cc: str = "gcc",
-          flags=DEFAULT_CFLAGS) -> Kernel:
-    """Compile tensors (inputs then outputs) under `schedule` into a callable Kernel."""
-    if target not in ("native",):
-        from .codegen import target as _t  # noqa: F401  (explicit ISA targets arrive with the SIMD codegen)
-    source = generate_source(tensors, schedule, name)
-    [res] = build_sources([source], target_flags=flags, cc=cc)
+def build(tensors, schedule=None, target="native", name: str = "kernel", cc: str | None = None,
+          flags=None) -> Kernel:
+    """Compile tensors (inputs then outputs) under `schedule` into a callable Kernel.
+
+    cc and flags default to the target's (for "native": gcc and DEFAULT_CFLAGS). A target this process cannot
+    load (another architecture, or an ISA this CPU lacks) is refused; see ansorc.codegen.cross for NEON."""
+    tgt = Target.from_name(target)
+    if not tgt.runs_here():
+        raise BuildError(f"target {tgt.name} ({tgt.isa}, {tgt.arch}) cannot run in this process; "
+                         "use ansorc.codegen.cross.run_cross to build and run it under an emulator")
+    source = generate_source(tensors, schedule, name, tgt)
+    [res] = build_sources([source], target_flags=tgt.flags if flags is None else flags, cc=cc or tgt.cc)
     if not res.ok:
         raise BuildError(res.error_msg)
     dag = _as_dag(tensors)
-    return Kernel(source, res.lib_path, {"regenerate": lambda new_name: generate_source(dag, schedule, new_name),
-                                         "dag": dag})
+
+    def regenerate(new_name):  # the same program for the same target, under another C name
+        return generate_source(dag, schedule, new_name, tgt)
+    return Kernel(source, res.lib_path, {"regenerate": regenerate, "dag": dag})

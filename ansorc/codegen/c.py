@@ -1,17 +1,24 @@
-"""C renderer: PrimFunc -> C99 text with OpenMP loops and `restrict` pointers.
+"""C renderer: PrimFunc -> C99 text with OpenMP loops, `restrict` pointers and SIMD intrinsics.
 
-ISA differences live in data tables (this file's type/function maps; vector intrinsics in simd.py), not in
-branches. Integer // and % are floor semantics; they compile to plain C `/` and `%` when the numerator is
-provably non-negative, otherwise to small inline helpers.
+`codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops, then
+promote_registers), then renders. ISA differences live in data tables (this file's type/function maps; vector
+intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they compile to plain C `/` and
+`%` when the numerator is provably non-negative, otherwise to small inline helpers.
 """
 from __future__ import annotations
 
 import math
 
 from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var
+from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
+from ..ir.vector import (Broadcast, VAssign, VBinary, VCall, VCast, VDecl, VFma, VLanes, VLoad, VReduce, VScatter,
+                         VSelect, VStore, VVar, lanes_of)
+from ..ir.vectorize import vectorize_loops
+from . import simd
 from .source import ArgSpec, Source
+from .target import Target
 
 C_TYPE = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 # math function per dtype; "{0}" is the first argument
@@ -66,14 +73,19 @@ def _float_literal(v: float, dtype: str) -> str:
 
 
 class CRenderer:
-    def __init__(self, func: PrimFunc):
+    def __init__(self, func: PrimFunc, isa: str = "generic"):
         self.func = func
+        self.isa = isa
         self.buffers: dict[str, Buffer] = {b.name: b for b in func.args}
         self.bounds: dict = {}
         self.lines: list[str] = []
+        self.tmp = 0   # counter for scatter temporaries
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Expr) -> str:
+        vec = _VEXPR.get(type(e))
+        if vec is not None:
+            return vec(self, e)
         if isinstance(e, Var):
             return e.name
         if isinstance(e, Const):
@@ -122,9 +134,67 @@ class CRenderer:
             return "0"
         return self.expr(simplify(flat, self.bounds))
 
+    # ------------------------------------------------------------------ vector expressions (simd.py tables)
+    def intr(self, op: str, like: Expr, **kw) -> str:
+        return simd.intrinsic(self.isa, op, like.dtype, lanes_of(like)).format(**kw)
+
+    def broadcast(self, e: Broadcast) -> str:
+        return self.intr("set1", e, a=self.expr(e.value))
+
+    def vload(self, e: VLoad) -> str:
+        return self.intr("load", e, p=f"({e.buffer} + {self.expr(e.index)})")
+
+    def vlanes(self, e: VLanes) -> str:
+        # a compound literal keeps this an expression: the arms of a select stay lazy
+        elems = ", ".join(self.expr(x) for x in e.elems)
+        return self.intr("load", e, p=f"(const {C_TYPE[e.dtype]}[{e.lanes}]){{{elems}}}")
+
+    def vbinary(self, e: VBinary) -> str:
+        return self.intr(e.op, e, a=self.expr(e.a), b=self.expr(e.b))
+
+    def vfma(self, e: VFma) -> str:
+        return self.intr("fma", e, a=self.expr(e.a), b=self.expr(e.b), c=self.expr(e.c))
+
+    def vcall(self, e: VCall) -> str:
+        return self.intr(e.name, e, **dict(zip("abc", (self.expr(a) for a in e.args))))
+
+    def vcast(self, e: VCast) -> str:
+        return self.intr(f"cvt_from_{e.value.dtype}", e, a=self.expr(e.value))
+
+    def vselect(self, e: VSelect) -> str:
+        return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
+
+    def vreduce(self, e: VReduce) -> str:
+        return self.intr(f"reduce_{e.op}", e.value, a=self.expr(e.value))
+
+    def vtype(self, v: Expr) -> str:
+        return simd.vector_type(self.isa, v.dtype, v.lanes) if lanes_of(v) > 1 else C_TYPE[v.dtype]
+
     # ------------------------------------------------------------------ statements
     def emit(self, line: str, indent: int):
         self.lines.append("  " * indent + line)
+
+    def vstmt(self, s: Stmt, ind: int):
+        if isinstance(s, VStore):
+            self.emit(self.intr("store", s.value, p=f"({s.buffer} + {self.expr(s.index)})", v=self.expr(s.value)) + ";",
+                      ind)
+        elif isinstance(s, VScatter):
+            t, n = f"ansorc_t{self.tmp}", lanes_of(s.value)
+            self.tmp += 1
+            stores = " ".join(f"{s.buffer}[{self.expr(i)}] = {t}[{k}];" for k, i in enumerate(s.indices))
+            store = self.intr("store", s.value, p=t, v=self.expr(s.value))
+            self.emit(f"{{ {C_TYPE[s.value.dtype]} {t}[{n}]; {store}; {stores} }}", ind)
+        elif isinstance(s, VAssign):
+            self.emit(f"{s.var.name} = {self.expr(s.value)};", ind)
+        elif isinstance(s, VDecl):
+            self.emit("{", ind)
+            for v, init in s.decls:
+                self.emit(f"{self.vtype(v)} {v.name}" + ("" if init is None else f" = {self.expr(init)}") + ";",
+                          ind + 1)
+            self.stmt(s.body, ind + 1)
+            self.emit("}", ind)
+        else:
+            raise NotImplementedError(type(s).__name__)
 
     def stmt(self, s: Stmt, ind: int):
         if isinstance(s, Seq):
@@ -151,7 +221,7 @@ class CRenderer:
         elif isinstance(s, Allocate):
             self.allocate(s, ind)
         else:
-            raise NotImplementedError(type(s).__name__)
+            self.vstmt(s, ind)
 
     def allocate(self, s: Allocate, ind: int):
         b = s.buffer
@@ -177,8 +247,9 @@ class CRenderer:
         return f"int {self.func.name}({', '.join(params)})"
 
     def render(self) -> str:
-        self.lines = [PRELUDE, self.signature() + " {", "  volatile int ansorc_status = 0;"]
+        self.lines = [self.signature() + " {", "  volatile int ansorc_status = 0;"]
         self.stmt(self.func.body, 1)
+        self.lines[:0] = [PRELUDE, simd.prelude(self.isa, "\n".join(self.lines))]
         self.lines += ["  return ansorc_status;", "}", ""]
         casts = ", ".join(f"({'const ' if k < self.func.n_inputs else ''}{C_TYPE[b.dtype]}*)args[{k}]"
                           for k, b in enumerate(self.func.args))
@@ -187,8 +258,35 @@ class CRenderer:
         return "\n".join(self.lines)
 
 
-def codegen_c(func: PrimFunc) -> Source:
-    code = CRenderer(func).render()
+_VEXPR = {Broadcast: CRenderer.broadcast, VLoad: CRenderer.vload, VLanes: CRenderer.vlanes,
+          VBinary: CRenderer.vbinary, VFma: CRenderer.vfma, VCall: CRenderer.vcall, VCast: CRenderer.vcast,
+          VSelect: CRenderer.vselect, VReduce: CRenderer.vreduce, VVar: lambda self, e: e.name}
+
+
+def vectorize(func: PrimFunc, target: Target) -> PrimFunc:
+    return vectorize_loops(func, simd.caps(target.isa))
+
+
+def promote(func: PrimFunc, target: Target) -> PrimFunc:
+    # leave a quarter of the registers for the operands streamed through the tile (loads, broadcasts)
+    return promote_registers(func, budget=simd.caps(target.isa).registers * 3 // 4)
+
+
+CODEGEN_PASSES = (vectorize, promote)
+
+
+def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> PrimFunc:
+    """The lowered program with the target-dependent passes applied (vector IR, registers)."""
+    target = Target.from_name(target or "native")
+    for p in CODEGEN_PASSES:
+        func = p(func, target)
+    return func
+
+
+def codegen_c(func: PrimFunc, target: "Target | str | None" = None) -> Source:
+    """Render C for `target` (a Target, an ISA name, or None for this machine)."""
+    target = Target.from_name(target or "native")
+    code = CRenderer(lower_for_target(func, target), target.isa).render()
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, k >= func.n_inputs) for k, b in enumerate(func.args))
     return Source(code, func.name, args, "c")
 

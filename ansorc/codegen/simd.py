@@ -1,0 +1,147 @@
+"""Intrinsic tables: (isa, op, dtype, lanes) -> C template. Data, not branches.
+
+Each ISA lists its vector register classes per (dtype, lanes); every class has one table of op templates.
+Placeholders: {a} {b} {c} operands, {p} a pointer expression, {v} the vector stored. Ops: load, store, set1
+(broadcast), + - * / min max, fma (a*b + c), sqrt abs floor ceil, cvt_from_<dtype> (same lane count), and
+reduce_<op> (horizontal, to a scalar; generated helpers in the prelude). An op missing from a table is computed
+per lane by the vectorizer, so a table can stay small and still be correct.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..ir.vectorize import VectorCaps
+
+C_SCALAR = {"float32": "float", "float64": "double", "int32": "int32_t"}
+
+
+# ----------------------------------------------------------------------------- x86 (SSE4.1/AVX2/AVX-512)
+
+def _x86_float(width: str, sfx: str) -> dict:
+    p = f"_mm{width}_"
+    ops = {"load": f"{p}loadu_{sfx}({{p}})", "store": f"{p}storeu_{sfx}({{p}}, {{v}})", "set1": f"{p}set1_{sfx}({{a}})",
+           "+": f"{p}add_{sfx}({{a}}, {{b}})", "-": f"{p}sub_{sfx}({{a}}, {{b}})", "*": f"{p}mul_{sfx}({{a}}, {{b}})",
+           "/": f"{p}div_{sfx}({{a}}, {{b}})", "min": f"{p}min_{sfx}({{a}}, {{b}})",
+           "max": f"{p}max_{sfx}({{a}}, {{b}})", "fma": f"{p}fmadd_{sfx}({{a}}, {{b}}, {{c}})",
+           "sqrt": f"{p}sqrt_{sfx}({{a}})", "floor": f"{p}floor_{sfx}({{a}})", "ceil": f"{p}ceil_{sfx}({{a}})",
+           # only AVX-512 has abs for floats; elsewhere clear the sign bit
+           "abs": f"{p}abs_{sfx}({{a}})" if width == "512" else f"{p}andnot_{sfx}({p}set1_{sfx}(-0.0), {{a}})"}
+    if sfx == "ps":
+        ops["cvt_from_int32"] = f"{p}cvtepi32_ps({{a}})"
+    return ops
+
+
+_SI = {"512": ("_mm512_loadu_si512((const void*)({p}))", "_mm512_storeu_si512((void*)({p}), {v})"),
+       "256": ("_mm256_loadu_si256((const __m256i*)({p}))", "_mm256_storeu_si256((__m256i*)({p}), {v})"),
+       "": ("_mm_loadu_si128((const __m128i*)({p}))", "_mm_storeu_si128((__m128i*)({p}), {v})")}
+
+
+def _x86_int32(width: str) -> dict:
+    p = f"_mm{width}_"
+    load, store = _SI[width]
+    return {"load": load, "store": store, "set1": f"{p}set1_epi32({{a}})",
+            "+": f"{p}add_epi32({{a}}, {{b}})", "-": f"{p}sub_epi32({{a}}, {{b}})",
+            "*": f"{p}mullo_epi32({{a}}, {{b}})", "min": f"{p}min_epi32({{a}}, {{b}})",
+            "max": f"{p}max_epi32({{a}}, {{b}})", "abs": f"{p}abs_epi32({{a}})",
+            "cvt_from_float32": f"{p}cvttps_epi32({{a}})"}
+
+
+# ----------------------------------------------------------------------------- NEON (AArch64)
+
+def _neon(sfx: str, cvt: dict) -> dict:
+    ops = {"load": f"vld1q_{sfx}({{p}})", "store": f"vst1q_{sfx}({{p}}, {{v}})", "set1": f"vdupq_n_{sfx}({{a}})",
+           "+": f"vaddq_{sfx}({{a}}, {{b}})", "-": f"vsubq_{sfx}({{a}}, {{b}})", "*": f"vmulq_{sfx}({{a}}, {{b}})",
+           "min": f"vminq_{sfx}({{a}}, {{b}})", "max": f"vmaxq_{sfx}({{a}}, {{b}})", "abs": f"vabsq_{sfx}({{a}})"}
+    if sfx.startswith("f"):
+        ops.update({"/": f"vdivq_{sfx}({{a}}, {{b}})", "fma": f"vfmaq_{sfx}({{c}}, {{a}}, {{b}})",
+                    "sqrt": f"vsqrtq_{sfx}({{a}})", "floor": f"vrndmq_{sfx}({{a}})", "ceil": f"vrndpq_{sfx}({{a}})"})
+    ops.update(cvt)
+    return ops
+
+
+# register class -> (dtype, lanes, op table)
+CLASSES = {
+    "__m512": ("float32", 16, _x86_float("512", "ps")),
+    "__m256": ("float32", 8, _x86_float("256", "ps")),
+    "__m128": ("float32", 4, _x86_float("", "ps")),
+    "__m512d": ("float64", 8, _x86_float("512", "pd")),
+    "__m256d": ("float64", 4, _x86_float("256", "pd")),
+    "__m128d": ("float64", 2, _x86_float("", "pd")),
+    "__m512i": ("int32", 16, _x86_int32("512")),
+    "__m256i": ("int32", 8, _x86_int32("256")),
+    "__m128i": ("int32", 4, _x86_int32("")),
+    "float32x4_t": ("float32", 4, _neon("f32", {"cvt_from_int32": "vcvtq_f32_s32({a})"})),
+    "float64x2_t": ("float64", 2, _neon("f64", {})),
+    "int32x4_t": ("int32", 4, _neon("s32", {"cvt_from_float32": "vcvtq_s32_f32({a})"})),
+}
+
+# ISA -> its register classes, a header, and how many vector registers it has (the register-blocking budget)
+ISAS = {
+    "avx512": (("__m512", "__m256", "__m128", "__m512d", "__m256d", "__m128d", "__m512i", "__m256i", "__m128i"),
+               "#include <immintrin.h>", 32),
+    "avx2": (("__m256", "__m128", "__m256d", "__m128d", "__m256i", "__m128i"), "#include <immintrin.h>", 16),
+    "neon": (("float32x4_t", "float64x2_t", "int32x4_t"), "#include <arm_neon.h>", 32),
+    "generic": ((), "", 16),
+}
+
+REDUCE_NAMES = {"+": "add", "*": "mul", "min": "min", "max": "max"}
+_REDUCE_STEP = {"+": "r = r + t[i];", "*": "r = r * t[i];", "min": "r = t[i] < r ? t[i] : r;",
+                "max": "r = t[i] > r ? t[i] : r;"}
+
+
+def _reduce_helper(cls: str, op: str) -> tuple:
+    """(name, C definition) of a horizontal reduction through a lane array; gcc turns it into shuffles."""
+    dtype, lanes, ops = CLASSES[cls]
+    ctype = C_SCALAR[dtype]
+    name = f"ansorc_reduce_{REDUCE_NAMES[op]}_{cls.strip('_')}"
+    store = ops["store"].format(p="t", v="v")
+    body = (f"static inline {ctype} {name}({cls} v) {{ {ctype} t[{lanes}]; {store}; {ctype} r = t[0]; "
+            f"for (int i = 1; i < {lanes}; ++i) {{ {_REDUCE_STEP[op]} }} return r; }}")
+    return name, body
+
+
+@lru_cache(maxsize=None)
+def table(isa: str) -> dict:
+    """{(op, dtype, lanes): template} for one ISA, plus ("type", dtype, lanes): the C vector type."""
+    if isa not in ISAS:
+        raise ValueError(f"unknown ISA {isa!r}; known: {', '.join(ISAS)}")
+    out = {}
+    for cls in ISAS[isa][0]:
+        dtype, lanes, ops = CLASSES[cls]
+        out[("type", dtype, lanes)] = cls
+        for op, tmpl in ops.items():
+            out[(op, dtype, lanes)] = tmpl
+        for op in REDUCE_NAMES:
+            out[(f"reduce_{op}", dtype, lanes)] = _reduce_helper(cls, op)[0] + "({a})"
+    return out
+
+
+@lru_cache(maxsize=None)
+def caps(isa: str) -> VectorCaps:
+    """What the vectorizer may use on this ISA."""
+    t = table(isa)
+    types = frozenset((d, n) for (op, d, n) in t if op == "type")
+    ops = frozenset(k for k in t if k[0] != "type")
+    return VectorCaps(types, ops, ISAS[isa][2])
+
+
+def prelude(isa: str, used: str = "") -> str:
+    """The header for this ISA, and the helper definitions that `used` (the kernel's text) calls."""
+    header = ISAS[isa][1]
+    helpers = [body for cls in ISAS[isa][0] for op in REDUCE_NAMES
+               for name, body in [_reduce_helper(cls, op)] if name + "(" in used]
+    return "\n".join([header, *helpers]) + ("\n" if header else "")
+
+
+def intrinsic(isa: str, op: str, dtype: str, lanes: int) -> str:
+    try:
+        return table(isa)[(op, dtype, lanes)]
+    except KeyError:
+        raise NotImplementedError(f"no {op} for {dtype} x{lanes} on {isa}") from None
+
+
+def vector_type(isa: str, dtype: str, lanes: int) -> str:
+    return intrinsic(isa, "type", dtype, lanes)
+
+
+__all__ = ["table", "caps", "prelude", "intrinsic", "vector_type", "CLASSES", "ISAS", "C_SCALAR"]

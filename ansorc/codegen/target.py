@@ -1,0 +1,126 @@
+"""Target: the ISA and machine a kernel is generated, compiled and run for.
+
+`Target.from_name("native" | "avx512" | "avx2" | "neon" | "generic")`. "native" reads this machine's ISA
+(/proc/cpuinfo flags on x86-64, NEON on AArch64) and compiles with -march=native; the named ISAs compile with
+their own flags, so an AVX2 kernel can be built and run on an AVX-512 machine, and a NEON kernel is
+cross-compiled with aarch64-linux-gnu-gcc and run under qemu (see cross.py).
+"""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+
+BASE_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c99")
+ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "bool": 1}
+
+# isa -> (architecture, vector register bytes, compiler flags)
+ISA_SPECS = {
+    "avx512": ("x86_64", 64, ("-mavx512f", "-mfma")),
+    "avx2": ("x86_64", 32, ("-mavx2", "-mfma")),
+    "neon": ("aarch64", 16, ("-march=armv8-a",)),
+    "generic": (None, 16, ()),   # the host's baseline; plain loops, whatever the compiler vectorizes itself
+}
+# (target arch, host arch) -> compiler, and the prefix that runs a program of that arch here
+COMPILERS = {("x86_64", "x86_64"): "gcc", ("aarch64", "aarch64"): "gcc", ("aarch64", "x86_64"): "aarch64-linux-gnu-gcc"}
+RUNNERS = {("aarch64", "x86_64"): ("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu")}
+# cpuinfo flags an x86 ISA needs, widest first: native picks the first one the CPU has
+X86_NEEDS = (("avx512", {"avx512f", "fma"}), ("avx2", {"avx2", "fma"}))
+
+
+def host_arch() -> str:
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+@lru_cache(maxsize=None)
+def cpu_flags() -> frozenset:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def host_isas() -> tuple:
+    """The ISAs whose kernels run natively here, widest first."""
+    arch = host_arch()
+    if arch == "aarch64":
+        return ("neon", "generic")
+    if arch == "x86_64":
+        return tuple(isa for isa, need in X86_NEEDS if need <= cpu_flags()) + ("generic",)
+    return ("generic",)
+
+
+def num_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str               # as asked for: "native" or an ISA name
+    isa: str                # avx512 | avx2 | neon | generic
+    arch: str               # x86_64 | aarch64 | ...
+    vector_bytes: int       # widest vector register; the search sizes vectorized loops from it
+    num_cores: int
+    cc: str
+    isa_flags: tuple
+    run_prefix: tuple = ()  # e.g. qemu for a foreign architecture; () runs natively
+
+    @classmethod
+    def from_name(cls, name: "str | Target" = "native") -> "Target":
+        if isinstance(name, Target):
+            return name
+        return _from_name(name)
+
+    @property
+    def flags(self) -> tuple:
+        """Flags for a shared library (what measure.builder.build takes as target_flags)."""
+        return ("-O3", *self.isa_flags, *BASE_FLAGS)
+
+    @property
+    def exe_flags(self) -> tuple:
+        """Flags for a stand-alone program (the cross-check driver); static when it runs under an emulator."""
+        return ("-O3", *self.isa_flags, "-fopenmp", "-std=c99", *(("-static",) if self.run_prefix else ()))
+
+    @property
+    def is_cross(self) -> bool:
+        return self.arch != host_arch()
+
+    def lanes(self, dtype: str = "float32") -> int:
+        return max(1, self.vector_bytes // ITEMSIZE[dtype])
+
+    def missing_tools(self) -> list:
+        """Programs this target needs that are not installed (empty when it can build and run here)."""
+        return [p for p in (self.cc, *self.run_prefix[:1]) if shutil.which(p) is None]
+
+    def runs_here(self) -> bool:
+        """Its kernels can be loaded into this process (same architecture, ISA supported by this CPU)."""
+        return not self.is_cross and self.isa in host_isas()
+
+
+@lru_cache(maxsize=None)
+def _from_name(name: str) -> Target:
+    host = host_arch()
+    if name == "native":
+        isa = host_isas()[0]
+        flags = ("-march=native",) if host in ("x86_64", "aarch64") else ()
+    elif name in ISA_SPECS:
+        isa = name
+        flags = ISA_SPECS[isa][2]
+    else:
+        raise ValueError(f"unknown target {name!r}; known: native, {', '.join(ISA_SPECS)}")
+    arch = ISA_SPECS[isa][0] or host
+    cc = COMPILERS.get((arch, host), "gcc" if arch == host else f"{arch}-linux-gnu-gcc")
+    return Target(name, isa, arch, ISA_SPECS[isa][1], num_cores(), cc, flags, RUNNERS.get((arch, host), ()))
+
+
+__all__ = ["Target", "host_arch", "host_isas", "cpu_flags", "ISA_SPECS"]
