@@ -19,6 +19,14 @@ class HardwareParams:
         return max(1, self.vector_bytes // (8 if dtype in ("float64", "int64") else 4))
 
 
+def hardware_params(target: str) -> HardwareParams:
+    """The search's view of a target: core count and vector width come from codegen's Target."""
+    from ..codegen.target import Target
+    t = Target.from_name(target)
+    return HardwareParams(num_cores=t.num_cores, vector_bytes=t.vector_bytes,
+                          max_vectorize_elems=max(16, 4 * t.lanes("float32")))
+
+
 @dataclass(eq=False)
 class SearchTask:
     dag: ComputeDAG
@@ -28,7 +36,7 @@ class SearchTask:
     def __init__(self, dag, target: str = "native", hw: HardwareParams | None = None):
         self.dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
         self.target = target
-        self.hw = hw or HardwareParams()
+        self.hw = hw or hardware_params(target)
 
     @property
     def workload_key(self) -> str:

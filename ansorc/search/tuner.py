@@ -12,7 +12,6 @@ from ..ir.lower import lower
 from ..ir.state import ScheduleError, State, replay
 from ..ir.steps import steps_from_json, steps_to_json
 from ..measure.backend import LocalBackend
-from ..measure.builder import DEFAULT_CFLAGS
 from ..measure.errors import MeasureErrorNo
 from ..measure.record import Record, RecordLog, load, records_for, steps_key
 from ..measure.runner import MeasureResult, Runner
@@ -40,13 +39,13 @@ class TuneResult:
 
 
 def _source(task, state, name):
-    return codegen_c(lower(state, name))
+    return codegen_c(lower(state, name), task.target)
 
 
 def tune(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
          model: str | object = "lgbm", per_round: int = 64, early_stopping: int | None = None,
          params: SearchParams | None = None, progress: bool = True, search: str = "evolution",
-         flags=DEFAULT_CFLAGS, runner_kwargs: dict | None = None) -> TuneResult:
+         flags=None, runner_kwargs: dict | None = None) -> TuneResult:
     """Tune `tensors` (inputs then outputs) for `trials` measured programs; returns the best program.
 
     search: "evolution" (model-guided) or "random" (plain sampling). model: "lgbm", "random" or a CostModel.
@@ -77,7 +76,12 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
     reference = evaluate(list(task.dag.outputs), inputs)
     runner = Runner([inputs[t.name] for t in task.dag.inputs], [reference[t.name] for t in task.dag.outputs],
                     **(runner_kwargs or {}))
-    backend = LocalBackend(runner, target_flags=flags)
+    from ..codegen.target import Target
+    tgt_obj = Target.from_name(task.target)
+    if not tgt_obj.runs_here():
+        raise ValueError(f"target {task.target!r} cannot be measured on this machine ({tgt_obj.arch}, "
+                         f"{tgt_obj.isa}); tune on the target machine")
+    backend = LocalBackend(runner, target_flags=flags or tgt_obj.flags, cc=tgt_obj.cc)
     record_log = RecordLog(log) if log else None
     bar = _progress(progress, trials, len(history))
     done = len(history)
