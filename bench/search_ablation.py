@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", nargs="*", default=list(TASKS))
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS))
     ap.add_argument("--out", default="bench/results/ablation")
+    ap.add_argument("--log-dir", default="bench/results/ablation_logs", help="one tuning log per run (reused "
+                    "by bench/model_quality.py and bench/peers.py)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -47,8 +49,11 @@ def main(argv=None) -> int:
     for tname in args.tasks:
         for vname in args.variants:
             t0 = time.time()
+            Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+            log = Path(args.log_dir) / f"{tname.split()[0].lower()}_{vname.replace(' + ', '_').replace(' ', '_')}.jsonl"
+            log.unlink(missing_ok=True)  # each variant starts from nothing
             res = tune(SearchTask(TASKS[tname]()), trials=args.trials, seed=args.seed, per_round=args.per_round,
-                       progress=False, **VARIANTS[vname])
+                       progress=False, log=str(log), **VARIANTS[vname])
             wall = time.time() - t0
             results[(tname, vname)] = {"curve": res.curve, "best_gflops": res.best_gflops, "wall": wall,
                                        "build": res.build_seconds, "run": res.run_seconds,
