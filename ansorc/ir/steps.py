@@ -77,6 +77,37 @@ class FollowSplit:
 
 
 @dataclass(frozen=True)
+class FollowFusedSplit:
+    """Split by the product of several earlier splits' lengths at one level (how GPU cooperative fetching
+    matches a thread count): the product is the inner factor, or with factor_or_nparts=False the outer extent."""
+    stage: str
+    iter: str
+    src_steps: tuple
+    level: int
+    factor_or_nparts: bool = True
+
+    def lengths(self, state: State) -> tuple:
+        prod = 1
+        for i in self.src_steps:
+            src = state.steps[i] if 0 <= i < len(state.steps) else None
+            if not isinstance(src, Split) or self.level >= len(src.lengths):
+                raise ScheduleError(f"follow fused split of {self.stage}.{self.iter}: step {i} is not a split "
+                                    f"with a level {self.level}")
+            x = src.lengths[self.level]
+            prod = None if prod is None or x is None else prod * x
+        if self.factor_or_nparts or prod is None:
+            return (prod,)
+        extent = state.stage(self.stage).iter(self.iter).extent
+        return (None,) if extent is None else (max(1, -(-extent // prod)),)
+
+    def apply(self, state: State) -> State:
+        return _split(state, self.stage, self.iter, self.lengths(state))
+
+    def to_json(self):
+        return ["FFSP", self.stage, self.iter, list(self.src_steps), self.level, self.factor_or_nparts]
+
+
+@dataclass(frozen=True)
 class Fuse:
     stage: str
     iters: tuple
@@ -319,6 +350,7 @@ class Pragma:
 
 
 _DECODE = {"SP": lambda a: Split(a[0], a[1], tuple(a[2])), "FSP": lambda a: FollowSplit(*a),
+           "FFSP": lambda a: FollowFusedSplit(a[0], a[1], tuple(a[2]), a[3], a[4]),
            "FU": lambda a: Fuse(a[0], tuple(a[1])), "RE": lambda a: Reorder(a[0], tuple(a[1])),
            "CA": lambda a: ComputeAt(*a), "CI": lambda a: ComputeInline(*a), "CR": lambda a: ComputeRoot(*a),
            "CHW": lambda a: CacheWrite(*a), "CHR": lambda a: CacheRead(a[0], a[1], tuple(a[2])),
@@ -342,6 +374,6 @@ def steps_from_json(data) -> tuple:
     return tuple(step_from_json(d) for d in data)
 
 
-__all__ = ["Split", "FollowSplit", "Fuse", "Reorder", "ComputeAt", "ComputeInline", "ComputeRoot", "CacheWrite",
+__all__ = ["Split", "FollowSplit", "FollowFusedSplit", "Fuse", "Reorder", "ComputeAt", "ComputeInline", "ComputeRoot", "CacheWrite",
            "CacheRead", "Rfactor", "Annotate", "Pragma", "step_from_json", "steps_to_json", "steps_from_json",
            "Const"]

@@ -6,7 +6,8 @@ import pytest
 import ansorc
 from ansorc import te, workloads
 from ansorc.ir.state import ScheduleError
-from ansorc.ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, ComputeRoot, FollowSplit,
+from ansorc.ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, ComputeRoot, FollowFusedSplit,
+                             FollowSplit,
                              Fuse, Pragma, Reorder, Rfactor, Split, steps_from_json, steps_to_json)
 
 
@@ -45,6 +46,14 @@ def test_split_undecided_prints_question_mark():
 def test_follow_split_uses_source_lengths():
     s = roundtrip(mm_dag(), [Split("C", "i", (2, 4, 2)), FollowSplit("relu", "i", 0, 2)])
     assert iters(s, "relu")[:3] == [("i.0", 4), ("i.1", 2), ("i.2", 8)]
+
+
+def test_follow_fused_split_multiplies_one_level():
+    steps = [Split("C", "i", (2, 4)), Split("C", "j", (3, 2)), FollowFusedSplit("relu", "i", (0, 1), 1, True)]
+    s = roundtrip(mm_dag(), steps)
+    assert iters(s, "relu")[:2] == [("i.0", 8), ("i.1", 8)]  # inner factor 4 * 2
+    s = roundtrip(mm_dag(), steps[:2] + [FollowFusedSplit("relu", "i", (0, 1), 0, False)])
+    assert iters(s, "relu")[:2] == [("i.0", 6), ("i.1", 11)]  # 6 parts of 64: ceil(64 / 6) = 11 each
 
 
 def test_fuse_and_reorder():
