@@ -33,12 +33,17 @@ def evolve(task, model, init: list, measured: set, n_out: int, params: SearchPar
     best: list = []          # min-heap of (score, tiebreak, key, state)
     in_best: set = set()
     weights = dict(params.weights)
+    cache: dict = {}         # the model is fixed during a round: score each distinct program once
     for gen in range(params.generations + 1):
         if not pop:
             break
-        scores = np.asarray(model.predict(task, pop), dtype=np.float64)
-        for s, st in zip(scores, pop):
-            key = state_key(st)
+        keys = [state_key(st) for st in pop]
+        todo = {k: st for k, st in zip(keys, pop) if k not in cache}
+        if todo:
+            for k, sc in zip(todo, np.asarray(model.predict(task, list(todo.values())), dtype=np.float64)):
+                cache[k] = float(sc)
+        scores = np.array([cache[k] for k in keys])
+        for s, st, key in zip(scores, pop, keys):
             if key in measured or key in in_best:
                 continue
             item = (float(s), rng.random(), key, st)
