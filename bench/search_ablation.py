@@ -42,9 +42,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench/results/ablation")
     ap.add_argument("--log-dir", default="bench/results/ablation_logs", help="one tuning log per run (reused "
                     "by bench/model_quality.py and bench/peers.py)")
+    ap.add_argument("--replot", action="store_true", help="redraw <out>.png and <out>.md from <out>.json")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if args.replot:
+        saved = json.loads(out.with_suffix(".json").read_text())
+        _write({tuple(k.split(" | ")): v for k, v in saved.items()}, args, out)
+        return 0
     results = {}
     for tname in args.tasks:
         for vname in args.variants:
