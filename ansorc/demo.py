@@ -14,26 +14,27 @@ from .frontend import load
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _timed(fn, rounds: int = 7, inner: int = 5) -> list:
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(inner):
+def side_by_side(ours, theirs, rounds: int = 7, min_round: float = 0.1, pause: float = 0.25) -> tuple:
+    """Median seconds per call of each, alternating round by round so both see the same machine state.
+    The pause lets the other runtime's worker threads stop spinning (OpenBLAS spins ~0.1 s after a call)."""
+    calls = []
+    for fn in (ours, theirs):
+        fn()
+        t0, n = time.perf_counter(), 0
+        while time.perf_counter() - t0 < min_round:
             fn()
-        out.append((time.perf_counter() - t0) / inner)
-    return out
-
-
-def side_by_side(ours, theirs, rounds: int = 9) -> tuple:
-    """Median seconds of each, interleaved round by round so both see the same machine state."""
-    ours(), theirs()
-    a, b = [], []
+            n += 1
+        calls.append(max(1, n))
+    times: list = [[], []]
     for _ in range(rounds):
-        a += _timed(ours, 1)
-        time.sleep(0.05)  # let the other runtime's spinning threads go idle
-        b += _timed(theirs, 1)
-        time.sleep(0.05)
-    return float(np.median(a)), float(np.median(b))
+        for k, fn in enumerate((ours, theirs)):
+            time.sleep(pause)
+            fn()  # wake this runtime's threads
+            t0 = time.perf_counter()
+            for _ in range(calls[k]):
+                fn()
+            times[k].append((time.perf_counter() - t0) / calls[k])
+    return float(np.median(times[0])), float(np.median(times[1]))
 
 
 def main(argv=None) -> int:
