@@ -47,6 +47,7 @@ class _Lowerer:
         self.body = {n: self.expand(s.op.body) for n, s in self.stages.items()}
         self.info: dict[str, _StageInfo] = {}
         self.bounds: dict = {}
+        self.memo: dict = {}     # simplify() results by node identity, for this lowering only
         for s in state.stages:
             check_decided(s)
 
@@ -81,22 +82,22 @@ class _Lowerer:
         for it in st.iters:
             self.bounds[loop_vars[it.name].name] = (0, ext[it.name] - 1)
         vals, guards = axis_values(st, loop_vars, ext)
-        axis_abs = {a.name: simplify(Binary("+", m, vals[a.name], "int32"), self.bounds)
+        axis_abs = {a.name: simplify(Binary("+", m, vals[a.name], "int32"), self.bounds, self.memo)
                     for a, (m, _) in zip(op.axes, region)}
-        axis_abs.update({a.name: simplify(vals[a.name], self.bounds) for a in op.reduce_axes})
+        axis_abs.update({a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.reduce_axes})
         if is_output:
             buf, offsets, rel = self.buffers[name], tuple(Const(0, "int32") for _ in op.axes), axis_abs
         elif st.compute_at == "attached":
             buf = Buffer(self.names.get(("buf", name), name), tuple(e for _, e in region), op.dtype, "local")
             offsets = tuple(m for m, _ in region)
-            rel = {a.name: simplify(vals[a.name], self.bounds) for a in op.axes}
+            rel = {a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.axes}
         else:
             buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, "global")
             offsets, rel = tuple(Const(0, "int32") for _ in op.axes), axis_abs
         self.buffers[name] = buf
         reduce_vars = {loop_vars[it.name].name for it in st.iters if it.kind == "R"}
-        info = _StageInfo(loop_vars, ext, axis_abs, rel, [simplify(g, self.bounds) for g in guards], buf, offsets,
-                          reduce_vars)
+        guards = [simplify(g, self.bounds, self.memo) for g in guards]
+        info = _StageInfo(loop_vars, ext, axis_abs, rel, guards, buf, offsets, reduce_vars)
         self.info[name] = info
         return info
 
@@ -122,7 +123,7 @@ class _Lowerer:
             for rd in walk(self.body[r]):
                 if isinstance(rd, Read) and rd.name == name:
                     for d, i in enumerate(rd.indices):
-                        idx_per_dim[d].append(simplify(substitute(i, info.axis_abs), self.bounds))
+                        idx_per_dim[d].append(simplify(substitute(i, info.axis_abs), self.bounds, self.memo))
         out = []
         for d, size in enumerate(st.op.shape):
             fv = set().union(*(free_vars(e) for e in idx_per_dim[d]))
@@ -170,7 +171,7 @@ class _Lowerer:
         if parts is not None and all(p[0] == parts[0][0] for p in parts):
             base = parts[0][0]
             lo, hi = min(p[1] for p in parts), max(p[2] for p in parts)
-            start = simplify(Binary("+", base, Const(lo, "int32"), "int32"), self.bounds)
+            start = simplify(Binary("+", base, Const(lo, "int32"), "int32"), self.bounds, self.memo)
             extent = hi - lo + 1
         else:  # not affine in the inner loops: take the whole range the consumer can touch
             bs = [bound(e, self.bounds) for e in idxs]
@@ -205,7 +206,7 @@ class _Lowerer:
         info = self.stage_info(name)
         store_idx = tuple(info.axis_rel[a.name] for a in op.axes)
         value = substitute(self.body[name], info.axis_abs)
-        value = simplify(self.rewrite_reads(value), self.bounds)
+        value = simplify(self.rewrite_reads(value), self.bounds, self.memo)
         buf = info.buffer.name
         guards_all = [g for g in info.guards if not (isinstance(g, Const) and g.value)]
         if op.combiner:

@@ -156,14 +156,36 @@ _ARITH = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x 
           "min": min, "max": max, "/": lambda x, y: x / y, "//": lambda x, y: x // y, "%": lambda x, y: x % y}
 
 
-def simplify(e: Expr, bounds: Bounds | None = None) -> Expr:
-    return _simplify(e, bounds or {})
+def simplify(e: Expr, bounds: Bounds | None = None, memo: dict | None = None) -> Expr:
+    """memo (id -> (expr, result)) lets one caller skip subtrees it has simplified before; it is only valid
+    while the bounds of already-seen variables do not change (lowering only ever adds variables)."""
+    if memo is None:
+        return _simplify(e, bounds or {})
+    return _simplify_memo(e, bounds or {}, memo)
+
+
+def _simplify_memo(e: Expr, bounds: Bounds, memo: dict) -> Expr:
+    hit = memo.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    kids = children(e)
+    out = e
+    if kids:
+        out = rebuild(e, tuple(_simplify_memo(k, bounds, memo) for k in kids))
+    out = _simplify_node(out, bounds)
+    memo[id(e)] = (e, out)
+    memo[id(out)] = (out, out)
+    return out
 
 
 def _simplify(e: Expr, bounds: Bounds) -> Expr:
     kids = children(e)
     if kids:
         e = rebuild(e, tuple(_simplify(k, bounds) for k in kids))
+    return _simplify_node(e, bounds)
+
+
+def _simplify_node(e: Expr, bounds: Bounds) -> Expr:
     if isinstance(e, Binary):
         return _binary(e, bounds)
     if isinstance(e, Var):
