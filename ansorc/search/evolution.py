@@ -18,7 +18,7 @@ from .mutate import WEIGHTS, crossover, mutate
 
 @dataclass(frozen=True)
 class SearchParams:
-    population: int = 512
+    population: int = 256          # Ansor 2048, MetaSchedule 512: scoring runs in Python (docs/architecture.md)
     generations: int = 4
     mutation_prob: float = 0.85
     crossover_prob: float = 0.0     # share of children made by crossover (the paper's; off by default)
