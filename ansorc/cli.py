@@ -78,6 +78,10 @@ def cmd_compile(args) -> dict:
     if args.trials < 0:
         raise CliError("--trials must be >= 0")
     _check_target(args.target)
+    from .codegen.target import Target
+    tgt = Target.from_name(args.target)
+    if not tgt.runs_here():
+        return _cross_compile(args, prog, name, tgt)
     try:
         kern = compile_kernel(prog.tensors, trials=args.trials, log=args.log, target=args.target, seed=args.seed,
                               name=name, **({"progress": not args.quiet} if args.trials > 0 else {}))
@@ -88,6 +92,31 @@ def cmd_compile(args) -> dict:
     out = {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in
                                              kern.meta.get("provenance", {}).items()}}
     return out
+
+
+def _cross_compile(args, prog, name, tgt) -> dict:
+    """A target this machine cannot run (e.g. neon on x86): no tuning here; export the best logged program (or
+    the naive one) built with the target's cross compiler."""
+    from .api import generate_source
+    from .export import ExportError, export_source
+    from .ir.dag import ComputeDAG
+    from .ir.state import replay
+    from .ir.steps import steps_from_json
+    from .measure.record import best, load
+    if args.trials > 0:
+        raise CliError(f"--target {args.target}: cannot be measured on this machine; tune on the target and "
+                       "pass its log with --trials 0 to cross-compile here", EXIT_FAILED)
+    dag = ComputeDAG(prog.tensors)
+    recs = best(load(args.log), dag.workload_key, args.target) if args.log else []
+    schedule = replay(dag, steps_from_json(recs[0].steps)) if recs else None
+    prov = {"target": f"{tgt.name} ({tgt.isa}, {tgt.arch})", "workload key": dag.workload_key,
+            "schedule": "best logged" if recs else "untuned (naive loop nest)"}
+    try:
+        paths = export_source(generate_source(dag, schedule, name, tgt), args.output, prov, prog.text,
+                              flags=tgt.flags, cc=tgt.cc)
+    except ExportError as e:
+        raise CliError(str(e).splitlines()[0], EXIT_FAILED) from None
+    return {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in prov.items()}}
 
 
 def cmd_tune(args) -> dict:

@@ -16,12 +16,12 @@ class ExportError(RuntimeError):
 
 
 def export_source(source: Source, outdir, provenance: dict | None = None, expression: str = "",
-                  flags=DEFAULT_CFLAGS) -> dict:
+                  flags=DEFAULT_CFLAGS, cc: str = "gcc") -> dict:
     """Write <name>.c, <name>.h and lib<name>.so for a Source whose entry is the kernel name."""
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     name = source.entry
-    [res] = build_sources([source], target_flags=flags)
+    [res] = build_sources([source], target_flags=flags, cc=cc)
     if not res.ok:
         raise ExportError(res.error_msg)
     paths = {"c": out / f"{name}.c", "h": out / f"{name}.h", "so": out / f"lib{name}.so"}

@@ -98,3 +98,15 @@ def test_tune_then_show_then_compile_from_log(tmp_path):
                 "-D", "N=32", "-D", "M=32", "-D", "K=32")
     assert r.returncode == 0, r.stderr
     assert "GFLOP/s" in (tmp_path / "o" / "gmm.h").read_text()
+
+
+def test_cross_compile_for_neon(tmp_path):
+    import shutil
+    if shutil.which("aarch64-linux-gnu-gcc") is None:
+        pytest.skip("aarch64-linux-gnu-gcc is not installed")
+    r = run_cli("compile", "examples/softmax.te", "-o", str(tmp_path), "--target", "neon", "--trials", "0",
+                "-D", "M=8", "-D", "N=16")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "libsoftmax.so").read_bytes()[18] == 183  # ELF e_machine = EM_AARCH64
+    r = run_cli("compile", "examples/softmax.te", "-o", str(tmp_path), "--target", "neon", "--trials", "4")
+    assert r.returncode == 1 and "cannot be measured on this machine" in r.stderr
