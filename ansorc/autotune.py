@@ -14,6 +14,15 @@ class NoRecordError(LookupError):
     pass
 
 
+def _provenance(dag, target: str, seconds: float, trials: int | None = None) -> dict:
+    out = {"workload key": dag.workload_key, "target": target}
+    if trials is not None:
+        out["trials"] = trials
+    out["measured seconds (median)"] = f"{seconds:.6g}"
+    out["GFLOP/s"] = f"{dag.flop_count / seconds / 1e9:.1f}"
+    return out
+
+
 def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
     """The Kernel of the fastest error-free record of this workload in `log` (rebuilt by replaying its steps)."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
@@ -23,9 +32,7 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
     rec = recs[0]
     state = replay(dag, steps_from_json(rec.steps))
     kern = build(dag, state, target=target, name=name)
-    kern.meta["provenance"] = {"workload key": dag.workload_key, "target": target,
-                               "measured seconds (median)": f"{rec.median:.6g}",
-                               "GFLOP/s": f"{dag.flop_count / rec.median / 1e9:.1f}"}
+    kern.meta["provenance"] = _provenance(dag, target, rec.median)
     return kern
 
 
@@ -42,9 +49,6 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     if res.best_state is None:
         raise NoRecordError("tuning measured no valid program; see the log for the errors")
     kern = build(dag, res.best_state, target=target, name=name)
-    kern.meta["provenance"] = {"workload key": dag.workload_key, "target": target,
-                               "trials": len(res.records),
-                               "measured seconds (median)": f"{res.best_seconds:.6g}",
-                               "GFLOP/s": f"{res.best_gflops:.1f}"}
+    kern.meta["provenance"] = _provenance(dag, target, res.best_seconds, len(res.records))
     kern.meta["tune_result"] = res
     return kern

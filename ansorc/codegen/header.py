@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .c import C_TYPE
+from .c import C_TYPE, prototype
 from .source import Source
 
 BUILD_FLAGS = "-O3 -march=native -fopenmp -shared -fPIC -std=c99 -lm"
@@ -42,8 +42,7 @@ def render_header(source: Source, provenance: dict | None = None, expression: st
         lines.append(f"#define {macro}_SIZE {a.size}")
         lines.append(f"#define {macro}_DTYPE \"{a.dtype}\"")
         lines.append(f"typedef {C_TYPE[a.dtype]} {name}_{a.name}_t;")
-    params = ", ".join(f"{'' if a.is_output else 'const '}{C_TYPE[a.dtype]}* {a.name}" for a in source.args)
-    lines += ["", f"int {name}({params});", f"int {name}_packed(void** args);", "", "#ifdef __cplusplus", "}",
+    lines += ["", prototype(source), f"int {name}_packed(void** args);", "", "#ifdef __cplusplus", "}",
               "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
 

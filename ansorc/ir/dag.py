@@ -11,8 +11,7 @@ from functools import cached_property
 
 import networkx as nx
 
-from .expr import (Binary, Call, Compare, Const, Expr, Logic, Read, Reduce, Select, Cast, Var, children, is_float,
-                   walk)
+from .expr import Binary, Call, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
 
@@ -255,4 +254,4 @@ def needs_rfactor(op, num_cores: int) -> bool:
 
 
 __all__ = ["ComputeDAG", "DagError", "op_flops", "is_strictly_inlinable", "needs_multi_level_tiling",
-           "is_elementwise_match", "has_single_elementwise_consumer", "needs_rfactor", "Logic", "Cast", "Reduce"]
+           "is_elementwise_match", "has_single_elementwise_consumer", "needs_rfactor"]

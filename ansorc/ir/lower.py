@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .expr import (Binary, Compare, Const, Expr, Logic, Read, Var, free_vars, substitute, transform, walk)
+from .expr import Binary, Const, Expr, Logic, Read, Var, free_vars, substitute, transform, walk
 from .names import NameTable
 from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
@@ -272,4 +272,4 @@ def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     return default_passes(func)
 
 
-__all__ = ["lower", "Compare"]
+__all__ = ["lower"]

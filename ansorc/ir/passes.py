@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .expr import Const, Logic
+from .expr import Const
 from .expr import substitute as substitute_expr
-from .simplify import is_const_true, simplify
+from .simplify import simplify
 from .state import ScheduleError
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 
@@ -112,4 +112,4 @@ def default_passes(func: PrimFunc) -> PrimFunc:
     return func
 
 
-__all__ = ["default_passes", "unroll_loops", "simplify_stmt", "verify", "map_stmt_exprs", "is_const_true", "Logic"]
+__all__ = ["default_passes", "unroll_loops", "simplify_stmt", "verify", "map_stmt_exprs"]

@@ -6,8 +6,8 @@ its parent's extent produces a guard `parent < extent`.
 """
 from __future__ import annotations
 
-from .expr import Binary, Compare, Const, Expr, Var
-from .state import FuseRel, ScheduleError, SplitRel, Stage
+from .expr import Binary, Compare, Const, Expr
+from .state import ScheduleError, SplitRel, Stage
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -71,14 +71,10 @@ def axis_values(stage: Stage, leaf_vars: dict, ext: dict) -> tuple[dict, list]:
     return val, guards
 
 
-def leaf_vars_named(stage: Stage, prefix: str = "") -> dict:
-    return {it.name: Var(prefix + it.name) for it in stage.iters}
-
-
 def check_decided(stage: Stage) -> None:
     for rel in stage.relations:
         if isinstance(rel, SplitRel) and any(x is None for x in rel.lengths):
             raise ScheduleError(f"stage {stage.name!r}: split of {rel.parent!r} has undecided lengths {rel.lengths}")
 
 
-__all__ = ["split_extents", "infer_extents", "axis_values", "leaf_vars_named", "check_decided", "FuseRel"]
+__all__ = ["split_extents", "infer_extents", "axis_values", "check_decided"]

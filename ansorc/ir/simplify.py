@@ -7,8 +7,7 @@ r // c and r % c fold when 0 <= r < c, and comparisons fold when the sign of the
 """
 from __future__ import annotations
 
-from .expr import (Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var, children, const,
-                   is_float, rebuild)
+from .expr import Binary, Cast, Compare, Const, Expr, Logic, Select, Var, children, const, is_float, rebuild
 
 Bounds = dict  # var name -> (lo, hi) inclusive integers
 
@@ -262,8 +261,4 @@ def _logic(e: Logic) -> Expr:
     return e
 
 
-def is_const_true(e: Expr) -> bool:
-    return isinstance(e, Const) and e.dtype == "bool" and bool(e.value)
-
-
-__all__ = ["simplify", "bound", "Bounds", "is_const_true", "Read", "Call"]
+__all__ = ["simplify", "bound", "Bounds"]

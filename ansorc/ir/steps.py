@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import Const, IterVar, Read, Var, select, substitute, transform
+from .expr import IterVar, Read, Var, select, substitute, transform
 from .relations import axis_values, infer_extents, split_extents
 from .state import FuseRel, Iterator, ScheduleError, SplitRel, Stage, State, initial_stage
 from .te import ComputeOp, Tensor, _identity
@@ -375,5 +375,4 @@ def steps_from_json(data) -> tuple:
 
 
 __all__ = ["Split", "FollowSplit", "FollowFusedSplit", "Fuse", "Reorder", "ComputeAt", "ComputeInline", "ComputeRoot", "CacheWrite",
-           "CacheRead", "Rfactor", "Annotate", "Pragma", "step_from_json", "steps_to_json", "steps_from_json",
-           "Const"]
+           "CacheRead", "Rfactor", "Annotate", "Pragma", "step_from_json", "steps_to_json", "steps_from_json"]

@@ -3,8 +3,7 @@ application that returns new (state, next stage index) pairs. APPLY keeps trying
 original state, which is how one stage branches into several sketches."""
 from __future__ import annotations
 
-from ..ir.dag import (has_single_elementwise_consumer, is_elementwise_match, is_strictly_inlinable,
-                      needs_multi_level_tiling, needs_rfactor)
+from ..ir.dag import is_elementwise_match, is_strictly_inlinable, needs_multi_level_tiling, needs_rfactor
 from ..ir.state import State
 from ..ir.steps import CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder, Rfactor, Split
 
@@ -211,5 +210,4 @@ def default_cpu_rules(structure: str = "SSRSRS") -> list:
             MultiLevelTiling(structure), SkipStage()]
 
 
-__all__ = ["Rule", "SKIP", "APPLY", "APPLY_AND_SKIP_REST", "default_cpu_rules", "consumers", "elementwise_consumer",
-           "has_single_elementwise_consumer"]
+__all__ = ["Rule", "SKIP", "APPLY", "APPLY_AND_SKIP_REST", "default_cpu_rules", "consumers", "elementwise_consumer"]

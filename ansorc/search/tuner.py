@@ -6,9 +6,8 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from ..codegen.c import codegen_c
+from ..api import generate_source
 from ..ir.evaluate import evaluate, random_inputs
-from ..ir.lower import lower
 from ..ir.state import ScheduleError, State, replay
 from ..ir.steps import steps_from_json, steps_to_json
 from ..measure.backend import LocalBackend
@@ -36,10 +35,6 @@ class TuneResult:
     @property
     def best_gflops(self) -> float:
         return self.task.dag.flop_count / self.best_seconds / 1e9 if math.isfinite(self.best_seconds) else 0.0
-
-
-def _source(task, state, name):
-    return codegen_c(lower(state, name), task.target)
 
 
 def tune(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
@@ -102,7 +97,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
             sources, states, failed = [], [], []
             for k, st in enumerate(cands):
                 try:
-                    sources.append(_source(task, st, f"cand_{done + k}"))
+                    sources.append(generate_source(task.dag, st, f"cand_{done + k}", task.target))
                     states.append(st)
                 except (ScheduleError, ValueError, KeyError, NotImplementedError) as e:
                     failed.append((st, f"{type(e).__name__}: {e}"))

@@ -1,5 +1,4 @@
 """The tuning loop end to end on small workloads: records, resume without re-measuring, compile()."""
-import json
 import os
 import signal
 import subprocess

@@ -4,7 +4,7 @@ import json
 import pytest
 
 import ansorc
-from ansorc import te, workloads
+from ansorc import workloads
 from ansorc.ir.state import ScheduleError
 from ansorc.ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, ComputeRoot, FollowFusedSplit,
                              FollowSplit,
