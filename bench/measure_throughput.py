@@ -119,17 +119,10 @@ class OtherLoad:
         t = os.times()
         return t.user + t.system + t.children_user + t.children_system
 
-    def cpus(self, worker_pid: int | None = None, worker_start_cpu: float = 0.0) -> float:
+    def cpus(self) -> float:
         busy0, own0, t0 = self.start
-        worker = process_cpu(worker_pid) - worker_start_cpu if worker_pid else 0.0
-        other = (self._machine_busy() - busy0) - (self._own() - own0) - worker
+        other = (self._machine_busy() - busy0) - (self._own() - own0)
         return round(max(0.0, other) / max(1e-9, time.monotonic() - t0), 2)
-
-
-def process_cpu(pid: int) -> float:
-    """user + system seconds of a live process (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_until_idle(max_wait: float, threshold: float = 0.2) -> float:
@@ -179,18 +172,23 @@ def measure_batch(sources: list[Source], reference: Source | None, runner_kwargs
             "other_processes_cpus": load.cpus()}
 
 
-def stability(source: Source, runs: int, runner_kwargs: dict, build_dir: str) -> dict:
-    """The same kernel measured `runs` times in a row in one worker: spread of the medians."""
+def stability(source: Source, runs: int, runner_kwargs: dict, build_dir: str, fresh_workers: bool = False) -> dict:
+    """The same kernel measured `runs` times in a row, in one worker child or each time in a newly forked one
+    (as after a crash or an early-cut kill): spread of the medians."""
     lib = build([source], build_dir=build_dir)[0]
     kwargs = dict(runner_kwargs, early_cut_ratio=None)
+    load = OtherLoad()
     with Runner(**kwargs) as runner:
         results = [runner.run([lib])[0]]  # starts the worker
-        load, worker_cpu = OtherLoad(), process_cpu(runner.worker_pid)
-        results += [runner.run([lib])[0] for _ in range(runs - 1)]
-        other = load.cpus(runner.worker_pid, worker_cpu)
+        for _ in range(runs - 1):
+            if fresh_workers:
+                runner.fresh_worker()
+            results.append(runner.run([lib])[0])
+    other = load.cpus()  # after close: the worker processes are reaped, so their time counts as our own
     medians = [r.median for r in results]
     fastest = [min(r.costs) for r in results]
-    return {"kernel": source.entry, "runs": runs, "medians_s": [round(m, 6) for m in medians],
+    return {"kernel": source.entry, "runs": runs, "fresh_worker_each_run": fresh_workers,
+            "medians_s": [round(m, 6) for m in medians],
             "max_over_min": round(max(medians) / min(medians), 4), "median_s": statistics.median(medians),
             "max_over_min_of_fastest_repeat": round(max(fastest) / min(fastest), 4),
             "other_processes_cpus": other}
@@ -220,6 +218,7 @@ def main(argv=None) -> int:
         stable = next((s for s in sources if s.entry.startswith("mm_tiled")), sources[0])
         if a.stability_runs:
             report["stability"] = stability(stable, a.stability_runs, runner_kwargs, build_dir)
+            report["stability_fresh_workers"] = stability(stable, a.stability_runs, runner_kwargs, build_dir, True)
     report["busy_cpus_after"] = busy_cpus()
     report["loadavg_1min_after"] = round(os.getloadavg()[0], 2)
     text = json.dumps(report, indent=2)

@@ -22,9 +22,10 @@ static inline void *ansorc_workspace_alloc(size_t bytes) {
 }
 static inline void ansorc_workspace_free(void *p) { free(p); }
 
-/* Buffers for measurement inputs and outputs: 64-byte aligned; when large, freshly mapped, 2 MiB aligned and
- * madvise(MADV_HUGEPAGE), so that transparent huge pages back them from the first touch and timings do not drift
- * as the OS collapses pages later. Release with ansorc_free only. */
+/* Buffers for measurement inputs and outputs: each its own mapping between two PROT_NONE guard pages (a read or
+ * write past either end faults), page aligned; when large, 2 MiB aligned and madvise(MADV_HUGEPAGE), so that
+ * transparent huge pages back them from the first touch and timings do not drift as the OS collapses pages
+ * later. Release with ansorc_free only. */
 void *ansorc_alloc(size_t bytes);
 void ansorc_free(void *p);
 

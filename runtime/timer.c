@@ -6,50 +6,48 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)
 #define MAX_NUMBER 1000000000.0
 
-/* Every buffer carries this header just below the pointer it hands out, so ansorc_free knows how to release it. */
+/* Every buffer carries this header in the readable page just below its leading guard page, so ansorc_free knows
+ * how to release it. */
 typedef struct {
   void *base;
-  size_t total;   /* mmap length; 0 for malloc'ed buffers */
+  size_t total;   /* mmap length */
 } alloc_header;
 
-#define SMALL_ALIGN 64
-
+/* Every buffer is its own mapping with a PROT_NONE page right before it and right after its last page, so a
+ * candidate that reads (or writes) past either end of a buffer faults instead of silently reading a neighbour.
+ * Small buffers start on a page; buffers of 2 MiB and more start on a 2 MiB boundary, are never recycled heap
+ * memory already backed by small pages (glibc raises its mmap threshold after frees, so malloc would hand those
+ * out), and are advised to be backed by transparent huge pages from the first touch. */
 void *ansorc_alloc(size_t bytes) {
-  if (bytes == 0) bytes = SMALL_ALIGN;
-  if (bytes < HUGE_PAGE_BYTES) {
-    unsigned char *base = (unsigned char *)malloc(bytes + 2 * SMALL_ALIGN);
-    if (!base) return NULL;
-    unsigned char *p = (unsigned char *)(((size_t)base + 2 * SMALL_ALIGN) & ~(size_t)(SMALL_ALIGN - 1));
-    alloc_header h = {base, 0};
-    memcpy(p - sizeof h, &h, sizeof h);
-    return p;
-  }
-  /* Large buffers get a fresh mapping, never recycled heap memory that is already backed by small pages (glibc
-   * raises its mmap threshold after frees, so malloc would hand those out), and are 2 MiB aligned so that the
-   * kernel can back them with transparent huge pages from the first touch. */
-  size_t rounded = (bytes + HUGE_PAGE_BYTES - 1) & ~(HUGE_PAGE_BYTES - 1);
-  size_t total = rounded + HUGE_PAGE_BYTES;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (bytes == 0) bytes = 1;
+  size_t span = (bytes + page - 1) / page * page;
+  size_t align = bytes >= HUGE_PAGE_BYTES ? HUGE_PAGE_BYTES : page;
+  size_t total = span + align + 3 * page;
   unsigned char *base = (unsigned char *)mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return NULL;
-  unsigned char *p = (unsigned char *)(((size_t)base + SMALL_ALIGN + HUGE_PAGE_BYTES - 1) & ~(HUGE_PAGE_BYTES - 1));
+  unsigned char *p = (unsigned char *)(((size_t)base + 2 * page + align - 1) / align * align);
+  mprotect(p - page, page, PROT_NONE);
+  mprotect(p + span, page, PROT_NONE);
 #ifdef MADV_HUGEPAGE
-  madvise(p, rounded, MADV_HUGEPAGE); /* best effort: THP may be off, which is fine */
+  if (align == HUGE_PAGE_BYTES) madvise(p, span, MADV_HUGEPAGE); /* best effort: THP may be off, which is fine */
 #endif
   alloc_header h = {base, total};
-  memcpy(p - sizeof h, &h, sizeof h);
+  memcpy(p - page - sizeof h, &h, sizeof h);
   return p;
 }
 
 void ansorc_free(void *p) {
   if (!p) return;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
   alloc_header h;
-  memcpy(&h, (unsigned char *)p - sizeof h, sizeof h);
-  if (h.total) munmap(h.base, h.total);
-  else free(h.base);
+  memcpy(&h, (unsigned char *)p - page - sizeof h, sizeof h);
+  munmap(h.base, h.total);
 }
 
 double ansorc_now_seconds(void) {

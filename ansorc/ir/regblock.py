@@ -7,7 +7,7 @@ the compiler keeps in a vector register): loaded once before the run (skipped wh
 unconditional store, e.g. the zero-init), updated in place by the FMAs, stored once after it.
 
 A run qualifies for a local buffer X when, in every statement of it:
-  - each access to X is a contiguous vector or scalar access (no scatter), outside parallel loops;
+  - each access to X is a contiguous vector or scalar access (no scatter), outside parallel loops and guards;
   - its flat index is invariant in the loops inside the run (only enclosing loop variables appear);
   - all accesses share one non-constant index part, so they differ by constants, and two element groups are
     either the same (same offset and lanes) or disjoint: no aliasing between registers;
@@ -53,7 +53,7 @@ class _Promoter:
         terms, c = _linear(flat)
         return _Access(frozenset(terms.items()), c, lanes, index)
 
-    def collect(self, s: Stmt, buf: str, declared: set, out: list, in_loop: bool) -> bool:
+    def collect(self, s: Stmt, buf: str, declared: set, out: list, in_loop: bool, guarded: bool = False) -> bool:
         """Append the accesses to buf in s; True if one of them repeats. _Bad if one is not promotable."""
         repeats = False
         for e in top_exprs(s):
@@ -64,7 +64,7 @@ class _Promoter:
                 elif isinstance(n, Read) and n.name == buf:
                     acc = (tuple(n.indices), 1, set().union(*map(free_vars, n.indices)))
                 if acc is not None:
-                    if acc[2] & declared:
+                    if acc[2] & declared or guarded:
                         raise _Bad()
                     out.append(self.access(buf, acc[0], acc[1]))
                     repeats |= in_loop
@@ -73,7 +73,7 @@ class _Promoter:
         if isinstance(s, (Store, VStore)) and s.buffer == buf:
             index = tuple(s.indices) if isinstance(s, Store) else s.index
             fv = set().union(*map(free_vars, index)) if isinstance(s, Store) else free_vars(index)
-            if fv & declared:
+            if fv & declared or guarded:
                 raise _Bad()
             out.append(self.access(buf, index, lanes_of(s.value)))
             repeats |= in_loop
@@ -82,8 +82,12 @@ class _Promoter:
                 raise _Bad()
             declared = declared | {s.var}
             in_loop = in_loop or s.extent > 1
+        # An access under a guard may have an out-of-range index when the guard is false (a clamped region, a
+        # split's overhang): hoisting it out would read or write outside the buffer. Such a statement is not
+        # part of a run; the guarded body is processed on its own instead.
+        guarded = guarded or isinstance(s, IfThenElse)
         for c in stmt_kids(s):
-            repeats |= self.collect(c, buf, declared, out, in_loop)
+            repeats |= self.collect(c, buf, declared, out, in_loop, guarded)
         return repeats
 
     def plan(self, accs: list) -> list | None:

@@ -11,6 +11,7 @@ import os
 import pickle
 import select
 import signal
+import socket
 import statistics
 import struct
 import subprocess
@@ -30,6 +31,11 @@ from ansorc.measure.errors import MeasureErrorNo
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 SINGLE_CALL_CUT_MIN_SECONDS = 1e-3  # below this, one call is too noisy to cut on; timing it fully is cheap anyway
 MAX_ERROR_MSG_CHARS = 4000
+# A first call still running after max(KILL_FACTOR x cut, cut + KILL_SLACK_SECONDS) is stopped: the slack and
+# factor leave room for a cold first call (page faults, thread start), so only clearly slow candidates go.
+KILL_FACTOR = 1.5
+KILL_SLACK_SECONDS = 0.05
+PROBE_SECONDS = 0.5  # no best known yet: a first call longer than this is set aside until the batch has one
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,13 @@ class MeasureResult:
     def median(self) -> float:
         """The figure of merit: median repeat, or inf for a failed candidate."""
         return statistics.median(self.costs) if self.ok and self.costs else math.inf
+
+
+@dataclass(frozen=True)
+class _SetAside:
+    """A candidate stopped while no best was known: its first call ran at least `seconds`."""
+    seconds: float
+    wall: float
 
 
 class _WorkerDied(Exception):
@@ -73,87 +86,168 @@ def llc_bytes() -> int:
     return best or 32 << 20
 
 
+def _send_frame(sock: socket.socket, msg: dict) -> None:
+    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(struct.pack("<Q", len(data)) + data)
+
+
+def _read_frame(sock: socket.socket, deadline: float) -> dict:
+    """One frame; _WorkerTimeout at the deadline, _WorkerDied(None) when the other end is gone."""
+    (size,) = struct.unpack("<Q", _read_exact(sock, 8, deadline))
+    return pickle.loads(_read_exact(sock, size, deadline))
+
+
+def _read_exact(sock: socket.socket, size: int, deadline: float) -> bytes:
+    chunks, left = [], size
+    while left:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+            raise _WorkerTimeout()
+        try:
+            chunk = sock.recv(min(left, 1 << 20))
+        except (ConnectionResetError, OSError):
+            chunk = b""
+        if not chunk:
+            raise _WorkerDied(None)
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 class WorkerProcess:
-    """One worker subprocess and its framed pipe protocol; every request has a deadline."""
+    """The zygote subprocess (see worker.py) and the one child it has forked for us at a time.
+
+    Every request has a deadline. A child that crashes or is killed is reaped through the zygote, which knows
+    how it died; the next request forks a new one, which costs milliseconds, not a Python start."""
 
     def __init__(self):
         self.log = tempfile.NamedTemporaryFile(prefix="ansorc-worker-", suffix=".log", delete=False)
-        # Own session: a Ctrl-C meant for us does not hit a timing run; the worker exits by itself if we die.
+        self.ctl, theirs = socket.socketpair()
+        # Own session: a Ctrl-C meant for us does not hit a timing run; the zygote exits when its socket closes.
         # numpy's BLAS is never called in the worker; one thread keeps its idle pool off the kernels' cores.
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        self.proc = subprocess.Popen([sys.executable, "-u", str(WORKER_SCRIPT)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, start_new_session=True, env=env)
+        self.proc = subprocess.Popen([sys.executable, "-u", str(WORKER_SCRIPT), str(theirs.fileno())],
+                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+                                     pass_fds=(theirs.fileno(),), start_new_session=True, env=env)
+        theirs.close()
+        self.child: socket.socket | None = None
+        self.child_pid: int | None = None
+        self.log_offset = 0  # where the current child's part of the shared log starts
 
-    def send(self, msg: dict) -> None:
-        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    def control(self, msg: dict, timeout: float) -> dict:
+        """A request to the zygote."""
         try:
-            self.proc.stdin.write(struct.pack("<Q", len(data)) + data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise _WorkerDied(self._death_reason()) from exc
+            _send_frame(self.ctl, msg)
+            return _read_frame(self.ctl, time.monotonic() + timeout)
+        except (_WorkerDied, BrokenPipeError, ConnectionError, OSError) as exc:
+            if isinstance(exc, _WorkerTimeout):
+                raise
+            raise _WorkerDied(f"measurement zygote died ({self._zygote_status()})\n{self.log_tail()}") from None
 
-    def request(self, msg: dict, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        self.send(msg)
-        (size,) = struct.unpack("<Q", self._read(8, deadline))
-        return pickle.loads(self._read(size, deadline))
-
-    def _read(self, size: int, deadline: float) -> bytes:
-        fd, chunks, left = self.proc.stdout.fileno(), [], size
-        while left:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                raise _WorkerTimeout()
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                raise _WorkerDied(self._death_reason())
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-
-    def _death_reason(self) -> str:
+    def _zygote_status(self) -> str:
         try:
             code = self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.returncode
-        if code is not None and code < 0:
-            try:
-                what = f"worker killed by {signal.Signals(-code).name}"
-            except ValueError:
-                what = f"worker killed by signal {-code}"
-        else:
-            what = f"worker exited with {code}"
-        return f"{what}\n{self.log_tail()}".strip()
+            return "still running"
+        return f"signal {-code}" if code < 0 else f"exit code {code}"
 
-    def log_tail(self, chars: int = 1500) -> str:
+    def spawn(self, timeout: float = 30.0) -> None:
+        """Fork a fresh child from the zygote."""
+        mine, theirs = socket.socketpair()
+        try:
+            _send_frame(self.ctl, {"op": "spawn"})
+            socket.send_fds(self.ctl, [b"\0"], [theirs.fileno()])
+            reply = _read_frame(self.ctl, time.monotonic() + timeout)
+        except (_WorkerDied, OSError) as exc:
+            mine.close()
+            raise _WorkerDied(f"measurement zygote died ({self._zygote_status()})\n{self.log_tail()}") from exc
+        finally:
+            theirs.close()
+        if not reply.get("ok"):
+            mine.close()
+            raise RuntimeError(f"cannot start a measurement worker: {reply.get('error_msg')}")
+        self.child, self.child_pid = mine, reply["pid"]
+        self.log_offset = self._log_size()
+
+    @property
+    def child_alive(self) -> bool:
+        return self.child is not None
+
+    def request(self, msg: dict, deadline: float) -> dict:
+        """Send to the child; the first frame of its reply (see read)."""
+        try:
+            _send_frame(self.child, msg)
+        except OSError:
+            raise _WorkerDied(self.end_child()) from None
+        return self.read(deadline)
+
+    def read(self, deadline: float) -> dict:
+        try:
+            return _read_frame(self.child, deadline)
+        except _WorkerDied:
+            raise _WorkerDied(self.end_child()) from None
+
+    def end_child(self, kill: bool = False) -> str:
+        """Kill (if asked) and reap the current child; returns how it ended and its part of the log."""
+        if self.child is None:
+            return ""
+        sock, pid, self.child, self.child_pid = self.child, self.child_pid, None, None
+        sock.close()
+        if kill:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            status = self.control({"op": "reap", "pid": pid}, 30.0).get("status", "ended")
+        except (_WorkerDied, _WorkerTimeout):
+            status = "ended"
+        return f"worker {status}\n{self.log_tail(since=self.log_offset)}".strip()
+
+    def close_child(self) -> None:
+        if self.child is None:
+            return
+        try:
+            _send_frame(self.child, {"op": "exit"})
+        except OSError:
+            pass
+        self.end_child(kill=False)
+
+    def _log_size(self) -> int:
+        try:
+            return os.path.getsize(self.log.name)
+        except OSError:
+            return 0
+
+    def log_tail(self, chars: int = 1500, since: int = 0) -> str:
         try:
             with open(self.log.name, "rb") as f:
-                f.seek(max(0, os.path.getsize(self.log.name) - chars))
+                f.seek(max(since, self._log_size() - chars))
                 return f.read().decode(errors="replace")
         except OSError:
             return ""
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the zygote and every child it forked
         self.proc.wait()
 
     def close(self) -> None:
         if self.proc.poll() is None:
+            self.close_child()
             try:
-                self.send({"op": "exit"})
-            except _WorkerDied:
+                _send_frame(self.ctl, {"op": "exit"})
+            except OSError:
                 pass
             try:
                 self.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                self.kill()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
                 pass
+            self.kill()  # children left over (a hung one being reaped) go with the group
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+        self.ctl.close()
         self.log.close()
         os.unlink(self.log.name)
 
@@ -173,13 +267,13 @@ class Runner:
                  number: int = 1, repeat: int = 3, min_repeat_ms: float = 100.0, warmup: int = 1,
                  timeout: float = 10.0, cache_flush: bool = False, flush_bytes: int | None = None,
                  early_cut_ratio: float | None = 2.0, rtol: float = 1e-4, atol: float = 1e-4, seed: int = 0,
-                 cc: str = "gcc", init_timeout: float = 120.0):
+                 cc: str = "gcc", init_timeout: float = 120.0, probe_seconds: float = PROBE_SECONDS):
         self.inputs, self.reference_outputs, self.reference = inputs, reference_outputs, reference
         self.args = tuple(args) if args is not None else None
         self.config = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms, "warmup": warmup,
                        "flush_bytes": (flush_bytes or 2 * llc_bytes()) if cache_flush else 0,
                        "single_call_cut_min_seconds": SINGLE_CALL_CUT_MIN_SECONDS}
-        self.timeout, self.init_timeout = timeout, init_timeout
+        self.timeout, self.init_timeout, self.probe_seconds = timeout, init_timeout, probe_seconds
         self.early_cut_ratio, self.rtol, self.atol, self.seed, self.cc = early_cut_ratio, rtol, atol, seed, cc
         self.best_seconds = math.inf     # best full (not cut) median seen by this runner
         self.worker_starts = 0
@@ -188,8 +282,8 @@ class Runner:
 
     @property
     def worker_pid(self) -> int | None:
-        """The live worker's process id (for diagnostics), or None."""
-        return self._worker.proc.pid if self._worker is not None else None
+        """The live worker child's process id (for diagnostics), or None."""
+        return self._worker.child_pid if self._worker is not None else None
 
     def __enter__(self) -> "Runner":
         return self
@@ -203,11 +297,41 @@ class Runner:
             self._worker = None
 
     def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None) -> list[MeasureResult]:
-        """Measure each build in order. best_seconds (e.g. the best from the log) enables the early cut."""
-        return [self._run_one(b, best_seconds) for b in builds]
+        """Measure each build in order. best_seconds (e.g. the best from the log) enables the early cut.
 
-    def _run_one(self, build: BuildResult, best_seconds: float | None) -> MeasureResult:
-        start = time.perf_counter()
+        While no best is known, a candidate whose first call outlasts probe_seconds is stopped and set aside;
+        once the batch has a best, it is recorded as a lower bound if that already proves it too slow, else run
+        again in full."""
+        results = [self._run_one(b, best_seconds, probe=True) for b in builds]
+        for i, r in enumerate(results):
+            if isinstance(r, _SetAside):
+                kill = self._kill_seconds(self._best(best_seconds))
+                if r.seconds >= kill:
+                    results[i] = self._stopped(builds[i], r.seconds, r.wall, kill)
+                else:
+                    results[i] = self._run_one(builds[i], best_seconds, probe=False, spent=r.wall)
+        return results
+
+    def fresh_worker(self) -> None:
+        """End the current worker child: the next candidate runs in a newly forked one (benchmarks use this to
+        compare timings across children)."""
+        if self._worker is not None:
+            self._worker.close_child()
+
+    def _best(self, best_seconds: float | None) -> float:
+        return min(self.best_seconds, best_seconds if best_seconds is not None else math.inf)
+
+    def _cut_seconds(self, best: float) -> float:
+        return self.early_cut_ratio * best if self.early_cut_ratio and math.isfinite(best) else 0.0
+
+    def _kill_seconds(self, best: float) -> float:
+        """How long a first call may run before the candidate is stopped: the cut with room for a cold call."""
+        cut = self._cut_seconds(best)
+        return max(KILL_FACTOR * cut, cut + KILL_SLACK_SECONDS) if cut else math.inf
+
+    def _run_one(self, build: BuildResult, best_seconds: float | None, probe: bool = False,
+                 spent: float = 0.0) -> "MeasureResult | _SetAside":
+        start = time.perf_counter() - spent
         if not build.ok:
             return MeasureResult((), build.error_code, build.error_msg, build.build_seconds, time.time())
         if self.args is None:
@@ -215,26 +339,50 @@ class Runner:
         if _signature(build.source.args) != _signature(self.args):
             return self._result(build, start, MeasureErrorNo.INSTANTIATION_ERROR,
                                 "candidate signature differs from the task's")
-        best = min(self.best_seconds, best_seconds if best_seconds is not None else math.inf)
-        cut = self.early_cut_ratio * best if self.early_cut_ratio and math.isfinite(best) else 0.0
+        best = self._best(best_seconds)
+        cut = self._cut_seconds(best)
+        kill = self._kill_seconds(best)
+        if not math.isfinite(kill) and probe and self.early_cut_ratio:
+            kill = self.probe_seconds
         msg = {"op": "run", "lib": build.lib_path, "entry": build.source.entry, "config": self.config,
                "cut_seconds": cut, "time_budget": 0.8 * self.timeout}
+        deadline = time.monotonic() + self.timeout
         try:
             worker = self._ensure_worker()
-            reply = worker.request(msg, self.timeout)
+            reply = worker.request(msg, deadline)
+            if "calling" in reply:  # the kernel has started: from now on it may run for `kill` seconds
+                called = time.monotonic()
+                try:
+                    reply = worker.read(min(deadline, called + kill))
+                except _WorkerTimeout:
+                    if called + kill >= deadline:
+                        raise
+                    stopped = time.monotonic() - called
+                    worker.end_child(kill=True)
+                    if cut:
+                        return self._stopped(build, stopped, time.perf_counter() - start, kill)
+                    return _SetAside(stopped, time.perf_counter() - start)
+            if "called" in reply:  # the first call returned; checking and timing get the rest of the timeout
+                reply = worker.read(deadline)
         except _WorkerTimeout:
-            self._discard_worker()
+            self._worker.end_child(kill=True)
             return self._result(build, start, MeasureErrorNo.RUN_TIMEOUT, f"run timed out after {self.timeout:g} s")
         except _WorkerDied as exc:
-            self._discard_worker()
             return self._result(build, start, MeasureErrorNo.RUNTIME_DEVICE, str(exc))
         if reply.get("error_code", 0) != MeasureErrorNo.NO_ERROR:
             return self._result(build, start, reply["error_code"], reply.get("error_msg", ""))
         result = self._result(build, start, MeasureErrorNo.NO_ERROR, "", tuple(reply["costs"]),
-                               reply["lower_bound"], reply["number"])
+                              reply["lower_bound"], reply["number"])
         if not result.lower_bound:
             self.best_seconds = min(self.best_seconds, result.median)
         return result
+
+    def _stopped(self, build: BuildResult, seconds: float, wall: float, kill: float) -> MeasureResult:
+        """A candidate stopped in its first call: at least `seconds` per call, output not checked."""
+        msg = (f"stopped after {seconds:.3g} s in its first call (limit {kill:.3g} s from the early cut); "
+               "a lower bound, output not checked")
+        return MeasureResult((seconds,), MeasureErrorNo.NO_ERROR, msg, build.build_seconds + wall, time.time(),
+                             True, 1)
 
     def _result(self, build: BuildResult, start: float, code: int, msg: str, costs: tuple = (),
                 lower_bound: bool = False, number: int = 0) -> MeasureResult:
@@ -249,22 +397,26 @@ class Runner:
             self._worker = None
 
     def _ensure_worker(self) -> WorkerProcess:
-        if self._worker is not None and self._worker.proc.poll() is None:
-            return self._worker
-        self._discard_worker()
-        if self._init_msg is None:
-            self._init_msg = self._make_init_msg()
-        self._worker = WorkerProcess()
-        self.worker_starts += 1
-        try:
-            reply = self._worker.request(self._init_msg, self.init_timeout)
-        except (_WorkerDied, _WorkerTimeout) as exc:
-            log = self._worker.log_tail()
+        """The zygote (started and given the task once) with a live child."""
+        if self._worker is not None and self._worker.proc.poll() is not None:
             self._discard_worker()
-            raise RuntimeError(f"measurement worker failed to start: {exc!r}\n{log}") from None
-        if not reply.get("ok"):
-            self._discard_worker()
-            raise RuntimeError(f"measurement worker rejected the task: {reply.get('error_msg')}")
+        if self._worker is None:
+            if self._init_msg is None:
+                self._init_msg = self._make_init_msg()
+            self._worker = WorkerProcess()
+            try:
+                reply = self._worker.control(self._init_msg, self.init_timeout)
+            except (_WorkerDied, _WorkerTimeout) as exc:
+                log = self._worker.log_tail()
+                self._discard_worker()
+                raise RuntimeError(f"measurement worker failed to start: {exc!r}\n{log}") from None
+            if not reply.get("ok"):
+                log = self._worker.log_tail()
+                self._discard_worker()
+                raise RuntimeError(f"measurement worker rejected the task: {reply.get('error_msg')}\n{log}")
+        if not self._worker.child_alive:
+            self._worker.spawn()
+            self.worker_starts += 1
         return self._worker
 
     def _make_init_msg(self) -> dict:

@@ -1,14 +1,21 @@
-"""Measurement worker: a long-lived process that loads candidate libraries and times them in C.
+"""Measurement worker: a zygote process holding a task's inputs, and forked children that time candidates in C.
 
 Started by runner.py as a plain script (not `-m ansorc...`), so that it imports only numpy and cffi and starts
-fast whatever the package's __init__ pulls in. It talks over stdin/stdout in frames: 8-byte little-endian length,
-then a pickle. A crash or hang here costs only this process; the runner restarts it.
+fast whatever the package's __init__ pulls in. The zygote allocates the inputs and keeps the reference outputs
+but never runs a kernel: GNU OpenMP does not survive a fork once its thread pool exists. Each child it forks
+(~10 ms) shares the inputs' physical pages, allocates its own outputs and serves run requests on its own socket.
+A crash or hang costs only that child: the runner kills it and asks for another, so stopping a candidate in the
+middle of a call (because it is far slower than the best) is cheap.
+
+Frames on every socket: 8-byte little-endian length, then a pickle.
 """
 from __future__ import annotations
 
 import faulthandler
+import mmap
 import os
 import pickle
+import socket
 import struct
 import sys
 import threading
@@ -44,26 +51,31 @@ char *dlerror(void);
 
 
 class Task:
-    """The buffers of one task: inputs, poisoned outputs, pristine input copies and reference outputs."""
+    """The buffers of one task. Inputs, pristine input copies and reference outputs live in the zygote and are
+    shared copy-on-write by its children; each child allocates its own (poisoned) outputs."""
 
     def __init__(self, ffi, runtime, msg: dict):
         self.ffi, self.runtime = ffi, runtime
         self.pointers = []
-        self.arrays, self.is_output = [], []
-        for spec, data in zip(msg["args"], msg["inputs_by_arg"]):
-            shape, dtype, is_output = spec
-            arr = self._alloc(tuple(shape), np.dtype(dtype))
-            if not is_output:
+        self.specs = [(tuple(shape), np.dtype(dtype), bool(out)) for shape, dtype, out in msg["args"]]
+        self.arrays = [None if out else self._alloc(shape, dtype) for shape, dtype, out in self.specs]
+        for arr, data in zip(self.arrays, msg["inputs_by_arg"]):
+            if arr is not None:
                 arr[...] = data
-            self.arrays.append(arr)
-            self.is_output.append(bool(is_output))
+        self.is_output = [out for _, _, out in self.specs]
         self.pristine = [None if out else arr.copy() for arr, out in zip(self.arrays, self.is_output)]
-        self.packed = ffi.new("void*[]", max(1, len(self.arrays)))
-        for i, arr in enumerate(self.arrays):
-            self.packed[i] = ffi.cast("void*", arr.ctypes.data)
+        self.packed = None
         self.names = msg["names"]
         self.rtol, self.atol = msg["rtol"], msg["atol"]
         self.reference = msg["reference_outputs"]
+
+    def alloc_outputs(self) -> None:
+        """In a child: fresh output buffers, and the packed argument array that points at every buffer."""
+        self.arrays = [self._alloc(shape, dtype) if out else arr
+                       for arr, (shape, dtype, out) in zip(self.arrays, self.specs)]
+        self.packed = self.ffi.new("void*[]", max(1, len(self.arrays)))
+        for i, arr in enumerate(self.arrays):
+            self.packed[i] = self.ffi.cast("void*", arr.ctypes.data)
 
     def _alloc(self, shape, dtype):
         nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
@@ -135,6 +147,8 @@ def describe_mismatch(name: str, out: np.ndarray, ref, bad: np.ndarray) -> str:
 
 
 class Worker:
+    """The zygote's state (runtime, task) and, after a fork, the child's run loop."""
+
     def __init__(self):
         self.ffi = FFI()
         self.ffi.cdef(RUNTIME_CDEF)
@@ -157,6 +171,8 @@ class Worker:
             raise OSError(f"symbol {symbol} not found in {lib_path}")
         return handle, self.ffi.cast("ansorc_packed_fn", fn)
 
+    # -- zygote side ---------------------------------------------------------------------------------------
+
     def init(self, msg: dict) -> dict:
         if self.runtime is None:
             self.runtime = self.ffi.dlopen(msg["runtime"])
@@ -164,17 +180,72 @@ class Worker:
             self.task.free()
         self.task = Task(self.ffi, self.runtime, msg)
         if self.task.reference is None and msg.get("reference_lib"):
-            path, entry = msg["reference_lib"]
-            handle, fn = self.load_symbol(path, entry + "_packed")
-            self.task.poison_outputs()
-            rc = fn(self.task.packed)
-            self.libc.dlclose(handle)
-            if rc != 0:
-                raise RuntimeError(f"reference kernel returned {rc}")
-            self.task.reference = [a.copy() for a in self.task.outputs()]
+            self.task.reference = self.reference_outputs(*msg["reference_lib"])
         return {"ok": True}
 
-    def run(self, msg: dict) -> dict:
+    def reference_outputs(self, path: str, entry: str) -> list:
+        """Run the reference kernel in a child (never here, see the module docstring); its outputs come back
+        through shared memory."""
+        out_specs = [(shape, dtype) for shape, dtype, out in self.task.specs if out]
+        shared = [mmap.mmap(-1, max(1, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize))
+                  for shape, dtype in out_specs]
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                start_orphan_watch()
+                self.task.alloc_outputs()
+                handle, fn = self.load_symbol(path, entry + "_packed")
+                self.task.poison_outputs()
+                if fn(self.task.packed) == 0:
+                    for buf, arr in zip(shared, self.task.outputs()):
+                        np.frombuffer(buf, dtype=arr.dtype, count=arr.size)[...] = arr.reshape(-1)
+                    code = 0
+            except BaseException:  # noqa: BLE001  (reported as the exit code; the traceback goes to the log)
+                import traceback
+                traceback.print_exc()
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            raise RuntimeError(f"reference kernel failed ({describe_status(status)})")
+        return [np.frombuffer(buf, dtype=dtype, count=int(np.prod(shape, dtype=np.int64))).reshape(shape).copy()
+                for buf, (shape, dtype) in zip(shared, out_specs)]
+
+    def spawn(self, ctl: socket.socket) -> dict:
+        """Fork a child that serves run requests on the socket that comes with this request."""
+        _, fds, _, _ = socket.recv_fds(ctl, 1, 1)
+        if not fds:
+            return {"ok": False, "error_code": 8, "error_msg": "spawn without a socket"}
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                ctl.close()
+                start_orphan_watch()
+                self.task.alloc_outputs()
+                self.serve(fds[0])
+            except BaseException:  # noqa: BLE001
+                import traceback
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        os.close(fds[0])
+        return {"ok": True, "pid": pid}
+
+    # -- child side ----------------------------------------------------------------------------------------
+
+    def serve(self, fd: int) -> None:
+        while True:
+            msg = read_frame(fd)
+            if msg is None or msg["op"] == "exit":
+                return
+            try:
+                reply = self.run(msg, fd)
+            except Exception as exc:  # reported to the parent; the child stays usable
+                reply = {"ok": False, "error_code": 8, "error_msg": f"{type(exc).__name__}: {exc}"}
+            write_frame(fd, reply)
+
+    def run(self, msg: dict, fd: int) -> dict:
         start = time.perf_counter()
         task = self.task
         try:
@@ -183,9 +254,13 @@ class Worker:
             return {"error_code": RUNTIME_DEVICE, "error_msg": f"cannot load: {exc}"}
         try:
             task.poison_outputs()
+            # The runner times the first call from "calling" to "called", and stops a candidate that is far
+            # slower than the best in the middle of it by killing this process.
+            write_frame(fd, {"calling": True})
             t0 = time.perf_counter()
             rc = fn(task.packed)
             check_seconds = time.perf_counter() - t0
+            write_frame(fd, {"called": check_seconds})
             if rc != 0:
                 return {"error_code": RUNTIME_DEVICE, "error_msg": f"kernel returned {rc}"}
             problem = task.check()
@@ -216,6 +291,18 @@ class Worker:
                 "lower_bound": bool(res.cut), "number": res.number_used}
 
 
+def describe_status(status: int) -> str:
+    """A waitpid status in words."""
+    if os.WIFSIGNALED(status):
+        import signal
+        sig = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(sig).name}"
+        except ValueError:
+            return f"killed by signal {sig}"
+    return f"exited with {os.WEXITSTATUS(status)}"
+
+
 def read_frame(fd: int):
     header = _read_exact(fd, 8)
     if header is None:
@@ -242,30 +329,44 @@ def write_frame(fd: int, obj) -> None:
         view = view[os.write(fd, view):]
 
 
-def exit_when_orphaned(parent_pid: int) -> None:
-    """Exit when the runner's process is gone, even while a hung kernel holds the main thread (cffi calls release
-    the GIL). Polling, not PR_SET_PDEATHSIG: that fires when the parent *thread* exits, which a runner created in
-    a thread pool would trigger."""
-    while os.getppid() == parent_pid:
-        time.sleep(1.0)
-    os._exit(3)
+def start_orphan_watch() -> None:
+    """Exit when the parent is gone, even while a hung kernel holds the main thread (cffi calls release the
+    GIL). Polling, not PR_SET_PDEATHSIG: that fires when the parent *thread* exits, which a runner created in a
+    thread pool would trigger."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def main() -> int:
-    faulthandler.enable()  # a segfault leaves a traceback in the worker's log for the error message
-    proto_out = os.dup(1)
-    os.dup2(2, 1)  # a kernel's printf must not corrupt the protocol stream
-    threading.Thread(target=exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
+    faulthandler.enable()  # a segfault leaves a traceback in the log for the error message
+    os.dup2(2, 1)  # a kernel's printf must not land anywhere but the log
+    ctl = socket.socket(fileno=int(sys.argv[1]))
+    fd = ctl.fileno()
     worker = Worker()
+    # The zygote starts no thread: a fork copies only the calling thread. It needs no orphan watch either: it
+    # only ever waits on this socket (or on a child that is being killed), and the runner's death closes it.
     while True:
-        msg = read_frame(0)
+        msg = read_frame(fd)
         if msg is None or msg["op"] == "exit":
             return 0
         try:
-            reply = worker.init(msg) if msg["op"] == "init" else worker.run(msg)
-        except Exception as exc:  # reported to the parent; the worker stays usable
+            if msg["op"] == "init":
+                reply = worker.init(msg)
+            elif msg["op"] == "spawn":
+                reply = worker.spawn(ctl)
+            elif msg["op"] == "reap":
+                _, status = os.waitpid(msg["pid"], 0)
+                reply = {"ok": True, "status": describe_status(status)}
+            else:
+                reply = {"ok": False, "error_code": 8, "error_msg": f"unknown op {msg['op']!r}"}
+        except Exception as exc:  # reported to the parent; the zygote stays usable
             reply = {"ok": False, "error_code": 8, "error_msg": f"{type(exc).__name__}: {exc}"}
-        write_frame(proto_out, reply)
+        write_frame(fd, reply)
 
 
 if __name__ == "__main__":

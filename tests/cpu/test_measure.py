@@ -76,7 +76,8 @@ def test_mixed_batch_good_and_bad_candidates(build_dir, add_inputs):
     ]
     start = time.perf_counter()
     builds = build(sources, build_dir=build_dir)
-    with Runner(*add_inputs, timeout=1.0, min_repeat_ms=5) as runner:
+    # The early cut is off here so that the hang meets the run timeout; test_early_cut_stops_* covers it on.
+    with Runner(*add_inputs, timeout=1.0, min_repeat_ms=5, early_cut_ratio=None) as runner:
         results = runner.run(builds)
         starts = runner.worker_starts
     elapsed = time.perf_counter() - start
@@ -167,6 +168,39 @@ def test_early_cut_flags_partial_timing(build_dir, add_inputs):
     assert full.ok and not full.lower_bound and len(full.costs) == 5
 
 
+SPIN_FOREVER = "while (1) { ((volatile float*)C)[0] += 1.0f; }"
+
+
+def test_early_cut_stops_a_first_call_that_outlasts_the_best(build_dir, add_inputs):
+    good, hang, good2 = build([add_source("fast"), add_source("hangs", SPIN_FOREVER), add_source("fast2", "C[i] = B[i] + A[i];")],
+                              build_dir=build_dir)
+    start = time.perf_counter()
+    with Runner(*add_inputs, timeout=20.0, min_repeat_ms=5) as runner:
+        results = runner.run([good, hang, good2])
+        starts = runner.worker_starts
+    elapsed = time.perf_counter() - start
+    fast, stopped, fast2 = results
+    assert fast.ok and not fast.lower_bound and fast2.ok and not fast2.lower_bound
+    # The hang is stopped at the kill deadline derived from the best (microseconds here): 50 ms of slack.
+    assert stopped.ok and stopped.lower_bound and len(stopped.costs) == 1 and 0.04 < stopped.costs[0] < 1.0
+    assert "stopped after" in stopped.error_msg and "not checked" in stopped.error_msg
+    assert starts == 2 and elapsed < 5, f"{elapsed:.1f} s, {starts} worker starts"
+
+
+def test_without_a_best_a_long_first_call_is_set_aside_until_one_is_known(build_dir, add_inputs):
+    hang, good = build([add_source("hangs_first", SPIN_FOREVER), add_source("fast_after")], build_dir=build_dir)
+    start = time.perf_counter()
+    with Runner(*add_inputs, timeout=20.0, min_repeat_ms=5, probe_seconds=0.3) as runner:
+        stopped, fast = runner.run([hang, good])
+    elapsed = time.perf_counter() - start
+    assert fast.ok and not fast.lower_bound
+    assert stopped.ok and stopped.lower_bound and 0.25 < stopped.costs[0] < 2.0
+    assert elapsed < 5, f"{elapsed:.1f} s"
+    with Runner(*add_inputs, timeout=1.0, min_repeat_ms=5, probe_seconds=0.3) as runner:
+        alone = runner.run([hang])[0]  # no best ever comes: run again in full, into the run timeout
+    assert alone.error_code == E.RUN_TIMEOUT
+
+
 def test_time_budget_returns_fewer_repeats_instead_of_timeout(build_dir, add_inputs):
     slow = add_source("slow", "C[i] = A[i] + B[i];\n  { volatile long s = 0; if (i == 0) for (long t = 0; t < "
                       "SPIN; ++t) s += t; }")
@@ -199,8 +233,9 @@ def test_worker_dies_with_closed_runner(build_dir, add_inputs):
     lib = build([add_source("alive")], build_dir=build_dir)[0]
     runner = Runner(*add_inputs, min_repeat_ms=1)
     runner.run([lib])
-    pid = runner._worker.proc.pid
+    pids = runner._worker.proc.pid, runner.worker_pid
     runner.close()
     time.sleep(0.1)
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
