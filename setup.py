@@ -4,8 +4,10 @@ setup(
     name="ansorc",
     version="0.1.0",
     description="A standalone tensor compiler implementing the Ansor design",
-    packages=find_packages(include=["ansorc", "ansorc.*"]),
-    package_data={"ansorc": ["../runtime/*.h", "../runtime/*.c"]},
+    # runtime/ (C shared by the timing harness and embedding apps) ships inside the package as ansorc/_runtime.
+    packages=find_packages(include=["ansorc", "ansorc.*"]) + ["ansorc._runtime"],
+    package_dir={"ansorc._runtime": "runtime"},
+    package_data={"ansorc._runtime": ["*.h", "*.c"]},
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.24,<3",

@@ -26,7 +26,16 @@ from ansorc.measure.errors import MeasureErrorNo
 DEFAULT_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 RUNTIME_CFLAGS: tuple[str, ...] = ("-O2", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 DEFAULT_BUILD_TIMEOUT = 15.0  # seconds, Ansor's LocalBuilder default
-RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime"
+
+
+def _runtime_dir() -> Path:
+    """runtime/ of the checkout (source tree, editable install), else the copy a wheel installs as ansorc/_runtime."""
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "runtime"
+    return checkout if (checkout / "timer.c").exists() else package / "_runtime"
+
+
+RUNTIME_DIR = _runtime_dir()
 MAX_STDERR_CHARS = 4000
 # Precompiled for every C build: what the generated prelude includes, plus the x86 intrinsics header. Sources
 # include these again, which the headers' include guards make free.
