@@ -1,13 +1,29 @@
+import shutil
+from pathlib import Path
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+
+class build_py_with_runtime(build_py):
+    """Copy runtime/ (C shared by the timing harness and embedding apps) into the built package as
+    ansorc/_runtime, so a wheel carries it. An editable install reads runtime/ from the checkout instead."""
+
+    def run(self):
+        super().run()
+        target = Path(self.build_lib) / "ansorc" / "_runtime"
+        target.mkdir(parents=True, exist_ok=True)
+        for f in Path(__file__).resolve().parent.joinpath("runtime").iterdir():
+            if f.suffix in (".c", ".h"):
+                shutil.copy2(f, target / f.name)
+
 
 setup(
     name="ansorc",
     version="0.1.0",
     description="A standalone tensor compiler implementing the Ansor design",
-    # runtime/ (C shared by the timing harness and embedding apps) ships inside the package as ansorc/_runtime.
-    packages=find_packages(include=["ansorc", "ansorc.*"]) + ["ansorc._runtime"],
-    package_dir={"ansorc._runtime": "runtime"},
-    package_data={"ansorc._runtime": ["*.h", "*.c"]},
+    packages=find_packages(include=["ansorc", "ansorc.*"]),
+    cmdclass={"build_py": build_py_with_runtime},
     python_requires=">=3.10",
     install_requires=[
         "numpy>=1.24,<3",

@@ -49,6 +49,6 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     if res.best_state is None:
         raise NoRecordError("tuning measured no valid program; see the log for the errors")
     kern = build(dag, res.best_state, target=target, name=name)
-    kern.meta["provenance"] = _provenance(dag, target, res.best_seconds, len(res.records))
+    kern.meta["provenance"] = _provenance(dag, target, res.best_seconds, res.trials)
     kern.meta["tune_result"] = res
     return kern

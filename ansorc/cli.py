@@ -130,24 +130,29 @@ def cmd_tune(args) -> dict:
                progress=not args.quiet)
     if res.best_state is None:
         raise CliError("no valid program was measured; see the log for the errors", EXIT_FAILED)
-    return {"log": args.log, "trials": len(res.records), "best_seconds": res.best_seconds,
+    return {"log": args.log, "trials": res.trials, "best_seconds": res.best_seconds,
             "best_gflops": round(res.best_gflops, 2)}
 
 
 def cmd_show(args) -> dict:
-    from .measure.record import load
+    from .measure.record import RETIME_NOTE, best, load
     if not Path(args.log).exists():
         raise CliError(f"{args.log}: no such file")
     rows: dict = {}
-    for r in load(args.log):
+    records = load(args.log)
+    for r in records:
         row = rows.setdefault((r.workload_key, r.target), {"workload_key": r.workload_key, "target": r.target,
                                                           "trials": 0, "errors": 0, "best_seconds": math.inf,
                                                           "flop": r.flop})
+        if r.note == RETIME_NOTE:  # a re-timing of a program already counted
+            continue
         row["trials"] += 1
         if not r.ok:
             row["errors"] += 1
-        elif not r.lower_bound and r.median < row["best_seconds"]:
-            row["best_seconds"] = r.median
+    for (wk, target), row in rows.items():
+        top = best(records, wk, target)
+        if top:
+            row["best_seconds"] = top[0].median
     out = []
     for row in rows.values():
         ok = math.isfinite(row["best_seconds"])

@@ -118,3 +118,19 @@ def test_error_codes_match_ansor_and_the_worker():
     worker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(worker)
     assert (worker.NO_ERROR, worker.RUNTIME_DEVICE, worker.WRONG_ANSWER) == (0, 4, 5)
+
+
+def test_best_ranks_a_retimed_schedule_by_its_latest_retiming():
+    from dataclasses import replace
+    from ansorc.measure.record import RETIME_NOTE
+    lucky = rec(costs=(1.0,), steps=(("SP", 0, 1, 64, [8]),))         # one lucky early timing
+    steady = rec(costs=(1.2,), steps=(("SP", 0, 1, 64, [16]),))
+    retime_lucky = [replace(rec(costs=(1.5, 1.6, 1.4), steps=(("SP", 0, 1, 64, [8]),)), note=RETIME_NOTE,
+                            timestamp=t) for t in (2.0, 3.0)]
+    retime_lucky[1] = replace(retime_lucky[1], costs=(1.3, 1.3, 1.3))
+    retime_steady = replace(rec(costs=(1.25, 1.2, 1.22), steps=(("SP", 0, 1, 64, [16]),)), note=RETIME_NOTE,
+                            timestamp=2.0)
+    top = best([lucky, steady, *retime_lucky, retime_steady], "wk1", k=2)
+    assert [r.steps_json for r in top] == [steady.steps_json, lucky.steps_json]
+    assert [r.median for r in top] == [1.22, 1.3]  # the latest re-timing replaces the lucky 1.0
+    assert best([lucky, steady], "wk1")[0].median == 1.0  # without re-timings: the fastest single timing
