@@ -13,7 +13,8 @@ from ansorc.measure.runner import MeasureResult, Runner
 class MeasureBackend(Protocol):
     def build(self, sources: Sequence[Source]) -> list[BuildResult]: ...
 
-    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None) -> list[MeasureResult]: ...
+    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None,
+            early_cut: bool = True) -> list[MeasureResult]: ...
 
     def close(self) -> None: ...
 
@@ -34,8 +35,9 @@ class LocalBackend:
     def build(self, sources: Sequence[Source]) -> list[BuildResult]:
         return build(sources, self.target_flags, self.build_timeout, self.n_parallel, self.cc, self.build_dir)
 
-    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None) -> list[MeasureResult]:
-        return self.runner.run(builds, best_seconds)
+    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None,
+            early_cut: bool = True) -> list[MeasureResult]:
+        return self.runner.run(builds, best_seconds, early_cut)
 
     def measure(self, sources: Sequence[Source], best_seconds: float | None = None) -> list[MeasureResult]:
         """build() then run()."""

@@ -296,12 +296,15 @@ class Runner:
             self._worker.close()
             self._worker = None
 
-    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None) -> list[MeasureResult]:
+    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None,
+            early_cut: bool = True) -> list[MeasureResult]:
         """Measure each build in order. best_seconds (e.g. the best from the log) enables the early cut.
 
         While no best is known, a candidate whose first call outlasts probe_seconds is stopped and set aside;
         once the batch has a best, it is recorded as a lower bound if that already proves it too slow, else run
-        again in full."""
+        again in full. early_cut=False times every build in full (re-timing the top programs)."""
+        if not early_cut:
+            return [self._run_one(b, None, cut=False) for b in builds]
         results = [self._run_one(b, best_seconds, probe=True) for b in builds]
         for i, r in enumerate(results):
             if isinstance(r, _SetAside):
@@ -330,7 +333,7 @@ class Runner:
         return max(KILL_FACTOR * cut, cut + KILL_SLACK_SECONDS) if cut else math.inf
 
     def _run_one(self, build: BuildResult, best_seconds: float | None, probe: bool = False,
-                 spent: float = 0.0) -> "MeasureResult | _SetAside":
+                 spent: float = 0.0, cut: bool = True) -> "MeasureResult | _SetAside":
         start = time.perf_counter() - spent
         if not build.ok:
             return MeasureResult((), build.error_code, build.error_msg, build.build_seconds, time.time())
@@ -339,7 +342,7 @@ class Runner:
         if _signature(build.source.args) != _signature(self.args):
             return self._result(build, start, MeasureErrorNo.INSTANTIATION_ERROR,
                                 "candidate signature differs from the task's")
-        best = self._best(best_seconds)
+        best = self._best(best_seconds) if cut else math.inf
         cut = self._cut_seconds(best)
         kill = self._kill_seconds(best)
         if not math.isfinite(kill) and probe and self.early_cut_ratio:

@@ -169,7 +169,7 @@ def _retime(task: SearchTask, backend: LocalBackend, top: list, rounds: int) -> 
     for _ in range(max(1, rounds)):
         for i, b in enumerate(builds):
             if clean[i]:
-                res = backend.run([b])[0]
+                res = backend.run([b], early_cut=False)[0]
                 clean[i] = res.ok and not res.lower_bound
                 costs[i] += res.costs
                 walls[i] += res.all_cost
