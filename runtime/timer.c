@@ -18,11 +18,12 @@ typedef struct {
   size_t total;   /* mmap length */
 } alloc_header;
 
-/* Every buffer is its own mapping with a PROT_NONE page right before it and right after its last page, so a
- * candidate that reads (or writes) past either end of a buffer faults instead of silently reading a neighbour.
- * Small buffers start on a page; buffers of 2 MiB and more start on a 2 MiB boundary, are never recycled heap
- * memory already backed by small pages (glibc raises its mmap threshold after frees, so malloc would hand those
- * out), and are advised to be backed by transparent huge pages from the first touch. */
+/* Every buffer is its own mapping with a PROT_NONE page before it and after it, so a candidate that reads (or
+ * writes) past either end of a buffer faults instead of silently reading a neighbour. Buffers under 2 MiB end
+ * where the trailing guard page starts (their start rounded down to 64 bytes, a cache line and an AVX-512
+ * vector), so even a read one element past the end faults. Buffers of 2 MiB and more start on a 2 MiB boundary,
+ * are never recycled heap memory already backed by small pages (glibc raises its mmap threshold after frees, so
+ * malloc would hand those out), and are advised to be backed by transparent huge pages from the first touch. */
 void *ansorc_alloc(size_t bytes) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (bytes == 0) bytes = 1;
@@ -31,22 +32,28 @@ void *ansorc_alloc(size_t bytes) {
   size_t total = span + align + 3 * page;
   unsigned char *base = (unsigned char *)mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return NULL;
-  unsigned char *p = (unsigned char *)(((size_t)base + 2 * page + align - 1) / align * align);
-  mprotect(p - page, page, PROT_NONE);
-  mprotect(p + span, page, PROT_NONE);
+  unsigned char *first = (unsigned char *)(((size_t)base + 2 * page + align - 1) / align * align);
+  mprotect(first - page, page, PROT_NONE);
+  mprotect(first + span, page, PROT_NONE);
+  unsigned char *p = first;
+  if (align == HUGE_PAGE_BYTES) {
 #ifdef MADV_HUGEPAGE
-  if (align == HUGE_PAGE_BYTES) madvise(p, span, MADV_HUGEPAGE); /* best effort: THP may be off, which is fine */
+    madvise(first, span, MADV_HUGEPAGE); /* best effort: THP may be off, which is fine */
 #endif
+  } else {
+    p = (unsigned char *)((size_t)(first + span - bytes) & ~(size_t)63);
+  }
   alloc_header h = {base, total};
-  memcpy(p - page - sizeof h, &h, sizeof h);
+  memcpy(first - page - sizeof h, &h, sizeof h);
   return p;
 }
 
 void ansorc_free(void *p) {
   if (!p) return;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  unsigned char *first = (unsigned char *)((size_t)p & ~(page - 1)); /* the buffer's first page */
   alloc_header h;
-  memcpy(&h, (unsigned char *)p - page - sizeof h, sizeof h);
+  memcpy(&h, first - page - sizeof h, sizeof h);
   munmap(h.base, h.total);
 }
 

@@ -98,6 +98,14 @@ def test_mixed_batch_good_and_bad_candidates(build_dir, add_inputs):
     assert elapsed < 10, f"batch took {elapsed:.1f} s"
 
 
+def test_a_read_one_element_past_an_input_faults(build_dir, add_inputs):
+    # Inputs end where a PROT_NONE page starts: reading A[N] is a crash, not a quietly wrong (or right) value.
+    lib = build([add_source("reads_past_end", "C[i] = A[i] + B[i] + 0.0f * A[i + 1];")], build_dir=build_dir)[0]
+    with Runner(*add_inputs, min_repeat_ms=1) as runner:
+        result = runner.run([lib])[0]
+    assert result.error_code == E.RUNTIME_DEVICE and "SIGSEGV" in result.error_msg
+
+
 def test_build_cache_hit(build_dir):
     src = add_source("cached")
     first = build([src], build_dir=build_dir)[0]
