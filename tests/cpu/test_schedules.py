@@ -144,3 +144,28 @@ def test_unroll_annotation_and_multiple_outputs():
     a = np.random.rand(40, 24).astype("float32")
     b, c = kern(a)
     np.testing.assert_allclose(b, np.exp(a), rtol=1e-5)
+
+
+def test_aligned_helpers_and_the_misalignment_warning():
+    import warnings
+    a_t = ansorc.te.placeholder((64, 64), name="A")
+    b_t = ansorc.te.compute((64, 64), lambda i, j: a_t[i, j] * 2.0, name="B")
+    kern = ansorc.build([a_t, b_t])
+    x = ansorc.array(np.arange(64 * 64, dtype=np.float32).reshape(64, 64))
+    out = ansorc.empty((64, 64), "float32")
+    assert x.ctypes.data % 64 == 0 and out.ctypes.data % 64 == 0 and out.flags.c_contiguous
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # aligned arguments: no warning
+        kern(x, out)
+        assert kern(x).ctypes.data % 64 == 0  # outputs the kernel allocates are aligned too
+    np.testing.assert_array_equal(out, 2 * x)
+    raw = np.empty(64 * 64 + 16, np.float32)
+    off = next(k for k in range(16) if (raw.ctypes.data + 4 * k) % 64)
+    shifted = raw[off:off + 64 * 64].reshape(64, 64)
+    shifted[...] = x
+    with pytest.warns(ansorc.AlignmentWarning, match="A not 64-byte aligned"):
+        kern(shifted, out)
+    np.testing.assert_array_equal(out, 2 * x)  # still correct
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kern(shifted, out)  # warned once per kernel, not on every call
