@@ -88,6 +88,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
     record_log = RecordLog(log) if log else None
     done = sum(r.note != RETIME_NOTE for r in history)
     bar = _progress(progress, trials, done)
+    entry_names: dict = {}  # id(state) -> the entry name it was built under, so re-timing hits the build cache
     last_improved = done
     try:
         while done < trials:
@@ -106,6 +107,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
             for k, st in enumerate(cands):
                 try:
                     sources.append(generate_source(task.dag, st, f"cand_{done + k}", task.target))
+                    entry_names[id(st)] = f"cand_{done + k}"
                     states.append(st)
                 except (ScheduleError, ValueError, KeyError, NotImplementedError) as e:
                     failed.append((st, f"{type(e).__name__}: {e}"))
@@ -144,7 +146,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
                 break
         if retime_top > 1 and len(best_states) > 1 and len(result.records) > len(history):
             t0 = time.perf_counter()
-            recs = _retime(task, backend, best_states[:retime_top], retime_rounds)
+            recs = _retime(task, backend, best_states[:retime_top], retime_rounds, entry_names)
             if record_log and recs:
                 record_log.append([rec for _, _, rec in recs])
             result.records += [rec for _, _, rec in recs]
@@ -152,16 +154,19 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
             if result.retimed:
                 result.best_seconds, result.best_state = result.retimed[0]
             result.retime_seconds = time.perf_counter() - t0
+            bar.update(0, result.best_gflops, f", re-timed top {len(result.retimed)}")
     finally:
         bar.close()
         backend.close()
     return result
 
 
-def _retime(task: SearchTask, backend: LocalBackend, top: list, rounds: int) -> list:
+def _retime(task: SearchTask, backend: LocalBackend, top: list, rounds: int, names: dict | None = None) -> list:
     """Time the `top` (seconds, state) programs again in turn, `rounds` times, in one worker: [(median of all
     their repeats, state, Record)] for those that ran cleanly every time."""
-    sources = [generate_source(task.dag, st, f"top_{i}", task.target) for i, (_, st) in enumerate(top)]
+    names = names or {}
+    sources = [generate_source(task.dag, st, names.get(id(st), f"top_{i}"), task.target)
+               for i, (_, st) in enumerate(top)]
     builds = backend.build(sources)
     costs: list = [[] for _ in top]
     walls = [0.0 for _ in top]
@@ -192,9 +197,9 @@ class _progress:
             from tqdm import tqdm
             self.bar = tqdm(total=total, initial=initial, unit="trial", desc="tuning", dynamic_ncols=True)
 
-    def update(self, n: int, gflops: float) -> None:
+    def update(self, n: int, gflops: float, note: str = "") -> None:
         if self.bar is not None:
-            self.bar.set_postfix_str(f"best {gflops:.1f} GFLOP/s")
+            self.bar.set_postfix_str(f"best {gflops:.1f} GFLOP/s{note}")
             self.bar.update(n)
 
     def close(self) -> None:

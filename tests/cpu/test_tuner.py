@@ -35,10 +35,13 @@ def test_tune_records_and_resume(tmp_path):
     assert all(r.flop == ansorc.ComputeDAG(tensors).flop_count for r in everything)
 
 
-def test_top_programs_are_retimed_side_by_side(tmp_path):
+def test_top_programs_are_retimed_side_by_side(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANSORC_CACHE_DIR", str(tmp_path / "cache"))
     log = tmp_path / "log.jsonl"
     tensors = workloads.matmul(64, 64, 64)
     res = tune(tensors, trials=12, per_round=6, log=str(log), retime_top=3, retime_rounds=2, **FAST)
+    # Re-timing reuses the candidates' builds: one library per measured program, none more.
+    assert len(list((tmp_path / "cache" / "builds").glob("*.so"))) == 12
     retimes = [r for r in load(log) if r.note == RETIME_NOTE]
     measured = {r.steps_json for r in load(log) if r.note != RETIME_NOTE}
     # Up to 3 distinct measured programs, each re-timed in 2 rounds of 1 repeat, all error-free.
