@@ -212,11 +212,14 @@ def build(sources: Sequence[Source], target_flags: Sequence[str] = DEFAULT_CFLAG
         else:
             todo[key] = source
     workers = max(1, min(n_parallel or os.cpu_count() or 1, len(todo) or 1))
-    extra = pch_flags(cc, flags, timeout) if any(s.lang == "c" for s in todo.values()) else []
+    # The precompiled header pays off for sources that parse the intrinsics header (it is most of their parse).
+    wants_pch = {k for k, s in todo.items() if s.lang == "c" and "#include <immintrin.h>" in s.code}
+    extra = pch_flags(cc, flags, timeout) if wants_pch else []
     # Largest first: compile time grows with the code, and a big one started last would finish alone.
     order = sorted(todo, key=lambda k: -len(todo[k].code))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {key: pool.submit(_compile_one, todo[key], key, out_dir, cc, flags, timeout, extra)
+        futures = {key: pool.submit(_compile_one, todo[key], key, out_dir, cc, flags, timeout,
+                                    extra if key in wants_pch else ())
                    for key in order}
         for key, fut in futures.items():
             results[key] = fut.result()

@@ -4,6 +4,7 @@ import shutil
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -104,6 +105,18 @@ def test_a_read_one_element_past_an_input_faults(build_dir, add_inputs):
     with Runner(*add_inputs, min_repeat_ms=1) as runner:
         result = runner.run([lib])[0]
     assert result.error_code == E.RUNTIME_DEVICE and "SIGSEGV" in result.error_msg
+
+
+def test_intrinsics_sources_use_the_precompiled_header(build_dir, add_inputs):
+    simd = add_source("with_simd")
+    simd = Source("#include <immintrin.h>\n" + simd.code, simd.entry, simd.args)
+    with_pch, plain = build([simd, add_source("no_simd")], build_dir=build_dir)
+    assert with_pch.ok and plain.ok
+    assert "-include" in with_pch.repro_command and "-include" not in plain.repro_command
+    header = with_pch.repro_command.split("-include ")[1].split()[0]
+    assert Path(header + ".gch").exists()  # gcc: the compiled form sits next to the header
+    with Runner(*add_inputs, min_repeat_ms=1) as runner:
+        assert runner.run([with_pch])[0].ok
 
 
 def test_build_cache_hit(build_dir):
