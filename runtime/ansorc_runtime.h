@@ -48,6 +48,8 @@ typedef struct {
   double single_call_cut_min_seconds; /* the warm-up call alone may cut only if it takes longer than this */
   double budget_seconds;   /* 0: none; else skip repeats that would end later than this after the call began,
                               so a slow kernel returns fewer repeats instead of hitting the caller's timeout */
+  double contender_seconds; /* 0: always `repeat` repeats; else stop after the first repeat when its mean exceeds
+                              it: a program clearly behind the best needs no precise median (not a cut) */
 } ansorc_time_config;
 
 typedef struct {

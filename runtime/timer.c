@@ -154,6 +154,7 @@ int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_confi
     result->repeats_done = r + 1;
     result->number_used = (int)calls;
     if (cfg->cut_seconds > 0 && costs[r] > cfg->cut_seconds) { result->cut = 1; break; }
+    if (r == 0 && cfg->contender_seconds > 0 && costs[0] > cfg->contender_seconds) break;
   }
   return 0;
 }

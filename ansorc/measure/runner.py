@@ -259,6 +259,9 @@ class Runner:
       seeded random ones (floats uniform in [-1, 1), ints in [-8, 8)).
     reference_outputs: expected outputs (list or dict by name). Else `reference`, the build of the unscheduled
       program, is run once in the worker to produce them. With neither, outputs are only checked to be written.
+    contender_ratio: with the early cut on and a best known, a program whose first repeat is slower than this
+      times the best gets no further repeats: it is no contender, and one repeat of >= min_repeat_ms places it
+      well enough for the cost model (Ansor times every program with one repeat). None: always `repeat`.
     """
 
     def __init__(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None,
@@ -267,13 +270,15 @@ class Runner:
                  number: int = 1, repeat: int = 3, min_repeat_ms: float = 100.0, warmup: int = 1,
                  timeout: float = 10.0, cache_flush: bool = False, flush_bytes: int | None = None,
                  early_cut_ratio: float | None = 2.0, rtol: float = 1e-4, atol: float = 1e-4, seed: int = 0,
-                 cc: str = "gcc", init_timeout: float = 120.0, probe_seconds: float = PROBE_SECONDS):
+                 cc: str = "gcc", init_timeout: float = 120.0, probe_seconds: float = PROBE_SECONDS,
+                 contender_ratio: float | None = 1.25):
         self.inputs, self.reference_outputs, self.reference = inputs, reference_outputs, reference
         self.args = tuple(args) if args is not None else None
         self.config = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms, "warmup": warmup,
                        "flush_bytes": (flush_bytes or 2 * llc_bytes()) if cache_flush else 0,
                        "single_call_cut_min_seconds": SINGLE_CALL_CUT_MIN_SECONDS}
         self.timeout, self.init_timeout, self.probe_seconds = timeout, init_timeout, probe_seconds
+        self.contender_ratio = contender_ratio
         self.early_cut_ratio, self.rtol, self.atol, self.seed, self.cc = early_cut_ratio, rtol, atol, seed, cc
         self.best_seconds = math.inf     # best full (not cut) median seen by this runner
         self.worker_starts = 0
@@ -347,8 +352,9 @@ class Runner:
         kill = self._kill_seconds(best)
         if not math.isfinite(kill) and probe and self.early_cut_ratio:
             kill = self.probe_seconds
+        contender = self.contender_ratio * best if self.contender_ratio and cut else 0.0
         msg = {"op": "run", "lib": build.lib_path, "entry": build.source.entry, "config": self.config,
-               "cut_seconds": cut, "time_budget": 0.8 * self.timeout}
+               "cut_seconds": cut, "time_budget": 0.8 * self.timeout, "contender_seconds": contender}
         deadline = time.monotonic() + self.timeout
         try:
             worker = self._ensure_worker()

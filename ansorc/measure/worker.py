@@ -34,7 +34,7 @@ RUNTIME_CDEF = """
 typedef int (*ansorc_packed_fn)(void **args);
 typedef struct {
   int number; int repeat; int warmup; double first_call_seconds; double min_repeat_ms; size_t flush_bytes;
-  double cut_seconds; double single_call_cut_min_seconds; double budget_seconds;
+  double cut_seconds; double single_call_cut_min_seconds; double budget_seconds; double contender_seconds;
 } ansorc_time_config;
 typedef struct { int repeats_done; int number_used; int cut; double warmup_seconds; } ansorc_time_result;
 void *ansorc_alloc(size_t bytes);
@@ -270,11 +270,12 @@ class Worker:
             cut = msg["cut_seconds"]
             if cut > 0 and check_seconds > cut and check_seconds > cfg["single_call_cut_min_seconds"]:
                 return {"error_code": NO_ERROR, "costs": [check_seconds], "lower_bound": True, "number": 1}
-            return self.time(fn, cfg, cut, check_seconds, msg["time_budget"] - (time.perf_counter() - start))
+            return self.time(fn, cfg, cut, check_seconds, msg["time_budget"] - (time.perf_counter() - start),
+                             msg.get("contender_seconds", 0.0))
         finally:
             self.libc.dlclose(handle)
 
-    def time(self, fn, cfg: dict, cut: float, check_seconds: float, budget: float) -> dict:
+    def time(self, fn, cfg: dict, cut: float, check_seconds: float, budget: float, contender: float = 0.0) -> dict:
         c = self.ffi.new("ansorc_time_config*")
         # The correctness call just ran the kernel on the same buffers: it counts as the first warm-up call.
         c.number, c.repeat, c.warmup = cfg["number"], cfg["repeat"], max(0, cfg["warmup"] - 1)
@@ -282,6 +283,7 @@ class Worker:
         c.min_repeat_ms, c.flush_bytes = cfg["min_repeat_ms"], cfg["flush_bytes"]
         c.cut_seconds, c.single_call_cut_min_seconds = cut, cfg["single_call_cut_min_seconds"]
         c.budget_seconds = max(budget, 1e-3)
+        c.contender_seconds = contender
         costs = self.ffi.new("double[]", max(1, cfg["repeat"]))
         res = self.ffi.new("ansorc_time_result*")
         rc = self.runtime.ansorc_time_packed(fn, self.task.packed, c, costs, res)

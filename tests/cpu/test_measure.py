@@ -222,6 +222,18 @@ def test_without_a_best_a_long_first_call_is_set_aside_until_one_is_known(build_
     assert alone.error_code == E.RUN_TIMEOUT
 
 
+def test_a_program_clearly_behind_the_best_gets_one_repeat(build_dir):
+    lib = build([matmul_source("mm_behind", 128)], build_dir=build_dir)[0]
+    with Runner(min_repeat_ms=5, repeat=5) as runner:
+        full = runner.run([lib])[0]
+        assert full.ok and len(full.costs) == 5  # no best before it: all repeats
+        # Pretend the best is 1.6x faster: past the contender ratio (1.25), inside the cut (2x).
+        tries = [runner.run([lib], best_seconds=full.median / 1.6)[0] for _ in range(3)]
+    placed = [r for r in tries if r.ok and not r.lower_bound]
+    assert placed, "every try was cut: the machine is too noisy for this test"
+    assert all(len(r.costs) == 1 for r in placed)
+
+
 def test_time_budget_returns_fewer_repeats_instead_of_timeout(build_dir, add_inputs):
     slow = add_source("slow", "C[i] = A[i] + B[i];\n  { volatile long s = 0; if (i == 0) for (long t = 0; t < "
                       "SPIN; ++t) s += t; }")
