@@ -22,10 +22,12 @@ static inline void *ansorc_workspace_alloc(size_t bytes) {
 }
 static inline void ansorc_workspace_free(void *p) { free(p); }
 
-/* Buffers for measurement inputs and outputs: each its own mapping between two PROT_NONE guard pages (a read or
- * write past either end faults), page aligned; when large, 2 MiB aligned and madvise(MADV_HUGEPAGE), so that
- * transparent huge pages back them from the first touch and timings do not drift as the OS collapses pages
- * later. Release with ansorc_free only. */
+/* Buffers for measurement inputs and outputs: each its own mapping with PROT_NONE guard pages around it.
+ * Under 2 MiB: 64-byte aligned and ending where the trailing guard page starts (exactly, when the size is a
+ * multiple of 64 bytes), so reading past the end faults; reads before the start fault only beyond the
+ * slack of the first page. From 2 MiB: 2 MiB aligned, madvise(MADV_HUGEPAGE) so that transparent huge pages back
+ * them from the first touch and timings do not drift as the OS collapses pages later; the trailing guard page
+ * follows the last 4 KiB page. Release with ansorc_free only. */
 void *ansorc_alloc(size_t bytes);
 void ansorc_free(void *p);
 

@@ -18,12 +18,14 @@ typedef struct {
   size_t total;   /* mmap length */
 } alloc_header;
 
-/* Every buffer is its own mapping with a PROT_NONE page before it and after it, so a candidate that reads (or
- * writes) past either end of a buffer faults instead of silently reading a neighbour. Buffers under 2 MiB end
- * where the trailing guard page starts (their start rounded down to 64 bytes, a cache line and an AVX-512
- * vector), so even a read one element past the end faults. Buffers of 2 MiB and more start on a 2 MiB boundary,
- * are never recycled heap memory already backed by small pages (glibc raises its mmap threshold after frees, so
- * malloc would hand those out), and are advised to be backed by transparent huge pages from the first touch. */
+/* Every buffer is its own mapping with a PROT_NONE page before its first page and after its last one, so a
+ * candidate that reads (or writes) well past either end of a buffer faults instead of silently reading a
+ * neighbour. Buffers under 2 MiB end where the trailing guard page starts (their start rounded down to 64 bytes,
+ * a cache line and an AVX-512 vector): with a size that is a multiple of 64 bytes, a read one element past the
+ * end faults; before the start, only reads beyond the first page's slack do. Buffers of 2 MiB and more start on a
+ * 2 MiB boundary, are never recycled heap memory already backed by small pages (glibc raises its mmap threshold
+ * after frees, so malloc would hand those out), and are advised to be backed by transparent huge pages from the
+ * first touch; past their end, up to the rest of the last 4 KiB page is readable. */
 void *ansorc_alloc(size_t bytes) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (bytes == 0) bytes = 1;
@@ -70,7 +72,7 @@ static unsigned flush_round = 0;
 void ansorc_flush_cache(size_t bytes) {
   if (bytes == 0) return;
   if (flush_buffer_bytes < bytes) {
-    free(flush_buffer);
+    ansorc_free(flush_buffer);
     flush_buffer = (unsigned char *)ansorc_alloc(bytes);
     flush_buffer_bytes = flush_buffer ? bytes : 0;
     if (!flush_buffer) return;

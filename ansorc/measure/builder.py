@@ -50,6 +50,7 @@ PCH_HEADER = """#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
 #include <immintrin.h>
 #endif
 """
+PCH_PREFIX = PCH_HEADER.split("#if defined(__x86_64__)")[0]  # generated sources start with exactly this
 
 
 @dataclass(frozen=True)
@@ -104,41 +105,39 @@ def build_key(source: Source, cc: str, flags: Sequence[str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-_pch_cache: dict[tuple, list[str]] = {}
+_pch_cache: dict[tuple, bool] = {}  # (folder, "failed") -> True: this compiler cannot make one
 _pch_lock = threading.Lock()
 
 
 def pch_flags(cc: str, flags: Sequence[str], timeout: float = DEFAULT_BUILD_TIMEOUT) -> list[str]:
-    """["-include", header] with the header's precompiled form next to it, built once per compiler and flags in
-    the cache; [] when the compiler cannot make one (the sources then parse their headers themselves)."""
-    key = (cc, tuple(flags))
+    """["-include", header] with the header's precompiled form next to it, built once per compiler, flags and
+    cache folder; [] when the compiler cannot make one (the sources then parse their headers themselves)."""
+    cflags = [f for f in flags if f != "-shared"]
+    ident = compiler_id(cc)
+    digest = hashlib.sha256("\0".join([PCH_HEADER, ident, *cflags]).encode()).hexdigest()[:16]
+    folder = cache_root() / "pch" / digest
+    header = folder / "ansorc_pch.h"
+    compiled = folder / ("ansorc_pch.h.pch" if "clang" in ident.lower() else "ansorc_pch.h.gch")
     with _pch_lock:
-        if key in _pch_cache:
-            return _pch_cache[key]
-        cflags = [f for f in flags if f != "-shared"]
-        ident = compiler_id(cc)
-        digest = hashlib.sha256("\0".join([PCH_HEADER, ident, *cflags]).encode()).hexdigest()[:16]
-        folder = cache_root() / "pch" / digest
-        header = folder / "ansorc_pch.h"
-        compiled = folder / ("ansorc_pch.h.pch" if "clang" in ident.lower() else "ansorc_pch.h.gch")
-        result: list[str] = []
+        # Checked on every batch, not remembered: the cache folder may have been cleared or switched meanwhile.
         if header.exists() and compiled.exists():
-            result = ["-include", str(header)]
-        else:
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                _write_atomically(header, PCH_HEADER)
-                tmp = compiled.with_name(f"{compiled.name}.tmp.{os.getpid()}")
-                code, _ = _run_compiler([cc, *cflags, "-x", "c-header", "-o", str(tmp), str(header)], timeout)
-                if code == 0:
-                    os.replace(tmp, compiled)
-                    result = ["-include", str(header)]
-                else:
-                    tmp.unlink(missing_ok=True)
-            except OSError:
-                pass
-        _pch_cache[key] = result
-        return result
+            return ["-include", str(header)]
+        if _pch_cache.get((str(folder), "failed")):
+            return []
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if not header.exists() or header.read_text() != PCH_HEADER:
+                _write_atomically(header, PCH_HEADER)  # never rewritten when present: clang checks its mtime
+            tmp = compiled.with_name(f"{compiled.name}.tmp.{os.getpid()}")
+            code, _ = _run_compiler([cc, *cflags, "-x", "c-header", "-o", str(tmp), str(header)], timeout)
+            if code == 0:
+                os.replace(tmp, compiled)
+                return ["-include", str(header)]
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        _pch_cache[(str(folder), "failed")] = True
+        return []
 
 
 def _write_atomically(path: Path, data: str) -> None:
@@ -213,7 +212,10 @@ def build(sources: Sequence[Source], target_flags: Sequence[str] = DEFAULT_CFLAG
             todo[key] = source
     workers = max(1, min(n_parallel or os.cpu_count() or 1, len(todo) or 1))
     # The precompiled header pays off for sources that parse the intrinsics header (it is most of their parse).
-    wants_pch = {k for k, s in todo.items() if s.lang == "c" and "#include <immintrin.h>" in s.code}
+    # Only for generated sources: they start with the same feature macros and includes as the header, so their
+    # meaning cannot change (a hand-written source defining e.g. _GNU_SOURCE after the header would).
+    wants_pch = {k for k, s in todo.items()
+                 if s.lang == "c" and s.code.startswith(PCH_PREFIX) and "#include <immintrin.h>" in s.code}
     extra = pch_flags(cc, flags, timeout) if wants_pch else []
     # Largest first: compile time grows with the code, and a big one started last would finish alone.
     order = sorted(todo, key=lambda k: -len(todo[k].code))

@@ -182,8 +182,11 @@ RETIME_NOTE = "retime"  # Record.note of a side-by-side re-timing of the top pro
 def best(source: RecordSource, workload_key: str, target: str | None = None, k: int = 1) -> list[Record]:
     """The k fastest distinct schedules by median cost, among error-free, fully measured records.
 
-    A schedule re-timed side by side with its rivals (note "retime") is ranked by its latest re-timing, which
-    replaces its earlier single measurements: those may have been a lucky moment of a noisy machine."""
+    Re-timings (note "retime", one timestamp per session) outrank single timings: a schedule re-timed in the
+    latest session is ranked by that re-timing, and a schedule whose every timing predates that session and
+    which was not in it ranks after the session's programs. It lost to them on single timings already, and a
+    single timing on a noisy machine is often a lucky one; comparing it with careful medians would undo the
+    re-timing. Timings newer than the session compete on their medians."""
     fastest: dict[str, Record] = {}
     retimed: dict[str, Record] = {}
     for r in records_for(source, workload_key, target):
@@ -194,8 +197,20 @@ def best(source: RecordSource, workload_key: str, target: str | None = None, k: 
                 retimed[r.steps_json] = r
         elif r.steps_json not in fastest or r.median < fastest[r.steps_json].median:
             fastest[r.steps_json] = r
-    fastest.update(retimed)
-    return sorted(fastest.values(), key=lambda r: r.median)[:k]
+    if not retimed:
+        return sorted(fastest.values(), key=lambda r: r.median)[:k]
+    session = max(r.timestamp for r in retimed.values())
+    newest: dict[str, float] = {}
+    for r in records_for(source, workload_key, target):
+        if r.note != RETIME_NOTE:
+            newest[r.steps_json] = max(newest.get(r.steps_json, -math.inf), r.timestamp)
+
+    def rank(key: str) -> tuple:
+        in_session = key in retimed and retimed[key].timestamp == session
+        record = retimed[key] if key in retimed else fastest[key]
+        return (0 if in_session or newest.get(key, -math.inf) > session else 1, record.median)
+    keys = sorted(set(fastest) | set(retimed), key=rank)
+    return [retimed[key] if key in retimed else fastest[key] for key in keys[:k]]
 
 
 def measured_steps(source: RecordSource, workload_key: str | None = None, target: str | None = None) -> set[str]:

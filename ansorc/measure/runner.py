@@ -135,13 +135,15 @@ class WorkerProcess:
         self.log_offset = 0  # where the current child's part of the shared log starts
 
     def control(self, msg: dict, timeout: float) -> dict:
-        """A request to the zygote."""
+        """A request to the zygote. A zygote that does not answer in time is killed: its late reply would
+        otherwise be read as the answer to the next request."""
         try:
             _send_frame(self.ctl, msg)
             return _read_frame(self.ctl, time.monotonic() + timeout)
-        except (_WorkerDied, BrokenPipeError, ConnectionError, OSError) as exc:
-            if isinstance(exc, _WorkerTimeout):
-                raise
+        except _WorkerTimeout:
+            self.kill()
+            raise _WorkerDied(f"measurement zygote did not answer {msg['op']!r} in {timeout:g} s; killed") from None
+        except (_WorkerDied, OSError):
             raise _WorkerDied(f"measurement zygote died ({self._zygote_status()})\n{self.log_tail()}") from None
 
     def _zygote_status(self) -> str:
@@ -158,14 +160,16 @@ class WorkerProcess:
             _send_frame(self.ctl, {"op": "spawn"})
             socket.send_fds(self.ctl, [b"\0"], [theirs.fileno()])
             reply = _read_frame(self.ctl, time.monotonic() + timeout)
-        except (_WorkerDied, OSError) as exc:
+        except (_WorkerDied, _WorkerTimeout, OSError) as exc:
             mine.close()
-            raise _WorkerDied(f"measurement zygote died ({self._zygote_status()})\n{self.log_tail()}") from exc
+            self.kill()
+            raise _WorkerDied(f"measurement zygote failed to fork a worker ({exc!r}, zygote "
+                              f"{self._zygote_status()})\n{self.log_tail()}") from None
         finally:
             theirs.close()
         if not reply.get("ok"):
             mine.close()
-            raise RuntimeError(f"cannot start a measurement worker: {reply.get('error_msg')}")
+            raise _WorkerDied(f"cannot start a measurement worker: {reply.get('error_msg')}")
         self.child, self.child_pid = mine, reply["pid"]
         self.log_offset = self._log_size()
 
@@ -187,17 +191,17 @@ class WorkerProcess:
         except _WorkerDied:
             raise _WorkerDied(self.end_child()) from None
 
-    def end_child(self, kill: bool = False) -> str:
-        """Kill (if asked) and reap the current child; returns how it ended and its part of the log."""
+    def end_child(self) -> str:
+        """Kill and reap the current child (killing first, so that the zygote's wait cannot block on a child
+        that is still inside a kernel); returns how it ended and its part of the log."""
         if self.child is None:
             return ""
         sock, pid, self.child, self.child_pid = self.child, self.child_pid, None, None
         sock.close()
-        if kill:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         try:
             status = self.control({"op": "reap", "pid": pid}, 30.0).get("status", "ended")
         except (_WorkerDied, _WorkerTimeout):
@@ -205,13 +209,7 @@ class WorkerProcess:
         return f"worker {status}\n{self.log_tail(since=self.log_offset)}".strip()
 
     def close_child(self) -> None:
-        if self.child is None:
-            return
-        try:
-            _send_frame(self.child, {"op": "exit"})
-        except OSError:
-            pass
-        self.end_child(kill=False)
+        self.end_child()
 
     def _log_size(self) -> int:
         try:
@@ -309,7 +307,7 @@ class Runner:
         once the batch has a best, it is recorded as a lower bound if that already proves it too slow, else run
         again in full. early_cut=False times every build in full (re-timing the top programs)."""
         if not early_cut:
-            return [self._run_one(b, None, cut=False) for b in builds]
+            return [self._run_one(b, None, use_best=False) for b in builds]
         results = [self._run_one(b, best_seconds, probe=True) for b in builds]
         for i, r in enumerate(results):
             if isinstance(r, _SetAside):
@@ -338,7 +336,7 @@ class Runner:
         return max(KILL_FACTOR * cut, cut + KILL_SLACK_SECONDS) if cut else math.inf
 
     def _run_one(self, build: BuildResult, best_seconds: float | None, probe: bool = False,
-                 spent: float = 0.0, cut: bool = True) -> "MeasureResult | _SetAside":
+                 spent: float = 0.0, use_best: bool = True) -> "MeasureResult | _SetAside":
         start = time.perf_counter() - spent
         if not build.ok:
             return MeasureResult((), build.error_code, build.error_msg, build.build_seconds, time.time())
@@ -347,37 +345,51 @@ class Runner:
         if _signature(build.source.args) != _signature(self.args):
             return self._result(build, start, MeasureErrorNo.INSTANTIATION_ERROR,
                                 "candidate signature differs from the task's")
-        best = self._best(best_seconds) if cut else math.inf
+        best = self._best(best_seconds) if use_best else math.inf
         cut = self._cut_seconds(best)
         kill = self._kill_seconds(best)
         if not math.isfinite(kill) and probe and self.early_cut_ratio:
             kill = self.probe_seconds
-        contender = self.contender_ratio * best if self.contender_ratio and cut else 0.0
+        contender = self.contender_ratio * best if self.contender_ratio and cut > 0 else 0.0
         msg = {"op": "run", "lib": build.lib_path, "entry": build.source.entry, "config": self.config,
                "cut_seconds": cut, "time_budget": 0.8 * self.timeout, "contender_seconds": contender}
-        deadline = time.monotonic() + self.timeout
-        try:
-            worker = self._ensure_worker()
-            reply = worker.request(msg, deadline)
-            if "calling" in reply:  # the kernel has started: from now on it may run for `kill` seconds
-                called = time.monotonic()
-                try:
-                    reply = worker.read(min(deadline, called + kill))
-                except _WorkerTimeout:
-                    if called + kill >= deadline:
-                        raise
-                    stopped = time.monotonic() - called
-                    worker.end_child(kill=True)
-                    if cut:
-                        return self._stopped(build, stopped, time.perf_counter() - start, kill)
-                    return _SetAside(stopped, time.perf_counter() - start)
-            if "called" in reply:  # the first call returned; checking and timing get the rest of the timeout
-                reply = worker.read(deadline)
-        except _WorkerTimeout:
-            self._worker.end_child(kill=True)
-            return self._result(build, start, MeasureErrorNo.RUN_TIMEOUT, f"run timed out after {self.timeout:g} s")
-        except _WorkerDied as exc:
-            return self._result(build, start, MeasureErrorNo.RUNTIME_DEVICE, str(exc))
+        for attempt in (1, 2):
+            started = False
+            try:
+                worker = self._ensure_worker()  # may start the zygote: not part of the candidate's time limit
+                deadline = time.monotonic() + self.timeout
+                reply = worker.request(msg, deadline)
+                if "calling" in reply:  # the kernel has started: from now on it may run for `kill` seconds
+                    started, called = True, time.monotonic()
+                    try:
+                        reply = worker.read(min(deadline, called + kill))
+                    except _WorkerTimeout:
+                        if called + kill >= deadline:
+                            raise
+                        stopped = time.monotonic() - called
+                        worker.end_child()
+                        if cut:
+                            return self._stopped(build, stopped, time.perf_counter() - start, kill)
+                        return _SetAside(stopped, time.perf_counter() - start)
+                if "called" in reply:  # the first call returned; checking and timing get the rest of the timeout
+                    reply = worker.read(deadline)
+                break
+            except _WorkerTimeout:
+                self._worker.end_child()
+                return self._result(build, start, MeasureErrorNo.RUN_TIMEOUT,
+                                    f"run timed out after {self.timeout:g} s")
+            except _WorkerDied as exc:
+                zygote_alive = self._worker is not None and self._worker.proc.poll() is None
+                if started and zygote_alive:  # the candidate's own process died under it: its crash
+                    return self._result(build, start, MeasureErrorNo.RUNTIME_DEVICE, str(exc))
+                # Died before the kernel ran, or the zygote went too (killed from outside): not the candidate's
+                # doing. Try once more in fresh processes; blame the candidate only if it happens again.
+                if not zygote_alive:
+                    self._discard_worker()
+                if attempt == 2:
+                    code = MeasureErrorNo.RUNTIME_DEVICE if zygote_alive else MeasureErrorNo.UNKNOWN_ERROR
+                    what = "" if zygote_alive else "the measurement processes died (killed from outside?): "
+                    return self._result(build, start, code, what + str(exc))
         if reply.get("error_code", 0) != MeasureErrorNo.NO_ERROR:
             return self._result(build, start, reply["error_code"], reply.get("error_msg", ""))
         result = self._result(build, start, MeasureErrorNo.NO_ERROR, "", tuple(reply["costs"]),

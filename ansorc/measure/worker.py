@@ -216,7 +216,11 @@ class Worker:
         _, fds, _, _ = socket.recv_fds(ctl, 1, 1)
         if not fds:
             return {"ok": False, "error_code": 8, "error_msg": "spawn without a socket"}
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            os.close(fds[0])
+            return {"ok": False, "error_code": 8, "error_msg": f"fork failed: {exc}"}
         if pid == 0:
             code = 0
             try:

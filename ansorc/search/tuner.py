@@ -88,7 +88,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
     record_log = RecordLog(log) if log else None
     done = sum(r.note != RETIME_NOTE for r in history)
     bar = _progress(progress, trials, done)
-    entry_names: dict = {}  # id(state) -> the entry name it was built under, so re-timing hits the build cache
+    entry_names: dict = {}  # state_key -> the entry name it was built under, so re-timing hits the build cache
     last_improved = done
     try:
         while done < trials:
@@ -107,7 +107,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
             for k, st in enumerate(cands):
                 try:
                     sources.append(generate_source(task.dag, st, f"cand_{done + k}", task.target))
-                    entry_names[id(st)] = f"cand_{done + k}"
+                    entry_names[state_key(st)] = f"cand_{done + k}"
                     states.append(st)
                 except (ScheduleError, ValueError, KeyError, NotImplementedError) as e:
                     failed.append((st, f"{type(e).__name__}: {e}"))
@@ -165,7 +165,7 @@ def _retime(task: SearchTask, backend: LocalBackend, top: list, rounds: int, nam
     """Time the `top` (seconds, state) programs again in turn, `rounds` times, in one worker: [(median of all
     their repeats, state, Record)] for those that ran cleanly every time."""
     names = names or {}
-    sources = [generate_source(task.dag, st, names.get(id(st), f"top_{i}"), task.target)
+    sources = [generate_source(task.dag, st, names.get(state_key(st), f"top_{i}"), task.target)
                for i, (_, st) in enumerate(top)]
     builds = backend.build(sources)
     costs: list = [[] for _ in top]
@@ -177,11 +177,12 @@ def _retime(task: SearchTask, backend: LocalBackend, top: list, rounds: int, nam
                 res = backend.run([b], early_cut=False)[0]
                 clean[i] = res.ok and not res.lower_bound
                 costs[i] += res.costs
-                walls[i] += res.all_cost
+                walls[i] += res.all_cost - b.build_seconds
     out = []
-    for (_, st), cs, wall, ok in zip(top, costs, walls, clean):
+    session = time.time()  # one timestamp for the whole session: best() ranks by the latest session
+    for (_, st), cs, wall, ok, b in zip(top, costs, walls, clean, builds):
         if ok and cs:
-            res = MeasureResult(tuple(cs), MeasureErrorNo.NO_ERROR, "", wall, time.time(), False, 0)
+            res = MeasureResult(tuple(cs), MeasureErrorNo.NO_ERROR, "", wall + b.build_seconds, session, False, 0)
             rec = Record.from_measure(task.workload_key, task.target, steps_to_json(st.steps), res,
                                       task.dag.flop_count, note=RETIME_NOTE)
             out.append((rec.median, st, rec))

@@ -11,7 +11,7 @@ import pytest
 
 from ansorc.codegen.source import ArgSpec, Source
 from ansorc.measure.backend import LocalBackend, MeasureBackend
-from ansorc.measure.builder import build
+from ansorc.measure.builder import PCH_PREFIX, build
 from ansorc.measure.errors import MeasureErrorNo as E
 from ansorc.measure.runner import Runner
 
@@ -108,15 +108,31 @@ def test_a_read_one_element_past_an_input_faults(build_dir, add_inputs):
 
 
 def test_intrinsics_sources_use_the_precompiled_header(build_dir, add_inputs):
-    simd = add_source("with_simd")
-    simd = Source("#include <immintrin.h>\n" + simd.code, simd.entry, simd.args)
-    with_pch, plain = build([simd, add_source("no_simd")], build_dir=build_dir)
-    assert with_pch.ok and plain.ok
-    assert "-include" in with_pch.repro_command and "-include" not in plain.repro_command
+    base = add_source("with_simd")
+    generated_like = Source(PCH_PREFIX + "#include <immintrin.h>\n" + base.code, base.entry, base.args)
+    # A hand-written source with its own feature macros keeps its own meaning: no precompiled header for it.
+    own_macros = Source("#define _GNU_SOURCE\n#include <math.h>\n#include <immintrin.h>\n"
+                        + add_source("own_macros", "C[i] = A[i] + B[i] + 0.0f * (float)M_PI;").code,
+                        "own_macros", base.args)
+    with_pch, plain, own = build([generated_like, add_source("no_simd"), own_macros], build_dir=build_dir)
+    assert with_pch.ok and plain.ok and own.ok, own.error_msg
+    assert "-include" in with_pch.repro_command
+    assert "-include" not in plain.repro_command and "-include" not in own.repro_command
     header = with_pch.repro_command.split("-include ")[1].split()[0]
     assert Path(header + ".gch").exists()  # gcc: the compiled form sits next to the header
     with Runner(*add_inputs, min_repeat_ms=1) as runner:
         assert runner.run([with_pch])[0].ok
+
+
+def test_precompiled_header_follows_a_switched_cache_folder(tmp_path, monkeypatch):
+    base = add_source("pch_switch")
+    src = Source(PCH_PREFIX + "#include <immintrin.h>\n" + base.code, base.entry, base.args)
+    monkeypatch.setenv("ANSORC_CACHE_DIR", str(tmp_path / "a"))
+    assert build([src], build_dir=tmp_path / "b1")[0].ok
+    shutil.rmtree(tmp_path / "a")
+    monkeypatch.setenv("ANSORC_CACHE_DIR", str(tmp_path / "b"))
+    again = build([src], build_dir=tmp_path / "b2")[0]
+    assert again.ok and str(tmp_path / "b") in again.repro_command
 
 
 def test_build_cache_hit(build_dir):
@@ -232,6 +248,33 @@ def test_a_program_clearly_behind_the_best_gets_one_repeat(build_dir):
     placed = [r for r in tries if r.ok and not r.lower_bound]
     assert placed, "every try was cut: the machine is too noisy for this test"
     assert all(len(r.costs) == 1 for r in placed)
+
+
+def sleepy_source(entry, micros):
+    base = add_source(entry, f"C[i] = A[i] + B[i]; if (i == 0) usleep({micros});")
+    return Source("#define _DEFAULT_SOURCE\n#include <unistd.h>\n" + base.code, entry, base.args)
+
+
+def test_worker_start_does_not_count_against_the_first_candidate(build_dir):
+    # The reference kernel runs while the worker starts (0.9 s here); the first candidate still gets its 1 s.
+    ref, good = build([sleepy_source("slow_reference", 900_000), add_source("quick")], build_dir=build_dir)
+    with Runner(reference=ref, timeout=1.0, min_repeat_ms=1) as runner:
+        result = runner.run([good])[0]
+    assert result.ok, result.error_msg
+
+
+def test_a_zygote_killed_from_outside_is_not_blamed_on_the_candidate(build_dir, add_inputs):
+    import signal
+    import threading
+    slow = build([sleepy_source("half_second", 500_000)], build_dir=build_dir)[0]
+    with Runner(*add_inputs, timeout=10.0, min_repeat_ms=1, repeat=1) as runner:
+        runner.run([build([add_source("warm")], build_dir=build_dir)[0]])  # zygote and child up
+        zygote = runner._worker.proc.pid
+        threading.Timer(0.2, lambda: os.kill(zygote, signal.SIGKILL)).start()
+        result = runner.run([slow], best_seconds=None, early_cut=False)[0]
+        starts = runner.worker_starts
+    assert result.ok, result.error_msg  # measured again in fresh processes
+    assert starts == 2
 
 
 def test_time_budget_returns_fewer_repeats_instead_of_timeout(build_dir, add_inputs):

@@ -123,14 +123,21 @@ def test_error_codes_match_ansor_and_the_worker():
 def test_best_ranks_a_retimed_schedule_by_its_latest_retiming():
     from dataclasses import replace
     from ansorc.measure.record import RETIME_NOTE
-    lucky = rec(costs=(1.0,), steps=(("SP", 0, 1, 64, [8]),))         # one lucky early timing
-    steady = rec(costs=(1.2,), steps=(("SP", 0, 1, 64, [16]),))
-    retime_lucky = [replace(rec(costs=(1.5, 1.6, 1.4), steps=(("SP", 0, 1, 64, [8]),)), note=RETIME_NOTE,
-                            timestamp=t) for t in (2.0, 3.0)]
-    retime_lucky[1] = replace(retime_lucky[1], costs=(1.3, 1.3, 1.3))
-    retime_steady = replace(rec(costs=(1.25, 1.2, 1.22), steps=(("SP", 0, 1, 64, [16]),)), note=RETIME_NOTE,
-                            timestamp=2.0)
-    top = best([lucky, steady, *retime_lucky, retime_steady], "wk1", k=2)
-    assert [r.steps_json for r in top] == [steady.steps_json, lucky.steps_json]
-    assert [r.median for r in top] == [1.22, 1.3]  # the latest re-timing replaces the lucky 1.0
+
+    def prog(tile, costs, t, note=""):
+        return replace(rec(costs=costs, steps=(("SP", 0, 1, 64, [tile]),)), timestamp=t, note=note)
+    lucky = prog(8, (1.0,), 1.5)             # one lucky early timing
+    steady = prog(16, (1.2,), 1.5)
+    never_retimed = prog(32, (1.1,), 1.6)    # not among the top when the session ran... yet faster on paper
+    session1 = [prog(8, (1.5, 1.6, 1.4), 2.0, RETIME_NOTE), prog(16, (1.25, 1.2, 1.22), 2.0, RETIME_NOTE)]
+    logs = [lucky, steady, never_retimed, *session1]
+    top = best(logs, "wk1", k=3)
+    assert [r.median for r in top] == [1.22, 1.5, 1.1]  # the session's programs first, by their re-timing
+    # A later session replaces the earlier one: the lucky program re-timed again, faster this time.
+    session2 = [prog(8, (1.1, 1.15, 1.12), 3.0, RETIME_NOTE), prog(32, (1.3, 1.3, 1.3), 3.0, RETIME_NOTE)]
+    top = best(logs + session2, "wk1", k=3)
+    assert [r.median for r in top] == [1.12, 1.3, 1.22]
+    # A timing newer than the latest session competes on its median.
+    newer = prog(64, (1.0,), 4.0)
+    assert best(logs + session2 + [newer], "wk1")[0] is newer
     assert best([lucky, steady], "wk1")[0].median == 1.0  # without re-timings: the fastest single timing
