@@ -97,11 +97,18 @@ def _read_frame(sock: socket.socket, deadline: float) -> dict:
     return pickle.loads(_read_exact(sock, size, deadline))
 
 
+def _readable(sock: socket.socket, seconds: float) -> bool:
+    """poll(), not select(): select fails on descriptors >= 1024, which a host process may well hand us."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return bool(poller.poll(max(0, int(seconds * 1000) + 1)))
+
+
 def _read_exact(sock: socket.socket, size: int, deadline: float) -> bytes:
     chunks, left = [], size
     while left:
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([sock], [], [], remaining)[0]:
+        if remaining <= 0 or not _readable(sock, remaining):
             raise _WorkerTimeout()
         try:
             chunk = sock.recv(min(left, 1 << 20))

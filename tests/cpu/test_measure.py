@@ -315,3 +315,20 @@ def test_worker_dies_with_closed_runner(build_dir, add_inputs):
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_runner_works_when_the_host_process_holds_over_1024_files(build_dir, add_inputs):
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("cannot open 1100 files here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]  # our sockets get numbers >= 1024
+    try:
+        lib = build([add_source("many_fds")], build_dir=build_dir)[0]
+        with Runner(*add_inputs, min_repeat_ms=1) as runner:
+            assert runner.run([lib])[0].ok
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
