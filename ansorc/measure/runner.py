@@ -1,22 +1,15 @@
-"""Timed, checked runs of built candidates in one long-lived worker process per task.
+"""Timed, checked runs of built candidates, in worker processes forked from one zygote per task (zygote.py,
+worker.py).
 
-All candidates of a task run in the same worker with the same input buffers: the same binary timed in separate
-processes on these VMs varies by ~30% (page placement), while one process stays steady. A crash or hang kills
-only the worker; it is restarted for the next candidate (and its timings may shift, see docs/measurement.md).
+All candidates of a task run on the same input buffers: the same binary timed in separate processes on these
+VMs varies by ~30% (page placement), and the forked workers share the zygote's input pages. A crash or hang
+kills only the current worker; the next candidate gets a new one in milliseconds, which also lets the runner stop
+a candidate far slower than the best in the middle of a call (docs/measurement.md).
 """
 from __future__ import annotations
 
 import math
-import os
-import pickle
-import select
-import signal
-import socket
 import statistics
-import struct
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +20,8 @@ import numpy as np
 from ansorc.codegen.source import ArgSpec
 from ansorc.measure.builder import BuildResult, runtime_library
 from ansorc.measure.errors import MeasureErrorNo
+from ansorc.measure.zygote import WorkerDied, WorkerProcess, WorkerTimeout
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 SINGLE_CALL_CUT_MIN_SECONDS = 1e-3  # below this, one call is too noisy to cut on; timing it fully is cheap anyway
 MAX_ERROR_MSG_CHARS = 4000
 # A first call still running after max(KILL_FACTOR x cut, cut + KILL_SLACK_SECONDS) is stopped: the slack and
@@ -65,14 +58,6 @@ class _SetAside:
     wall: float
 
 
-class _WorkerDied(Exception):
-    pass
-
-
-class _WorkerTimeout(Exception):
-    pass
-
-
 def llc_bytes() -> int:
     """Size of the largest CPU cache (from sysfs), or 32 MiB when unknown."""
     best = 0
@@ -84,177 +69,6 @@ def llc_bytes() -> int:
         except ValueError:
             pass
     return best or 32 << 20
-
-
-def _send_frame(sock: socket.socket, msg: dict) -> None:
-    data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(struct.pack("<Q", len(data)) + data)
-
-
-def _read_frame(sock: socket.socket, deadline: float) -> dict:
-    """One frame; _WorkerTimeout at the deadline, _WorkerDied(None) when the other end is gone."""
-    (size,) = struct.unpack("<Q", _read_exact(sock, 8, deadline))
-    return pickle.loads(_read_exact(sock, size, deadline))
-
-
-def _readable(sock: socket.socket, seconds: float) -> bool:
-    """poll(), not select(): select fails on descriptors >= 1024, which a host process may well hand us."""
-    poller = select.poll()
-    poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
-    return bool(poller.poll(max(0, int(seconds * 1000) + 1)))
-
-
-def _read_exact(sock: socket.socket, size: int, deadline: float) -> bytes:
-    chunks, left = [], size
-    while left:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not _readable(sock, remaining):
-            raise _WorkerTimeout()
-        try:
-            chunk = sock.recv(min(left, 1 << 20))
-        except (ConnectionResetError, OSError):
-            chunk = b""
-        if not chunk:
-            raise _WorkerDied(None)
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-class WorkerProcess:
-    """The zygote subprocess (see worker.py) and the one child it has forked for us at a time.
-
-    Every request has a deadline. A child that crashes or is killed is reaped through the zygote, which knows
-    how it died; the next request forks a new one, which costs milliseconds, not a Python start."""
-
-    def __init__(self):
-        self.log = tempfile.NamedTemporaryFile(prefix="ansorc-worker-", suffix=".log", delete=False)
-        self.ctl, theirs = socket.socketpair()
-        # Own session: a Ctrl-C meant for us does not hit a timing run; the zygote exits when its socket closes.
-        # numpy's BLAS is never called in the worker; one thread keeps its idle pool off the kernels' cores.
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        self.proc = subprocess.Popen([sys.executable, "-u", str(WORKER_SCRIPT), str(theirs.fileno())],
-                                     stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                                     pass_fds=(theirs.fileno(),), start_new_session=True, env=env)
-        theirs.close()
-        self.child: socket.socket | None = None
-        self.child_pid: int | None = None
-        self.log_offset = 0  # where the current child's part of the shared log starts
-
-    def control(self, msg: dict, timeout: float) -> dict:
-        """A request to the zygote. A zygote that does not answer in time is killed: its late reply would
-        otherwise be read as the answer to the next request."""
-        try:
-            _send_frame(self.ctl, msg)
-            return _read_frame(self.ctl, time.monotonic() + timeout)
-        except _WorkerTimeout:
-            self.kill()
-            raise _WorkerDied(f"measurement zygote did not answer {msg['op']!r} in {timeout:g} s; killed") from None
-        except (_WorkerDied, OSError):
-            raise _WorkerDied(f"measurement zygote died ({self._zygote_status()})\n{self.log_tail()}") from None
-
-    def _zygote_status(self) -> str:
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            return "still running"
-        return f"signal {-code}" if code < 0 else f"exit code {code}"
-
-    def spawn(self, timeout: float = 30.0) -> None:
-        """Fork a fresh child from the zygote."""
-        mine, theirs = socket.socketpair()
-        try:
-            _send_frame(self.ctl, {"op": "spawn"})
-            socket.send_fds(self.ctl, [b"\0"], [theirs.fileno()])
-            reply = _read_frame(self.ctl, time.monotonic() + timeout)
-        except (_WorkerDied, _WorkerTimeout, OSError) as exc:
-            mine.close()
-            self.kill()
-            raise _WorkerDied(f"measurement zygote failed to fork a worker ({exc!r}, zygote "
-                              f"{self._zygote_status()})\n{self.log_tail()}") from None
-        finally:
-            theirs.close()
-        if not reply.get("ok"):
-            mine.close()
-            raise _WorkerDied(f"cannot start a measurement worker: {reply.get('error_msg')}")
-        self.child, self.child_pid = mine, reply["pid"]
-        self.log_offset = self._log_size()
-
-    @property
-    def child_alive(self) -> bool:
-        return self.child is not None
-
-    def request(self, msg: dict, deadline: float) -> dict:
-        """Send to the child; the first frame of its reply (see read)."""
-        try:
-            _send_frame(self.child, msg)
-        except OSError:
-            raise _WorkerDied(self.end_child()) from None
-        return self.read(deadline)
-
-    def read(self, deadline: float) -> dict:
-        try:
-            return _read_frame(self.child, deadline)
-        except _WorkerDied:
-            raise _WorkerDied(self.end_child()) from None
-
-    def end_child(self) -> str:
-        """Kill and reap the current child (killing first, so that the zygote's wait cannot block on a child
-        that is still inside a kernel); returns how it ended and its part of the log."""
-        if self.child is None:
-            return ""
-        sock, pid, self.child, self.child_pid = self.child, self.child_pid, None, None
-        sock.close()
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            status = self.control({"op": "reap", "pid": pid}, 30.0).get("status", "ended")
-        except (_WorkerDied, _WorkerTimeout):
-            status = "ended"
-        return f"worker {status}\n{self.log_tail(since=self.log_offset)}".strip()
-
-    def close_child(self) -> None:
-        self.end_child()
-
-    def _log_size(self) -> int:
-        try:
-            return os.path.getsize(self.log.name)
-        except OSError:
-            return 0
-
-    def log_tail(self, chars: int = 1500, since: int = 0) -> str:
-        try:
-            with open(self.log.name, "rb") as f:
-                f.seek(max(since, self._log_size() - chars))
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the zygote and every child it forked
-        self.proc.wait()
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.close_child()
-            try:
-                _send_frame(self.ctl, {"op": "exit"})
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                pass
-            self.kill()  # children left over (a hung one being reaped) go with the group
-        if self.child is not None:
-            self.child.close()
-            self.child = None
-        self.ctl.close()
-        self.log.close()
-        os.unlink(self.log.name)
 
 
 class Runner:
@@ -370,7 +184,7 @@ class Runner:
                     started, called = True, time.monotonic()
                     try:
                         reply = worker.read(min(deadline, called + kill))
-                    except _WorkerTimeout:
+                    except WorkerTimeout:
                         if called + kill >= deadline:
                             raise
                         stopped = time.monotonic() - called
@@ -381,11 +195,11 @@ class Runner:
                 if "called" in reply:  # the first call returned; checking and timing get the rest of the timeout
                     reply = worker.read(deadline)
                 break
-            except _WorkerTimeout:
+            except WorkerTimeout:
                 self._worker.end_child()
                 return self._result(build, start, MeasureErrorNo.RUN_TIMEOUT,
                                     f"run timed out after {self.timeout:g} s")
-            except _WorkerDied as exc:
+            except WorkerDied as exc:
                 zygote_alive = self._worker is not None and self._worker.proc.poll() is None
                 if started and zygote_alive:  # the candidate's own process died under it: its crash
                     return self._result(build, start, MeasureErrorNo.RUNTIME_DEVICE, str(exc))
@@ -434,7 +248,7 @@ class Runner:
             self._worker = WorkerProcess()
             try:
                 reply = self._worker.control(self._init_msg, self.init_timeout)
-            except (_WorkerDied, _WorkerTimeout) as exc:
+            except (WorkerDied, WorkerTimeout) as exc:
                 log = self._worker.log_tail()
                 self._discard_worker()
                 raise RuntimeError(f"measurement worker failed to start: {exc!r}\n{log}") from None
