@@ -3,13 +3,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .expr import Const
+from .expr import Const, walk
 from .expr import substitute as substitute_expr
 from .simplify import simplify
 from .state import ScheduleError
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 
 MAX_EXPLICIT_UNROLL = 64  # an iterator annotated "unroll" is replicated up to this extent, else left to gcc
+# A loop is not replicated when the copies would hold more expression nodes than this: 512 unrolled steps of a
+# big body (a strided transposed conv, a 3-D conv with padding) make 300-500 KB of C that gcc needs 10-20 s for
+# at -O3 (past the build timeout), for no speed: such bodies are far past the register file anyway.
+MAX_UNROLLED_NODES = 8_000
 
 
 def map_stmt_exprs(s: Stmt, fn, bounds: dict) -> Stmt:
@@ -52,6 +56,19 @@ def _steps(s: Stmt) -> int:
     return 0
 
 
+def _nodes(s: Stmt) -> int:
+    """Expression nodes in s as written (a loop counts its body once): a measure of the C it becomes."""
+    total = 0
+    for st in walk_stmt(s):
+        if isinstance(st, Store):
+            total += 1 + sum(1 for i in st.indices for _ in walk(i)) + sum(1 for _ in walk(st.value))
+        elif isinstance(st, IfThenElse):
+            total += sum(1 for _ in walk(st.cond))
+        elif isinstance(st, For):
+            total += 1
+    return total
+
+
 def _replicate(f: For) -> Stmt:
     return seq(*[map_stmt_exprs(f.body, lambda e, b, k=k: substitute_expr(e, {f.var: Const(k, "int32")}), {})
                  for k in range(f.extent)])
@@ -67,9 +84,9 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
             f = replace(s, body=body, auto_unroll=0)
             if any(isinstance(x, Allocate) for x in walk_stmt(body)):
                 return f  # replicas would redeclare the buffer in one scope; a producer nest stays a loop
-            if f.kind == "unroll" and f.extent <= MAX_EXPLICIT_UNROLL:
-                return _replicate(f)
-            if f.kind == "serial" and ms and _steps(f) <= ms:
+            wants = (f.kind == "unroll" and f.extent <= MAX_EXPLICIT_UNROLL) or \
+                (f.kind == "serial" and ms and _steps(f) <= ms)
+            if wants and f.extent * _nodes(body) <= MAX_UNROLLED_NODES:
                 return _replicate(f)
             return f
         if isinstance(s, Seq):
