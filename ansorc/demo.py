@@ -11,6 +11,7 @@ import numpy as np
 from .autotune import compile as compile_kernel
 from .frontend import load
 from .kernel import array, empty
+from .measure.alternate import median_alternating
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -18,24 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def side_by_side(ours, theirs, rounds: int = 7, min_round: float = 0.1, pause: float = 0.25) -> tuple:
     """Median seconds per call of each, alternating round by round so both see the same machine state.
     The pause lets the other runtime's worker threads stop spinning (OpenBLAS spins ~0.1 s after a call)."""
-    calls = []
-    for fn in (ours, theirs):
-        fn()
-        t0, n = time.perf_counter(), 0
-        while time.perf_counter() - t0 < min_round:
-            fn()
-            n += 1
-        calls.append(max(1, n))
-    times: list = [[], []]
-    for _ in range(rounds):
-        for k, fn in enumerate((ours, theirs)):
-            time.sleep(pause)
-            fn()  # wake this runtime's threads
-            t0 = time.perf_counter()
-            for _ in range(calls[k]):
-                fn()
-            times[k].append((time.perf_counter() - t0) / calls[k])
-    return float(np.median(times[0])), float(np.median(times[1]))
+    med = median_alternating({"ours": ours, "theirs": theirs}, rounds, min_round, pause, wake=True)
+    return med["ours"], med["theirs"]
 
 
 def main(argv=None) -> int:

@@ -23,10 +23,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ansorc.codegen.source import ArgSpec, Source  # noqa: E402
 from ansorc.measure.builder import build  # noqa: E402
 from ansorc.measure.runner import Runner  # noqa: E402
+from peak_fma import busy_cpus, wait_until_idle  # noqa: E402
 
 PACKED = "int {e}_packed(void** args) {{ return {e}((const float*)args[0], (const float*)args[1], (float*)args[2]); }}\n"
 
@@ -93,16 +95,6 @@ def matmul_sources(n: int = 1024, count: int = 64, seed: int = 0) -> list[Source
     return sources
 
 
-def busy_cpus(seconds: float = 0.5) -> float:
-    """CPUs kept busy by everything on the machine over a short window (from /proc/stat)."""
-    def sample():
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-        return sum(fields), fields[3] + fields[4]  # total, idle + iowait
-    (t0, i0), _ = sample(), time.sleep(seconds)
-    t1, i1 = sample()
-    return round((1 - (i1 - i0) / max(1, t1 - t0)) * (os.cpu_count() or 1), 2)
-
-
 class OtherLoad:
     """CPUs used by other processes over a span: machine-wide busy time minus our own and our workers'."""
 
@@ -123,15 +115,6 @@ class OtherLoad:
         busy0, own0, t0 = self.start
         other = (self._machine_busy() - busy0) - (self._own() - own0)
         return round(max(0.0, other) / max(1e-9, time.monotonic() - t0), 2)
-
-
-def wait_until_idle(max_wait: float, threshold: float = 0.2) -> float:
-    """Wait (up to max_wait s) until other processes use < threshold CPUs; returns the last reading."""
-    deadline = time.monotonic() + max_wait
-    busy = busy_cpus()
-    while busy > threshold and time.monotonic() < deadline:
-        busy = busy_cpus(1.0)
-    return busy
 
 
 def load_sources(spec: str):
@@ -211,7 +194,7 @@ def main(argv=None) -> int:
     runner_kwargs = {"repeat": a.repeat, "min_repeat_ms": a.min_repeat_ms, "early_cut_ratio": a.early_cut or None,
                      "cache_flush": a.cache_flush}
     # Other processes on a 2-core VM change every figure here; the report says how busy the machine was.
-    report = {"busy_cpus_before": wait_until_idle(a.wait_idle) if a.wait_idle else busy_cpus(),
+    report = {"busy_cpus_before": wait_until_idle(a.wait_idle, threshold=0.2) if a.wait_idle else busy_cpus(),
               "settings": runner_kwargs}
     with tempfile.TemporaryDirectory(prefix="ansorc-bench-") as build_dir:
         report["throughput"] = measure_batch(sources, reference, runner_kwargs, build_dir)

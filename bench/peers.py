@@ -25,30 +25,10 @@ from ansorc.api import build  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.ir.state import replay  # noqa: E402
 from ansorc.ir.steps import steps_from_json  # noqa: E402
+from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, best, load  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
-
-
-def _median_alternating(fns: dict, rounds: int = 15, min_time: float = 0.05) -> dict:
-    """Median seconds per call of each fn, interleaved so every fn sees the same machine state."""
-    calls = {}
-    for name, fn in fns.items():
-        fn()
-        t0, n = time.perf_counter(), 0
-        while time.perf_counter() - t0 < min_time:
-            fn()
-            n += 1
-        calls[name] = max(1, n)
-    times = {k: [] for k in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            time.sleep(0.02)  # idle spinning threads of the previous runtime go to sleep
-            t0 = time.perf_counter()
-            for _ in range(calls[name]):
-                fn()
-            times[name].append((time.perf_counter() - t0) / calls[name])
-    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def _torch_conv(kind: str):
@@ -109,7 +89,7 @@ def main(argv=None) -> int:
             fns["peer"] = lambda: np.matmul(a, b)
         else:
             fns["peer"] = _torch_conv(name)
-        med = _median_alternating(fns)
+        med = median_alternating(fns, rounds=15, min_time=0.05, pause=0.02)  # 20 ms: idle threads go to sleep
         ours_key = min((k for k in med if k != "peer"), key=med.get)
         gf = dag.flop_count / 1e9
         row = {"op": name, "peer": peer, "ours_gflops": gf / med[ours_key], "peer_gflops": gf / med["peer"],

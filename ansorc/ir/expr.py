@@ -317,20 +317,21 @@ def rebuild(e: Expr, kids: tuple) -> Expr:
     return f(e, kids)
 
 
-def transform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
-    """Bottom-up rewrite: fn returns a replacement or None to keep the rebuilt node."""
-    new = rebuild(e, tuple(transform(c, fn) for c in children(e)))
+def transform(e: Expr, fn: Callable[[Expr], Expr | None], kids_of=children, rebuild_with=rebuild) -> Expr:
+    """Bottom-up rewrite: fn returns a replacement or None to keep the rebuilt node. kids_of/rebuild_with extend
+    it to other node families (the vector IR passes its own)."""
+    new = rebuild_with(e, tuple(transform(c, fn, kids_of, rebuild_with) for c in kids_of(e)))
     out = fn(new)
     return new if out is None else out
 
 
-def walk(e: Expr):
+def walk(e: Expr, kids_of=children):
     """Pre-order iteration over all nodes."""
     stack = [e]
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(reversed(children(n)))
+        stack.extend(reversed(kids_of(n)))
 
 
 def substitute(e: Expr, mapping: dict) -> Expr:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .expr import Expr, children as scalar_children, rebuild as scalar_rebuild
+from .expr import Expr, children as scalar_children, rebuild as scalar_rebuild, transform, walk
 from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store, seq
 
 
@@ -173,17 +173,11 @@ def vrebuild(e: Expr, kids: tuple) -> Expr:
 
 def vtransform(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     """Bottom-up rewrite over scalar and vector nodes; fn returns a replacement or None."""
-    new = vrebuild(e, tuple(vtransform(c, fn) for c in vchildren(e)))
-    out = fn(new)
-    return new if out is None else out
+    return transform(e, fn, vchildren, vrebuild)
 
 
 def vwalk(e: Expr):
-    stack = [e]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(vchildren(n)))
+    return walk(e, vchildren)
 
 
 def map_exprs(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:

@@ -105,7 +105,7 @@ def build_key(source: Source, cc: str, flags: Sequence[str]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-_pch_cache: dict[tuple, bool] = {}  # (folder, "failed") -> True: this compiler cannot make one
+_pch_failed: set[str] = set()  # PCH folders whose header this compiler could not precompile
 _pch_lock = threading.Lock()
 
 
@@ -122,7 +122,7 @@ def pch_flags(cc: str, flags: Sequence[str], timeout: float = DEFAULT_BUILD_TIME
         # Checked on every batch, not remembered: the cache folder may have been cleared or switched meanwhile.
         if header.exists() and compiled.exists():
             return ["-include", str(header)]
-        if _pch_cache.get((str(folder), "failed")):
+        if str(folder) in _pch_failed:
             return []
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -136,7 +136,7 @@ def pch_flags(cc: str, flags: Sequence[str], timeout: float = DEFAULT_BUILD_TIME
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
-        _pch_cache[(str(folder), "failed")] = True
+        _pch_failed.add(str(folder))
         return []
 
 

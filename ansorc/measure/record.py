@@ -189,7 +189,10 @@ def best(source: RecordSource, workload_key: str, target: str | None = None, k: 
     re-timing. Timings newer than the session compete on their medians."""
     fastest: dict[str, Record] = {}
     retimed: dict[str, Record] = {}
+    newest: dict[str, float] = {}  # latest single timing (any outcome) of each schedule
     for r in records_for(source, workload_key, target):
+        if r.note != RETIME_NOTE:
+            newest[r.steps_json] = max(newest.get(r.steps_json, -math.inf), r.timestamp)
         if not r.ok or r.lower_bound:
             continue
         if r.note == RETIME_NOTE:
@@ -200,10 +203,6 @@ def best(source: RecordSource, workload_key: str, target: str | None = None, k: 
     if not retimed:
         return sorted(fastest.values(), key=lambda r: r.median)[:k]
     session = max(r.timestamp for r in retimed.values())
-    newest: dict[str, float] = {}
-    for r in records_for(source, workload_key, target):
-        if r.note != RETIME_NOTE:
-            newest[r.steps_json] = max(newest.get(r.steps_json, -math.inf), r.timestamp)
 
     def rank(key: str) -> tuple:
         in_session = key in retimed and retimed[key].timestamp == session

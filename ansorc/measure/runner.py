@@ -143,7 +143,7 @@ class Runner:
         """End the current worker child: the next candidate runs in a newly forked one (benchmarks use this to
         compare timings across children)."""
         if self._worker is not None:
-            self._worker.close_child()
+            self._worker.end_child()
 
     def _best(self, best_seconds: float | None) -> float:
         return min(self.best_seconds, best_seconds if best_seconds is not None else math.inf)

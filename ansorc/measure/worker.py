@@ -15,11 +15,13 @@ import faulthandler
 import mmap
 import os
 import pickle
+import signal
 import socket
 import struct
 import sys
 import threading
 import time
+import traceback
 
 import numpy as np
 from cffi import FFI
@@ -202,7 +204,6 @@ class Worker:
                         np.frombuffer(buf, dtype=arr.dtype, count=arr.size)[...] = arr.reshape(-1)
                     code = 0
             except BaseException:  # noqa: BLE001  (reported as the exit code; the traceback goes to the log)
-                import traceback
                 traceback.print_exc()
             os._exit(code)
         _, status = os.waitpid(pid, 0)
@@ -229,7 +230,6 @@ class Worker:
                 self.task.alloc_outputs()
                 self.serve(fds[0])
             except BaseException:  # noqa: BLE001
-                import traceback
                 traceback.print_exc()
                 code = 1
             os._exit(code)
@@ -300,7 +300,6 @@ class Worker:
 def describe_status(status: int) -> str:
     """A waitpid status in words."""
     if os.WIFSIGNALED(status):
-        import signal
         sig = os.WTERMSIG(status)
         try:
             return f"killed by {signal.Signals(sig).name}"

@@ -154,9 +154,6 @@ class WorkerProcess:
             status = "ended"
         return f"worker {status}\n{self.log_tail(since=self.log_offset)}".strip()
 
-    def close_child(self) -> None:
-        self.end_child()
-
     def _log_size(self) -> int:
         try:
             return os.path.getsize(self.log.name)
@@ -178,7 +175,7 @@ class WorkerProcess:
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.close_child()
+            self.end_child()
             try:
                 _send_frame(self.ctl, {"op": "exit"})
             except OSError:

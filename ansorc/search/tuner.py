@@ -88,7 +88,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
     record_log = RecordLog(log) if log else None
     done = sum(r.note != RETIME_NOTE for r in history)
     bar = _progress(progress, trials, done)
-    entry_names: dict = {}  # state_key -> the entry name it was built under, so re-timing hits the build cache
+    entry_names: dict = {}  # steps_json -> the entry name it was built under, so re-timing hits the build cache
     last_improved = done
     try:
         while done < trials:
@@ -107,7 +107,6 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
             for k, st in enumerate(cands):
                 try:
                     sources.append(generate_source(task.dag, st, f"cand_{done + k}", task.target))
-                    entry_names[state_key(st)] = f"cand_{done + k}"
                     states.append(st)
                 except (ScheduleError, ValueError, KeyError, NotImplementedError) as e:
                     failed.append((st, f"{type(e).__name__}: {e}"))
@@ -123,6 +122,7 @@ def tune(tensors, trials: int = 64, log: str | None = None, target: str = "nativ
                                          task.dag.flop_count) for st, msg in failed]
             if record_log:
                 record_log.append(recs)
+            entry_names.update((rec.steps_json, src.entry) for src, rec in zip(sources, recs))
             for st, rec in zip(states + [s for s, _ in failed], recs):
                 measured.add(rec.steps_json)
                 if rec.ok and not rec.lower_bound:
@@ -165,8 +165,9 @@ def _retime(task: SearchTask, backend: LocalBackend, top: list, rounds: int, nam
     """Time the `top` (seconds, state) programs again in turn, `rounds` times, in one worker: [(median of all
     their repeats, state, Record)] for those that ran cleanly every time."""
     names = names or {}
-    sources = [generate_source(task.dag, st, names.get(state_key(st), f"top_{i}"), task.target)
-               for i, (_, st) in enumerate(top)]
+    steps = [steps_to_json(st.steps) for _, st in top]
+    sources = [generate_source(task.dag, st, names.get(steps_key(sj), f"top_{i}"), task.target)
+               for i, ((_, st), sj) in enumerate(zip(top, steps))]
     builds = backend.build(sources)
     costs: list = [[] for _ in top]
     walls = [0.0 for _ in top]
@@ -180,11 +181,11 @@ def _retime(task: SearchTask, backend: LocalBackend, top: list, rounds: int, nam
                 walls[i] += res.all_cost - b.build_seconds
     out = []
     session = time.time()  # one timestamp for the whole session: best() ranks by the latest session
-    for (_, st), cs, wall, ok, b in zip(top, costs, walls, clean, builds):
+    for (_, st), sj, cs, wall, ok, b in zip(top, steps, costs, walls, clean, builds):
         if ok and cs:
             res = MeasureResult(tuple(cs), MeasureErrorNo.NO_ERROR, "", wall + b.build_seconds, session, False, 0)
-            rec = Record.from_measure(task.workload_key, task.target, steps_to_json(st.steps), res,
-                                      task.dag.flop_count, note=RETIME_NOTE)
+            rec = Record.from_measure(task.workload_key, task.target, sj, res, task.dag.flop_count,
+                                      note=RETIME_NOTE)
             out.append((rec.median, st, rec))
     return out
 
