@@ -1,6 +1,7 @@
 """Tuning throughput: trials per minute of a real tuning run, split into build, run and search time.
 
     python bench/tuning_rate.py --trials 256            # GMM 1024, tuner defaults, empty build cache
+    python bench/tuning_rate.py --op C2D --trials 192   # C2D 1,56,56,64,64,3,1,1 (56x56x64->64, 3x3)
 
 Every build is real (a fresh temporary ANSORC_CACHE_DIR), so the figure compares with a tuner that compiles every
 candidate. For scale: TVM MetaSchedule builds and runs 64 GMM 1024 candidates in about 56 s on the 2-core dev VM.
@@ -22,17 +23,21 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--op", choices=("GMM", "C2D"), default="GMM")
     p.add_argument("--n", type=int, default=1024, help="GMM size (n x n x n)")
     a = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ansorc-rate-") as tmp:
         os.environ["ANSORC_CACHE_DIR"] = tmp  # before the import: the builder reads it per call, but be explicit
         import ansorc
         from ansorc import workloads
+        if a.op == "GMM":
+            name, tensors = f"GMM {a.n}", workloads.matmul(a.n, a.n, a.n)
+        else:
+            name, tensors = "C2D 1,56,56,64,64,3,1,1", workloads.WORKLOADS["C2D"][0](1, 56, 56, 64, 64, 3, 1, 1)
         start = time.perf_counter()
-        r = ansorc.tune(workloads.matmul(a.n, a.n, a.n), trials=a.trials, log=os.path.join(tmp, "log.jsonl"),
-                        seed=a.seed, progress=False)
+        r = ansorc.tune(tensors, trials=a.trials, log=os.path.join(tmp, "log.jsonl"), seed=a.seed, progress=False)
         wall = time.perf_counter() - start
-    print(json.dumps({"workload": f"GMM {a.n}", "trials": a.trials, "seed": a.seed, "wall_s": round(wall, 1),
+    print(json.dumps({"workload": name, "trials": a.trials, "seed": a.seed, "wall_s": round(wall, 1),
                       "build_s": round(r.build_seconds, 1), "run_s": round(r.run_seconds, 1),
                       "search_s": round(r.overhead_seconds, 1), "retime_s": round(r.retime_seconds, 1),
                       "best_gflops_retimed": round(r.best_gflops, 1),
