@@ -4,6 +4,11 @@ Every generated C source defines two functions:
     int ENTRY(const float* restrict A, ..., float* restrict OUT, ...);   /* inputs then outputs */
     int ENTRY_packed(void** args);                                         /* same, args[i] = pointer i */
 Both return 0 on success and non-zero if a workspace allocation failed. Arrays are dense, row-major.
+
+A CUDA source (lang "cuda") holds one or more `extern "C" __global__` kernels, described by `launches`, plus
+an `extern "C"` host launcher ENTRY(inputs..., outputs..., cudaStream_t stream) for exported libraries. The
+measurement runner ignores the launcher: it loads the cubin and replays `launches` itself, with device buffers
+for args and workspaces.
 """
 from __future__ import annotations
 
@@ -27,11 +32,31 @@ class ArgSpec:
 
 
 @dataclass(frozen=True)
+class Launch:
+    """One CUDA kernel launch of a program: which __global__ function, its grid and block, its arguments."""
+    kernel: str          # the __global__ function's name in Source.code
+    grid: tuple          # (x, y, z) blocks
+    block: tuple         # (x, y, z) threads per block
+    args: tuple          # indices into Source.args + Source.workspaces (args first), in parameter order
+    shared_bytes: int = 0   # dynamic shared memory; static __shared__ arrays are not counted here
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A global intermediate buffer of a CUDA program (a root stage that is neither input nor output)."""
+    name: str
+    dtype: str
+    size: int            # elements
+
+
+@dataclass(frozen=True)
 class Source:
     code: str        # complete C (or CUDA) translation unit
-    entry: str       # the kernel's function name; ENTRY_packed is the packed wrapper
+    entry: str       # the kernel's function name; ENTRY_packed is the packed wrapper (C); the host launcher (CUDA)
     args: tuple      # ArgSpec, inputs first then outputs, in call order
     lang: str = "c"  # "c" | "cuda"
+    launches: tuple = ()     # CUDA: Launch, in order; every launch runs on one stream
+    workspaces: tuple = ()   # CUDA: Workspace, allocated by the caller (runner) or the host launcher
 
     @property
     def key(self) -> str:
