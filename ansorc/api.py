@@ -1,13 +1,9 @@
 """The user-facing entry points: build (schedule -> Kernel); tune/compile/load are added by later layers."""
 from __future__ import annotations
 
-from .codegen.c import codegen_c
+from .codegen.pipeline import as_dag, render
 from .codegen.source import Source
 from .codegen.target import Target
-from .ir.dag import ComputeDAG
-from .ir.lower import lower
-from .ir.names import c_ident
-from .ir.state import State, replay
 from .kernel import Kernel
 from .measure.builder import build as build_sources
 
@@ -16,21 +12,10 @@ class BuildError(RuntimeError):
     pass
 
 
-def _as_dag(tensors) -> ComputeDAG:
-    return tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
-
-
 def generate_source(tensors, schedule=None, name: str = "kernel", target=None) -> Source:
     """Lower and render C for a DAG under a schedule (a State, a list of steps, or None for the naive nest), for
     `target` (a Target or a name: "native" (default), "avx512", "avx2", "neon", "generic")."""
-    dag = _as_dag(tensors)
-    if schedule is None:
-        state = State.initial(dag)
-    elif isinstance(schedule, State):
-        state = schedule
-    else:
-        state = replay(dag, schedule)
-    return codegen_c(lower(state, c_ident(name)), target)
+    return render(tensors, schedule, name, target)
 
 
 def build(tensors, schedule=None, target="native", name: str = "kernel", cc: str | None = None,
@@ -47,7 +32,7 @@ def build(tensors, schedule=None, target="native", name: str = "kernel", cc: str
     [res] = build_sources([source], target_flags=tgt.flags if flags is None else flags, cc=cc or tgt.cc)
     if not res.ok:
         raise BuildError(res.error_msg)
-    dag = _as_dag(tensors)
+    dag = as_dag(tensors)
 
     def regenerate(new_name):  # the same program for the same target, under another C name
         return generate_source(dag, schedule, new_name, tgt)

@@ -6,7 +6,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from ..api import generate_source
+from ..codegen.pipeline import render as generate_source
 from ..ir.evaluate import evaluate, random_inputs
 from ..ir.state import ScheduleError, State, replay
 from ..ir.steps import steps_from_json, steps_to_json
