@@ -12,11 +12,14 @@ from .expr import Binary, Const, Expr, Logic, Read, Var, free_vars, substitute, 
 from .names import NameTable
 from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
-from .state import ScheduleError, State
-from .stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Store, seq
+from .state import FuseRel, ScheduleError, State
+from .stmt import THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, seq
 from .te import _identity
 
-_KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll"}
+_KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
+         **{k: k for k in THREAD_KINDS}}
+# A shared-memory stage is computed by all threads of a block together: its region spans these loops.
+_SHARED_ACROSS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 
 
 @dataclass
@@ -29,6 +32,7 @@ class _StageInfo:
     buffer: Buffer
     offsets: tuple           # region start per dimension (Expr), zeros unless local
     reduce_vars: set = field(default_factory=set)
+    parts: dict = field(default_factory=dict)   # loop var name -> names of its fused parts' analysis vars
 
 
 class _Lowerer:
@@ -48,6 +52,10 @@ class _Lowerer:
         self.info: dict[str, _StageInfo] = {}
         self.bounds: dict = {}
         self.memo: dict = {}     # simplify() results by node identity, for this lowering only
+        # A GPU-bound fused loop (block/thread/vthread) is analysed through one variable per fused part, so
+        # that indices stay affine and a shared stage's region can span the thread parts; each part variable
+        # is replaced by `fused // inner % extent` when a statement is emitted.
+        self.part_defs: dict = {}
         for s in state.stages:
             check_decided(s)
 
@@ -81,14 +89,16 @@ class _Lowerer:
         ext = infer_extents(st, {a.name: e for a, (_, e) in zip(op.axes, region)})
         for it in st.iters:
             self.bounds[loop_vars[it.name].name] = (0, ext[it.name] - 1)
-        vals, guards = axis_values(st, loop_vars, ext)
+        parts = self._fused_parts(st, loop_vars, ext)
+        vals, guards = axis_values(st, loop_vars, ext, parts)
         axis_abs = {a.name: simplify(Binary("+", m, vals[a.name], "int32"), self.bounds, self.memo)
                     for a, (m, _) in zip(op.axes, region)}
         axis_abs.update({a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.reduce_axes})
         if is_output:
             buf, offsets, rel = self.buffers[name], tuple(Const(0, "int32") for _ in op.axes), axis_abs
         elif st.compute_at == "attached":
-            buf = Buffer(self.names.get(("buf", name), name), tuple(e for _, e in region), op.dtype, "local")
+            scope = "shared" if st.scope == "shared" else "local"
+            buf = Buffer(self.names.get(("buf", name), name), tuple(e for _, e in region), op.dtype, scope)
             offsets = tuple(m for m, _ in region)
             rel = {a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.axes}
         else:
@@ -97,9 +107,36 @@ class _Lowerer:
         self.buffers[name] = buf
         reduce_vars = {loop_vars[it.name].name for it in st.iters if it.kind == "R"}
         guards = [simplify(g, self.bounds, self.memo) for g in guards]
-        info = _StageInfo(loop_vars, ext, axis_abs, rel, guards, buf, offsets, reduce_vars)
+        info = _StageInfo(loop_vars, ext, axis_abs, rel, guards, buf, offsets, reduce_vars,
+                          {loop_vars[f].name: [v.name for v in pv.values()] for f, pv in parts.items()})
         self.info[name] = info
         return info
+
+    def _fused_parts(self, st, loop_vars: dict, ext: dict) -> dict:
+        """{fused GPU-bound leaf: {parent: part Var}}, registering each part's bound and definition."""
+        bound_leaves = {it.name for it in st.iters if it.annotation in THREAD_KINDS}
+        parts = {}
+        for rel in st.relations:
+            if not isinstance(rel, FuseRel) or rel.child not in bound_leaves:
+                continue
+            fused, inner, pv = loop_vars[rel.child], 1, {}
+            for p in reversed(rel.parents):
+                v = Var(self.names.get(("part", st.name, p), f"{st.name}_{p}"))
+                e = fused if inner == 1 else Binary("//", fused, Const(inner, "int32"), "int32")
+                if p != rel.parents[0]:
+                    e = Binary("%", e, Const(ext[p], "int32"), "int32")
+                self.part_defs[v.name] = e
+                self.bounds[v.name] = (0, ext[p] - 1)
+                pv[p] = v
+                inner *= ext[p]
+            parts[rel.child] = pv
+        return parts
+
+    def concrete(self, e: Expr) -> Expr:
+        """e with fused-part analysis variables replaced by their definitions over the real loop variables."""
+        if not self.part_defs or not (free_vars(e) & self.part_defs.keys()):
+            return e
+        return simplify(substitute(e, self.part_defs), self.bounds, self.memo)
 
     # ------------------------------------------------------------------ bound inference
     def region(self, name: str) -> list:
@@ -117,6 +154,8 @@ class _Lowerer:
             raise ScheduleError(f"stage {name!r} is computed at {cname}.{citer} but also read by {outside}, "
                                 "which is not computed inside that loop")
         enclosing = self._enclosing_vars(cname, citer)
+        if st.scope == "shared":
+            enclosing -= self._enclosing_vars(cname, citer, kinds=_SHARED_ACROSS)
         idx_per_dim = [[] for _ in st.op.shape]
         for r in readers:
             info = self.stage_info(r)
@@ -131,13 +170,18 @@ class _Lowerer:
             out.append(self._dim_region(idx_per_dim[d], varying, size))
         return out
 
-    def _enclosing_vars(self, stage: str, iter_name: str) -> set:
+    def _enclosing_vars(self, stage: str, iter_name: str, kinds: tuple | None = None) -> set:
+        """Loop variables (and their fused parts) around stage.iter_name; only loops of `kinds` if given."""
         st = self.stages[stage]
         info = self.stage_info(stage)
         pos = st.iter_index(iter_name)
-        out = {info.loop_vars[it.name].name for it in st.iters[:pos + 1]}
+        out = set()
+        for it in st.iters[:pos + 1]:
+            if kinds is None or _KIND.get(it.annotation) in kinds:
+                v = info.loop_vars[it.name].name
+                out |= {v, *info.parts.get(v, ())}
         if st.compute_at == "attached":
-            out |= self._enclosing_vars(*st.attach)
+            out |= self._enclosing_vars(*st.attach, kinds=kinds)
         return out
 
     def _inside(self, reader: str, stage: str, iter_name: str) -> bool:
@@ -213,6 +257,8 @@ class _Lowerer:
             me = Read(buf, store_idx, op.dtype)
             value = Binary("+", me, value, op.dtype) if op.combiner == "sum" else Binary(op.combiner, me, value,
                                                                                         op.dtype)
+        c = self.concrete
+        store_idx, value, guards_all = tuple(map(c, store_idx)), c(value), [c(g) for g in guards_all]
         main = _guarded(Store(buf, store_idx, value), guards_all)
         r0 = next((i for i, it in enumerate(st.iters) if it.kind == "R"), None) if op.combiner else None
         init = None
@@ -233,9 +279,11 @@ class _Lowerer:
             if init is not None and r0 == pos + 1:
                 inner = seq(init, inner)
             attached = self.state.attached_at(name, it.name)
-            body = seq(*[self.emit(a) for a in attached], inner)
+            shared = [a for a in attached if self.stage_info(a).buffer.scope == "shared"]
+            fetch = (Barrier(), *[self.emit(a) for a in shared], Barrier()) if shared else ()
+            body = seq(*fetch, *[self.emit(a) for a in attached if a not in shared], inner)
             for a in attached:
-                if self.stage_info(a).buffer.scope == "local":
+                if self.stage_info(a).buffer.scope in ("local", "shared"):
                     body = Allocate(self.stage_info(a).buffer, body)
             return For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"), body,
                        pragma if pos == 0 else 0)

@@ -45,8 +45,12 @@ def infer_extents(stage: Stage, root: dict | None = None) -> dict:
     return ext
 
 
-def axis_values(stage: Stage, leaf_vars: dict, ext: dict) -> tuple[dict, list]:
-    """({axis or iterator name: Expr over leaf vars}, guards) for the stage's relations."""
+def axis_values(stage: Stage, leaf_vars: dict, ext: dict, parts: dict | None = None) -> tuple[dict, list]:
+    """({axis or iterator name: Expr over leaf vars}, guards) for the stage's relations.
+
+    parts: {fused leaf iterator: {parent iterator: Var}}: those parents take the given variables instead of
+    `fused // inner % extent` (each parent as its own variable keeps index expressions affine for analysis)."""
+    parts = parts or {}
     val: dict[str, Expr] = {it.name: leaf_vars[it.name] for it in stage.iters}
     guards: list[Expr] = []
     for rel in reversed(stage.relations):
@@ -59,6 +63,8 @@ def axis_values(stage: Stage, leaf_vars: dict, ext: dict) -> tuple[dict, list]:
             val[rel.parent] = expr
             if stride > ext[rel.parent]:
                 guards.append(Compare("<", expr, Const(ext[rel.parent], "int32")))
+        elif rel.child in parts:
+            val.update(parts[rel.child])
         else:
             f = val[rel.child]
             inner = 1

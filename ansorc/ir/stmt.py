@@ -26,11 +26,16 @@ class Stmt:
     pass
 
 
+# Loop kinds bound to the GPU's thread hierarchy: the loop is not a loop but the block/thread index (vthread:
+# a virtual thread, run as a serial loop inside each thread).
+THREAD_KINDS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
+
+
 @dataclass(frozen=True)
 class For(Stmt):
     var: str
     extent: int
-    kind: str         # serial | parallel | vectorize | unroll
+    kind: str         # serial | parallel | vectorize | unroll | one of THREAD_KINDS
     body: Stmt
     auto_unroll: int = 0   # auto_unroll_max_step pragma of the stage whose outermost loop this is
 
@@ -57,6 +62,11 @@ class IfThenElse(Stmt):
 class Allocate(Stmt):
     buffer: Buffer
     body: Stmt
+
+
+@dataclass(frozen=True)
+class Barrier(Stmt):
+    """All threads of a GPU block wait here (__syncthreads): around the writes of a shared-memory stage."""
 
 
 @dataclass(frozen=True)
@@ -106,4 +116,6 @@ def format_stmt(s: Stmt, indent: int = 0) -> str:
     if isinstance(s, Allocate):
         b = s.buffer
         return f"{pad}allocate {b.name}{list(b.shape)} {b.dtype} {b.scope}\n" + format_stmt(s.body, indent)
+    if isinstance(s, Barrier):
+        return f"{pad}barrier"
     return f"{pad}{s!r}"

@@ -1,0 +1,73 @@
+"""A GPU program rendered as C for the CPU, to check its index arithmetic without a GPU.
+
+Each kernel's blocks run one after another; the threads of a block run as an OpenMP team of exactly the block's
+size, so shared arrays (declared once per block, outside the parallel region) are shared, local arrays are
+private, and a barrier is `#pragma omp barrier`: the emulation keeps CUDA's semantics, including the need for
+every barrier, and runs the same lowered program the CUDA renderer prints (after the same GPU passes).
+"""
+from __future__ import annotations
+
+from ..ir.gpu_passes import check_kernel, gpu_passes, split_kernels
+from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt
+from .c import C_TYPE, CRenderer
+from .cuda_target import CudaTarget
+from .source import ArgSpec, Source
+
+
+class EmulationRenderer(CRenderer):
+    def __init__(self, func: PrimFunc, blocks: dict):
+        super().__init__(func, "generic")
+        self.blocks = blocks       # kernel loop var -> GpuKernel
+
+    def stmt(self, s: Stmt, ind: int):
+        if isinstance(s, For) and s.kind == "blockIdx.x":
+            self.block_loop(s, ind)
+        elif isinstance(s, For) and s.kind == "threadIdx.x":
+            self.emit("{", ind)
+            self.emit(f"const int32_t {s.var} = (int32_t)omp_get_thread_num();", ind + 1)
+            self.emit(f"if ({s.var} < {s.extent}) {{", ind + 1)
+            self.bounds[s.var] = (0, s.extent - 1)
+            self.stmt(s.body, ind + 2)
+            del self.bounds[s.var]
+            self.emit("}", ind + 1)
+            self.emit("}", ind)
+        elif isinstance(s, For) and s.kind in ("unroll", "vectorize", "vthread"):
+            super().stmt(For(s.var, s.extent, "serial", s.body), ind)
+        elif isinstance(s, Barrier):
+            self.emit("#pragma omp barrier", ind)
+        elif isinstance(s, Allocate) and s.buffer.scope == "shared":
+            self.buffers[s.buffer.name] = s.buffer
+            self.stmt(s.body, ind)
+        else:
+            super().stmt(s, ind)
+
+    def block_loop(self, s: For, ind: int):
+        k = self.blocks[s.var]
+        self.emit(f"for (int32_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{", ind)
+        for b in k.shared:
+            self.emit(f"{C_TYPE[b.dtype]} {b.name}[{b.size}];", ind + 1)
+        self.emit(f"#pragma omp parallel num_threads({k.block})", ind + 1)
+        self.emit("{", ind + 1)
+        self.bounds[s.var] = (0, s.extent - 1)
+        self.stmt(s.body, ind + 2)
+        del self.bounds[s.var]
+        self.emit("}", ind + 1)
+        self.emit("}", ind)
+
+    def render(self) -> str:
+        return "#include <omp.h>\n" + super().render()
+
+
+def codegen_gpu_emulation(func: PrimFunc, target: CudaTarget | None = None) -> Source:
+    """C source (the usual kernel ABI) that runs the GPU program `func` on the CPU."""
+    target = target or CudaTarget.from_name("cuda")
+    func = gpu_passes(func)
+    kernels, _ = split_kernels(func)
+    for k in kernels:
+        check_kernel(k, target)
+    code = EmulationRenderer(func, {k.body.var: k for k in kernels}).render()
+    args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, i >= func.n_inputs) for i, b in enumerate(func.args))
+    return Source(code, func.name, args, "c")
+
+
+__all__ = ["codegen_gpu_emulation"]
