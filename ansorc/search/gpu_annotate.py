@@ -13,12 +13,15 @@ import random
 
 from ..ir.state import ScheduleError, SplitRel, State
 from ..ir.steps import Annotate, FollowFusedSplit, Fuse, Pragma, Split
-from .annotate import fill_tile_sizes
+from .annotate import NON_DIVISOR_PROB, divisors, factor_schemes, fill_tile_sizes, sample_lengths
 
 GPU_UNROLL_CANDIDATES = (0, 16, 64, 512, 1024)
 THREAD_CHOICES = (32, 64, 128, 256, 512)
 WARP = 32
 MAX_VTHREAD = 8
+MAX_THREAD_OUTPUTS = 64    # accumulators per thread (vthreads x inner tile): past this, registers spill
+MAX_REDUCE_TILE = 64       # reduction elements per shared-memory fetch (the two inner reduce levels)
+TILE_TRIES = 20
 
 
 def _levels(st) -> dict:
@@ -123,8 +126,91 @@ def add_unroll_gpu(task, state: State, rng: random.Random) -> State:
 GPU_INIT_RULES = (bind_threads, cooperative_fetch, add_unroll_gpu)
 
 
+def _tile_splits(sketch: State) -> tuple[list, list]:
+    """Indices of the undecided multi-level splits of the sketch: (spatial 5-level, reduce 3-level)."""
+    sp, rd = [], []
+    for i, step in enumerate(sketch.steps):
+        if isinstance(step, Split) and any(x is None for x in step.lengths):
+            (sp if len(step.lengths) == 4 else rd if len(step.lengths) == 2 else []).append(i)
+    return sp, rd
+
+
+def _schemes(rng: random.Random, extent: int, n: int, inner: int) -> tuple:
+    """Factorizations to draw from: exact ones, or (as the CPU sampler sometimes does, and always for a prime
+    extent) those of the extent rounded up to a multiple of 4, 8 or 16; lowering guards the remainder."""
+    few = len(divisors(extent)) <= 2 and extent > 8
+    if extent > 8 and (few or rng.random() < NON_DIVISOR_PROB):
+        q = rng.choice([q for q in (4, 8, 16) if q < extent] or [2])
+        return factor_schemes(-(-extent // q) * q, n, inner)
+    return factor_schemes(extent, n, inner)
+
+
+def _draw_spatial(rng, extents: dict, sp: list, inner: int) -> dict | None:
+    """(vthread, thread, inner, innermost) per spatial axis, drawn axis by axis among the choices that keep
+    the block within the limits: <= 8 vthreads, <= 1024 threads, <= MAX_THREAD_OUTPUTS accumulators per thread,
+    and at least a warp of threads when the stage has that much work."""
+    total = 1
+    for i in sp:
+        total *= extents[i]
+    want = min(WARP, total)
+    order = list(sp)
+    rng.shuffle(order)
+    out, vth, thr, outs = {}, 1, 1, 1
+    for n, i in enumerate(order):
+        last = n == len(order) - 1
+        ok = [c for c in _schemes(rng, extents[i], 4, inner)
+              if vth * c[0] <= MAX_VTHREAD and thr * c[1] <= 1024 and outs * c[0] * c[2] * c[3] <= MAX_THREAD_OUTPUTS
+              and (not last or thr * c[1] >= want)]
+        if not ok:
+            return None
+        c = rng.choice(ok)
+        out[i], vth, thr, outs = c, vth * c[0], thr * c[1], outs * c[0] * c[2] * c[3]
+    return out
+
+
+def _draw_reduce(rng, extents: dict, rd: list, inner: int) -> dict:
+    out, red = {}, 1
+    for i in rd:
+        ok = [c for c in _schemes(rng, extents[i], 2, inner) if red * c[0] * c[1] <= MAX_REDUCE_TILE]
+        c = rng.choice(ok) if ok else (1, 1)
+        out[i], red = c, red * c[0] * c[1]
+    return out
+
+
+def fill_tile_sizes_gpu(task, sketch: State, rng: random.Random) -> State:
+    """Tile sizes of the multi-level-tiled stage drawn within the block limits (Ansor draws them independently
+    and discards most programs afterwards), then the sketch is replayed with them. Shared memory needs bound
+    inference: it is checked when the program is lowered."""
+    sp, rd = _tile_splits(sketch)
+    if not sp:
+        return fill_tile_sizes(task, sketch, rng)
+    state = State.initial(task.dag)
+    extents = {}
+    for i, step in enumerate(sketch.steps):
+        if i in sp or i in rd:
+            extents[i] = state.stage(step.stage).iter(step.iter).extent
+        state = state.apply(step)
+    inner = task.hw.max_innermost_split_factor
+    for _ in range(TILE_TRIES):
+        spatial = _draw_spatial(rng, extents, sp, inner)
+        if spatial is not None:
+            break
+    else:
+        raise ScheduleError("no GPU tile sizes within the block limits")
+    lengths = {**spatial, **_draw_reduce(rng, extents, rd, inner)}
+    state = State.initial(task.dag)
+    for i, step in enumerate(sketch.steps):
+        if i in lengths:
+            step = Split(step.stage, step.iter, lengths[i])
+        elif isinstance(step, Split) and any(x is None for x in step.lengths):
+            extent = state.stage(step.stage).iter(step.iter).extent
+            step = Split(step.stage, step.iter, sample_lengths(rng, extent, len(step.lengths), inner))
+        state = state.apply(step)
+    return state
+
+
 def annotate_gpu(task, sketch: State, rng: random.Random) -> State:
-    state = fill_tile_sizes(task, sketch, rng)
+    state = fill_tile_sizes_gpu(task, sketch, rng)
     for rule in GPU_INIT_RULES:
         state = rule(task, state, rng)
     return state
