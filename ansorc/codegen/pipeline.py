@@ -7,6 +7,8 @@ from ..ir.lower import lower
 from ..ir.names import c_ident
 from ..ir.state import State, replay
 from .c import codegen_c
+from .cuda import codegen_cuda
+from .cuda_target import CudaTarget, is_cuda
 from .source import Source
 from .target import Target
 
@@ -24,11 +26,25 @@ def as_state(dag: ComputeDAG, schedule=None) -> State:
     return replay(dag, schedule)
 
 
+def resolve_target(target=None):
+    """A Target or CudaTarget from a name ("native", "avx512", ..., "cuda", "cuda:sm_80") or a target."""
+    if isinstance(target, (Target, CudaTarget)):
+        return target
+    if is_cuda(target):
+        return CudaTarget.from_name(target)
+    return Target.from_name(target or "native")
+
+
+# One renderer per target kind: CPU targets render C with intrinsics, CUDA targets a .cu translation unit.
+RENDERERS = {"cpu": codegen_c, "cuda": codegen_cuda}
+
+
 def render(tensors, schedule=None, name: str = "kernel", target=None) -> Source:
     """Lower and render a DAG (or its tensors) under a schedule for `target` (a Target or a name)."""
     dag = as_dag(tensors)
     state = as_state(dag, schedule)
-    return codegen_c(lower(state, c_ident(name)), Target.from_name(target or "native"))
+    tgt = resolve_target(target)
+    return RENDERERS[getattr(tgt, "kind", "cpu")](lower(state, c_ident(name)), tgt)
 
 
-__all__ = ["render", "as_dag", "as_state"]
+__all__ = ["render", "resolve_target", "as_dag", "as_state"]

@@ -216,4 +216,28 @@ def annotate_gpu(task, sketch: State, rng: random.Random) -> State:
     return state
 
 
-__all__ = ["annotate_gpu", "GPU_INIT_RULES", "GPU_UNROLL_CANDIDATES"]
+
+
+
+def sample_gpu(task, n: int, seed: int = 0, sketches: list | None = None, max_tries: int | None = None) -> list:
+    """n distinct complete GPU programs (thread-bound, tile sizes within the block limits); same seed, same
+    programs. Shared memory is not checked here (see ir/gpu_passes.check_kernel)."""
+    from .annotate import state_key
+    from .gpu_rules import default_gpu_rules
+    from .sketch import generate_sketches
+    sketches = sketches if sketches is not None else generate_sketches(task, default_gpu_rules())
+    rng = random.Random(seed)
+    out, seen, tries = [], set(), 0
+    limit = max_tries if max_tries is not None else 20 * n + 100
+    while len(out) < n and tries < limit:
+        tries += 1
+        try:
+            st = annotate_gpu(task, sketches[rng.randrange(len(sketches))], rng)
+        except ScheduleError:
+            continue
+        key = state_key(st)
+        if key not in seen:
+            seen.add(key)
+            out.append(st)
+    return out
+__all__ = ["annotate_gpu", "sample_gpu", "GPU_INIT_RULES", "GPU_UNROLL_CANDIDATES"]
