@@ -44,7 +44,9 @@ def render(tensors, schedule=None, name: str = "kernel", target=None) -> Source:
     dag = as_dag(tensors)
     state = as_state(dag, schedule)
     tgt = resolve_target(target)
-    return RENDERERS[getattr(tgt, "kind", "cpu")](lower(state, c_ident(name)), tgt)
+    kind = getattr(tgt, "kind", "cpu")
+    # CPU programs take the default pass list here; a GPU renderer runs its own (ir/gpu_passes.py)
+    return RENDERERS[kind](lower(state, c_ident(name), passes=kind == "cpu"), tgt)
 
 
 __all__ = ["render", "resolve_target", "as_dag", "as_state"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from .expr import Const, Read, Var, free_vars, transform
 from .expr import substitute as substitute_expr
-from .passes import _steps, map_stmt_exprs, simplify_stmt
+from .passes import _steps, map_stmt_exprs, simplify_stmt, verify
 from .state import ScheduleError
 from .stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 
@@ -106,11 +106,14 @@ def _expand_buffer(s: Stmt, buf: Buffer, var: str, n: int) -> tuple:
 
 
 def _push_vthread(s: Stmt, var: str, n: int) -> Stmt:
-    """The vthread loop moved down to the largest subtrees that use it and hold no barrier, so that the work
-    shared by the virtual threads (shared-memory fetches between barriers) runs once per thread."""
+    """The vthread loop moved down to every statement that uses it (as TVM's virtual-thread injection does):
+    work shared by the virtual threads (a shared-memory fetch) runs once per thread, and the innermost
+    unrolled copies let the compiler reuse each operand loaded from shared memory across virtual threads."""
     if not _uses(s, var):
         return s
-    if not _has_barrier(s):
+    if isinstance(s, (Store, IfThenElse)):
+        if _has_barrier(s):
+            raise ScheduleError("a barrier under a condition that depends on a virtual thread")
         return For(var, n, "unroll", s)
     if isinstance(s, For):
         return replace(s, body=_push_vthread(s.body, var, n))
@@ -121,7 +124,7 @@ def _push_vthread(s: Stmt, var: str, n: int) -> Stmt:
         return Allocate(buf, _push_vthread(body, var, n))
     if isinstance(s, Allocate):
         return Allocate(s.buffer, _push_vthread(s.body, var, n))
-    raise ScheduleError("a barrier under a condition that depends on a virtual thread")
+    return For(var, n, "unroll", s)
 
 
 def inject_virtual_threads(func: PrimFunc) -> PrimFunc:
@@ -141,6 +144,8 @@ def inject_virtual_threads(func: PrimFunc) -> PrimFunc:
 
 
 def gpu_passes(func: PrimFunc) -> PrimFunc:
+    """The pass list of a GPU program, on `lower(state, name, passes=False)`'s output."""
+    func = verify(func)
     func = mark_unroll(func)
     func = drop_unit_loops(func)
     func = inject_virtual_threads(func)

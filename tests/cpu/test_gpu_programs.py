@@ -43,7 +43,7 @@ def _programs(name: str, n: int, seed: int):
         for _ in range(50):
             try:
                 st = annotate_gpu(task, sk, rng)
-                codegen_cuda(lower(st, "probe"))
+                codegen_cuda(lower(st, "probe", passes=False))
                 progs.append((f"sketch{k}", st))
                 break
             except ScheduleError:
@@ -53,7 +53,7 @@ def _programs(name: str, n: int, seed: int):
     valid = []
     for st in sample_gpu(task, 4 * n, seed=seed, sketches=sketches):
         try:
-            codegen_cuda(lower(st, "probe"))
+            codegen_cuda(lower(st, "probe", passes=False))
             valid.append(st)
         except ScheduleError:
             continue
@@ -88,7 +88,7 @@ def _check_nvcc(name: str, n: int):
     kernel's build); ptxas reports each kernel on its own."""
     task, progs = _programs(name, n, seed=3)
     target = CudaTarget.from_name("cuda")
-    sources = [codegen_cuda(lower(st, f"{name.lower()}_{label}"), target) for label, st in progs]
+    sources = [codegen_cuda(lower(st, f"{name.lower()}_{label}", passes=False), target) for label, st in progs]
     threads = {launch.kernel: launch.block[0] for src in sources for launch in src.launches}
     code = "\n".join(src.code for src in sources)
     with ThreadPoolExecutor(2) as pool:
@@ -102,7 +102,7 @@ def _check_nvcc(name: str, n: int):
 
 def _check_emulation(name: str, n: int):
     task, progs = _programs(name, n, seed=5)
-    sources = [codegen_gpu_emulation(lower(st, f"{name.lower()}_{label}")) for label, st in progs]
+    sources = [codegen_gpu_emulation(lower(st, f"{name.lower()}_{label}", passes=False)) for label, st in progs]
     results = build(sources, target_flags=EMU_FLAGS, timeout=180)
     inputs = random_inputs(task.dag.inputs, 0)
     ref = evaluate(list(task.dag.outputs), inputs)

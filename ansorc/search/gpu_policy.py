@@ -1,0 +1,89 @@
+"""The search policy for CUDA targets: which sketch rules, which annotation, which mutations, and which
+programs are invalid before anything is built. The tuner asks the task's policy instead of branching on the
+target (the CPU policy is the default rules, annotation and mutations)."""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from ..codegen.cuda_target import CudaTarget
+from ..ir.gpu_passes import check_kernel, split_kernels
+from ..ir.state import ScheduleError, State
+from ..ir.steps import Pragma
+from .gpu_annotate import GPU_UNROLL_CANDIDATES, MAX_VTHREAD, WARP, annotate_gpu
+from .gpu_rules import default_gpu_rules
+from .mutate import _replay, mutate_tile_size
+
+GPU_WEIGHTS = {"tile_size": 0.90, "unroll": 0.10}   # Ansor's GPU mutation weights
+
+
+def state_within_limits(state: State, target: CudaTarget) -> bool:
+    """Cheap checks on a complete state, without lowering: every root stage's thread and vthread extents, and
+    the accumulators of the stage computed at each thread."""
+    for st in state.stages:
+        if st.compute_at != "root":
+            continue
+        threads = [it.extent for it in st.iters if it.annotation == "threadIdx.x"]
+        vth = [it.extent for it in st.iters if it.annotation == "vthread"]
+        total = 1
+        for it in st.iters:
+            if it.kind == "S":
+                total *= it.extent
+        if not threads or threads[0] > target.max_threads_per_block or (threads[0] < WARP and total > 2 * WARP):
+            return False
+        if vth and vth[0] > MAX_VTHREAD:
+            return False
+    return True
+
+
+def program_within_limits(func, target: CudaTarget) -> bool:
+    """Every kernel of a lowered program within the device limits (shared memory, threads, barriers)."""
+    try:
+        for k in split_kernels(func)[0]:
+            check_kernel(k, target)
+    except ScheduleError:
+        return False
+    return True
+
+
+def mutate_tile_size_gpu(task, state: State, rng: random.Random) -> State | None:
+    child = mutate_tile_size(task, state, rng)
+    return child if child is not None and state_within_limits(child, task.target_obj) else None
+
+
+def mutate_unroll_gpu(task, state: State, rng: random.Random) -> State | None:
+    steps = list(state.steps)
+    cands = [i for i, s in enumerate(steps) if isinstance(s, Pragma)]
+    if not cands:
+        return None
+    i = rng.choice(cands)
+    steps[i] = replace(steps[i], value=rng.choice([v for v in GPU_UNROLL_CANDIDATES if v != steps[i].value]))
+    return _replay(task, steps)
+
+
+GPU_MUTATORS = {"tile_size": mutate_tile_size_gpu, "unroll": mutate_unroll_gpu}
+
+
+class GpuPolicy:
+    """Sketch rules, annotation, mutations and validity for a CUDA target."""
+    kind = "cuda"
+    weights = GPU_WEIGHTS
+    mutators = GPU_MUTATORS
+
+    def __init__(self, target: CudaTarget):
+        self.target = target
+
+    def sketch_rules(self) -> list:
+        return default_gpu_rules()
+
+    def annotate(self, task, sketch: State, rng: random.Random) -> State:
+        state = annotate_gpu(task, sketch, rng)
+        if not state_within_limits(state, self.target):
+            raise ScheduleError("the drawn program exceeds the block limits")
+        return state
+
+    def valid(self, func) -> bool:
+        return program_within_limits(func, self.target)
+
+
+__all__ = ["GpuPolicy", "state_within_limits", "program_within_limits", "GPU_WEIGHTS"]
