@@ -11,6 +11,7 @@ from ..ir.dag import ComputeDAG
 class HardwareParams:
     num_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     vector_bytes: int = 64          # AVX-512; the target fills this in
+    vector_registers: int = 32      # AVX-512's zmm0-31; the cost model sizes register tiles from it
     cache_line_bytes: int = 64
     max_innermost_split_factor: int = 64
     max_vectorize_elems: int = 64   # product of the vectorized iterators' extents
@@ -23,7 +24,7 @@ def hardware_params(target: str) -> HardwareParams:
     """The search's view of a target: core count and vector width come from codegen's Target."""
     from ..codegen.target import Target
     t = Target.from_name(target)
-    return HardwareParams(num_cores=t.num_cores, vector_bytes=t.vector_bytes,
+    return HardwareParams(num_cores=t.num_cores, vector_bytes=t.vector_bytes, vector_registers=t.vector_registers,
                           max_vectorize_elems=max(16, 4 * t.lanes("float32")))
 
 
