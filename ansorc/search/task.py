@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..ir.dag import ComputeDAG
+from .policy import CpuPolicy, SearchPolicy, policy_for
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,18 @@ def hardware_params(target: str) -> HardwareParams:
 
 @dataclass(eq=False)
 class SearchTask:
+    """policy: the sketch and init rules of the search space (search/policy.py); by default the target's."""
     dag: ComputeDAG
     target: str = "native"
     hw: HardwareParams = field(default_factory=HardwareParams)
+    policy: SearchPolicy = field(default_factory=CpuPolicy)
 
-    def __init__(self, dag, target: str = "native", hw: HardwareParams | None = None):
+    def __init__(self, dag, target: str = "native", hw: HardwareParams | None = None,
+                 policy: SearchPolicy | None = None):
         self.dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
         self.target = target
         self.hw = hw or hardware_params(target)
+        self.policy = policy or policy_for(target)
 
     @property
     def workload_key(self) -> str:
