@@ -13,7 +13,7 @@ from .tuning import TaskTuner, TuneOptions, TuneResult, make_cost_model
 
 
 def tune(tensors, trials: int | None = None, log: str | None = None, target: str = "native",
-         options: TuneOptions | None = None, **kwargs) -> TuneResult:
+         options: TuneOptions | None = None, backend=None, **kwargs) -> TuneResult:
     """Tune `tensors` (inputs then outputs, or a SearchTask) for `trials` measured programs; returns the best.
 
     options: a TuneOptions; keyword arguments override its fields (trials=, seed=, model=, per_round=,
@@ -21,10 +21,12 @@ def tune(tensors, trials: int | None = None, log: str | None = None, target: str
     {RunnerConfig field: value}). A log that already holds records of this workload is resumed: nothing is
     measured twice. At the end, the `retime_top` best programs are timed again side by side, `retime_rounds`
     times in turn, and the winner is the best of those timings (logged with note "retime"): single timings on a
-    shared machine vary by up to 30%, and the fastest single timing is often a lucky one. retime_top=0 skips it."""
+    shared machine vary by up to 30%, and the fastest single timing is often a lucky one. retime_top=0 skips it.
+    backend: a MeasureBackend to measure with (the caller closes it); by default this machine's for the target."""
     task = tensors if isinstance(tensors, SearchTask) else SearchTask(tensors, target)
     opts = tune_options(options, trials=trials, **kwargs)
-    backend = local_backend(task.target, opts)
+    own = backend is None
+    backend = local_backend(task.target, opts) if own else backend
     bar = None
     try:
         tuner = TaskTuner(task, opts, make_cost_model(opts), backend, RecordLog(log) if log else None)
@@ -37,7 +39,8 @@ def tune(tensors, trials: int | None = None, log: str | None = None, target: str
     finally:
         if bar is not None:
             bar.close()
-        backend.close()
+        if own:
+            backend.close()
     return tuner.result
 
 

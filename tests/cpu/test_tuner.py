@@ -11,6 +11,7 @@ import pytest
 
 import ansorc
 from ansorc import workloads
+from ansorc.measure.backend import MeasureBackend
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.record import RETIME_NOTE, RecordLog, best, load
 from ansorc.measure.runner import RunnerConfig
@@ -154,3 +155,34 @@ def test_task_tuner_step_returns_its_records(tmp_path):
     assert len(first) == len(second) == 3 and tuner.done == 6 and tuner.finished
     assert [r.steps_json for r in load(tmp_path / "s.jsonl")] == [r.steps_json for r in first + second]
     assert len({r.steps_json for r in first + second}) == 6
+
+
+def test_tune_measures_through_a_given_backend_with_each_batch_task(tmp_path):
+    class Recording:
+        """A MeasureBackend that forwards to a local one and notes the task each batch names."""
+
+        def __init__(self, inner):
+            self.inner, self.tasks, self.closed = inner, [], False
+
+        def build(self, sources):
+            return self.inner.build(sources)
+
+        def run(self, builds, task=None, *, best_seconds=None, early_cut=True):
+            self.tasks.append(task)
+            return self.inner.run(builds, task, best_seconds=best_seconds, early_cut=early_cut)
+
+        def close(self):
+            self.closed = True
+
+    opts = tune_options(None, model="random", **{k: v for k, v in FAST.items() if k != "progress"})
+    inner = local_backend("native", opts)
+    backend = Recording(inner)
+    assert isinstance(backend, MeasureBackend)
+    try:
+        res = tune(workloads.matmul(32, 32, 32), trials=6, per_round=3, backend=backend, options=opts,
+                   retime_top=2, retime_rounds=1, progress=False)
+    finally:
+        inner.close()
+    assert res.trials == 6 and not backend.closed  # the caller's backend is the caller's to close
+    assert len(backend.tasks) >= 3 and all(t is backend.tasks[0] for t in backend.tasks)
+    assert backend.tasks[0].key.startswith(res.task.workload_key)
