@@ -23,11 +23,11 @@ def build(tensors, schedule=None, target="native", name: str = "kernel", cc: str
     """Compile tensors (inputs then outputs) under `schedule` into a callable Kernel.
 
     cc and flags default to the target's (for "native": gcc and DEFAULT_CFLAGS). A target this process cannot
-    load (another architecture, or an ISA this CPU lacks) is refused; see ansorc.codegen.cross for NEON."""
+    load (another architecture, or an ISA this CPU lacks) is refused; see ansorc.measure.cross for NEON."""
     tgt = Target.from_name(target)
     if not tgt.runs_here():
         raise BuildError(f"target {tgt.name} ({tgt.isa}, {tgt.arch}) cannot run in this process; "
-                         "use ansorc.codegen.cross.run_cross to build and run it under an emulator")
+                         "use ansorc.measure.cross.run_cross to build and run it under an emulator")
     source = generate_source(tensors, schedule, name, tgt)
     [res] = build_sources([source], target_flags=tgt.flags if flags is None else flags, cc=cc or tgt.cc)
     if not res.ok:

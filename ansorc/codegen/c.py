@@ -12,6 +12,7 @@ import math
 from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var
 from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
+from ..ir.dtypes import C_TYPE, ITEMSIZE
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 from ..ir.vector import (Broadcast, VAssign, VBinary, VCall, VCast, VDecl, VFma, VLanes, VLoad, VReduce, VScatter,
                          VSelect, VStore, VVar, lanes_of)
@@ -20,7 +21,6 @@ from . import simd
 from .source import ArgSpec, Source
 from .target import Target
 
-C_TYPE = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 # math function per dtype; "{0}" is the first argument
 C_MATH = {
     "float32": {"exp": "expf({0})", "log": "logf({0})", "sqrt": "sqrtf({0})", "tanh": "tanhf({0})",
@@ -31,7 +31,6 @@ C_MATH = {
                 "floor": "floor({0})", "ceil": "ceil({0})"},
     "int32": {"abs": "abs({0})"}, "int64": {"abs": "llabs({0})"},
 }
-ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "bool": 1}
 MINMAX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "i32"}
 STACK_LIMIT_BYTES = 256 * 1024  # local buffers above this go to the heap (OpenMP worker stacks are small)
 

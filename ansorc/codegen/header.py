@@ -9,8 +9,9 @@ import json
 
 from .c import C_TYPE, prototype
 from .source import Source
+from .target import library_flags
 
-BUILD_FLAGS = "-O3 -march=native -fopenmp -shared -fPIC -std=c99 -lm"
+BUILD_FLAGS = " ".join((*library_flags(), "-lm"))  # the "native" target's flags
 
 
 def _comment_safe(text: str) -> str:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..ir.dtypes import C_TYPE
 from ..ir.vectorize import VectorCaps
 
-C_SCALAR = {"float32": "float", "float64": "double", "int32": "int32_t"}
+C_SCALAR = {d: C_TYPE[d] for d in ("float32", "float64", "int32")}  # the dtypes with vector classes
 
 
 # ----------------------------------------------------------------------------- x86 (SSE4.1/AVX2/AVX-512)

@@ -3,7 +3,7 @@
 `Target.from_name("native" | "avx512" | "avx2" | "neon" | "generic")`. "native" reads this machine's ISA
 (/proc/cpuinfo flags on x86-64, NEON on AArch64) and compiles with -march=native; the named ISAs compile with
 their own flags, so an AVX2 kernel can be built and run on an AVX-512 machine, and a NEON kernel is
-cross-compiled with aarch64-linux-gnu-gcc and run under qemu (see cross.py).
+cross-compiled with aarch64-linux-gnu-gcc and run under qemu (see measure/cross.py).
 """
 from __future__ import annotations
 
@@ -13,15 +13,26 @@ import shutil
 from dataclasses import dataclass
 from functools import lru_cache
 
-BASE_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c99")
-ITEMSIZE = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "bool": 1}
+from ..ir.dtypes import itemsize
 
-# isa -> (architecture, vector register bytes, compiler flags)
+BASE_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c99")
+
+NATIVE_ISA_FLAGS = ("-march=native",)
+
+
+@dataclass(frozen=True)
+class IsaSpec:
+    arch: str | None        # None: the host's
+    vector_bytes: int       # widest vector register
+    vector_registers: int   # architectural vector registers (the cost model sizes register tiles from it)
+    flags: tuple            # compiler flags that enable the ISA
+
+
 ISA_SPECS = {
-    "avx512": ("x86_64", 64, ("-mavx512f", "-mfma")),
-    "avx2": ("x86_64", 32, ("-mavx2", "-mfma")),
-    "neon": ("aarch64", 16, ("-march=armv8-a",)),
-    "generic": (None, 16, ()),   # the host's baseline; plain loops, whatever the compiler vectorizes itself
+    "avx512": IsaSpec("x86_64", 64, 32, ("-mavx512f", "-mfma")),
+    "avx2": IsaSpec("x86_64", 32, 16, ("-mavx2", "-mfma")),
+    "neon": IsaSpec("aarch64", 16, 32, ("-march=armv8-a",)),
+    "generic": IsaSpec(None, 16, 16, ()),  # the host's baseline; plain loops, whatever the compiler vectorizes
 }
 # (target arch, host arch) -> compiler, and the prefix that runs a program of that arch here
 COMPILERS = {("x86_64", "x86_64"): "gcc", ("aarch64", "aarch64"): "gcc", ("aarch64", "x86_64"): "aarch64-linux-gnu-gcc"}
@@ -64,6 +75,11 @@ def num_cores() -> int:
         return os.cpu_count() or 1
 
 
+def library_flags(isa_flags: tuple = NATIVE_ISA_FLAGS) -> tuple:
+    """Compiler flags for a kernel shared library: the one place they are written (builder, header, export)."""
+    return ("-O3", *isa_flags, *BASE_FLAGS)
+
+
 @dataclass(frozen=True)
 class Target:
     name: str               # as asked for: "native" or an ISA name
@@ -74,6 +90,7 @@ class Target:
     cc: str
     isa_flags: tuple
     run_prefix: tuple = ()  # e.g. qemu for a foreign architecture; () runs natively
+    vector_registers: int = 16
 
     @classmethod
     def from_name(cls, name: "str | Target" = "native") -> "Target":
@@ -84,7 +101,7 @@ class Target:
     @property
     def flags(self) -> tuple:
         """Flags for a shared library (what measure.builder.build takes as target_flags)."""
-        return ("-O3", *self.isa_flags, *BASE_FLAGS)
+        return library_flags(self.isa_flags)
 
     @property
     def exe_flags(self) -> tuple:
@@ -96,7 +113,7 @@ class Target:
         return self.arch != host_arch()
 
     def lanes(self, dtype: str = "float32") -> int:
-        return max(1, self.vector_bytes // ITEMSIZE[dtype])
+        return max(1, self.vector_bytes // itemsize(dtype))
 
     def missing_tools(self) -> list:
         """Programs this target needs that are not installed (empty when it can build and run here)."""
@@ -112,15 +129,17 @@ def _from_name(name: str) -> Target:
     host = host_arch()
     if name == "native":
         isa = host_isas()[0]
-        flags = ("-march=native",) if host in ("x86_64", "aarch64") else ()
+        flags = NATIVE_ISA_FLAGS if host in ("x86_64", "aarch64") else ()
     elif name in ISA_SPECS:
         isa = name
-        flags = ISA_SPECS[isa][2]
+        flags = ISA_SPECS[isa].flags
     else:
         raise ValueError(f"unknown target {name!r}; known: native, {', '.join(ISA_SPECS)}")
-    arch = ISA_SPECS[isa][0] or host
+    spec = ISA_SPECS[isa]
+    arch = spec.arch or host
     cc = COMPILERS.get((arch, host), "gcc" if arch == host else f"{arch}-linux-gnu-gcc")
-    return Target(name, isa, arch, ISA_SPECS[isa][1], num_cores(), cc, flags, RUNNERS.get((arch, host), ()))
+    return Target(name, isa, arch, spec.vector_bytes, num_cores(), cc, flags, RUNNERS.get((arch, host), ()),
+                  spec.vector_registers)
 
 
-__all__ = ["Target", "host_arch", "host_isas", "cpu_flags", "ISA_SPECS"]
+__all__ = ["Target", "IsaSpec", "host_arch", "host_isas", "cpu_flags", "library_flags", "ISA_SPECS"]

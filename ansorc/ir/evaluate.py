@@ -16,12 +16,13 @@ import math
 
 import numpy as np
 
+from .dtypes import NP_DTYPE
 from .expr import Binary, Call, Cast, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars, is_float, walk
 from .te import ComputeOp, PlaceholderOp, Tensor
 
 CHUNK_ELEMS = 1 << 22  # 4M elements: 32 MB per float64 intermediate
 
-NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.bool_}
+NP_DTYPES = NP_DTYPE
 
 _BINARY = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "//": np.floor_divide,
            "%": np.mod, "min": np.minimum, "max": np.maximum}

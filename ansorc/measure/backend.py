@@ -1,4 +1,4 @@
-"""The measurement interface the search talks to, so that a remote backend can replace the local one."""
+"""The measurement interface the search talks to, so that a remote or GPU backend can replace the local one."""
 from __future__ import annotations
 
 import os
@@ -7,22 +7,33 @@ from typing import Protocol, Sequence, runtime_checkable
 from ansorc.codegen.source import Source
 from ansorc.measure.builder import DEFAULT_BUILD_TIMEOUT, DEFAULT_CFLAGS, BuildResult, build
 from ansorc.measure.runner import MeasureResult, Runner
+from ansorc.measure.task import MeasureTask
 
 
 @runtime_checkable
 class MeasureBackend(Protocol):
+    """Builds and measures candidates. One backend serves every task of a tuning session (one target).
+
+    The task travels with each batch: run(builds, task) checks and times `builds` on task.inputs against
+    task.reference_outputs (a MeasureTask). A backend may keep per-task state (the local runner keeps a zygote
+    holding the inputs) and switches it when a batch names another task (MeasureTask.same_as), so a scheduler
+    can interleave tasks freely. task=None measures on the task of the previous batch (or the one the backend
+    was made with). best_seconds enables the early cut; early_cut=False times every build in full."""
+
     def build(self, sources: Sequence[Source]) -> list[BuildResult]: ...
 
-    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None,
-            early_cut: bool = True) -> list[MeasureResult]: ...
+    def run(self, builds: Sequence[BuildResult], task: MeasureTask | None = None, *,
+            best_seconds: float | None = None, early_cut: bool = True) -> list[MeasureResult]: ...
 
     def close(self) -> None: ...
 
 
 class LocalBackend:
-    """Builds with the local compiler in parallel and runs on this machine through one Runner (one task).
+    """Builds with the local compiler in parallel and runs on this machine through one runner.
 
-    Build and run never overlap: compiling on the same cores would disturb the timings.
+    The runner is anything with set_task(inputs, reference_outputs, **extra) and run(builds, best_seconds,
+    early_cut): the CPU Runner, or a GPU runner. Build and run never overlap: compiling on the same cores would
+    disturb the timings.
     """
 
     def __init__(self, runner: Runner, target_flags: Sequence[str] = DEFAULT_CFLAGS,
@@ -31,17 +42,23 @@ class LocalBackend:
         self.runner = runner
         self.target_flags, self.build_timeout, self.n_parallel = tuple(target_flags), build_timeout, n_parallel
         self.cc, self.build_dir = cc, build_dir
+        self.task: MeasureTask | None = None   # the task the runner holds, once a batch named one
 
     def build(self, sources: Sequence[Source]) -> list[BuildResult]:
         return build(sources, self.target_flags, self.build_timeout, self.n_parallel, self.cc, self.build_dir)
 
-    def run(self, builds: Sequence[BuildResult], best_seconds: float | None = None,
-            early_cut: bool = True) -> list[MeasureResult]:
+    def run(self, builds: Sequence[BuildResult], task: MeasureTask | None = None, *,
+            best_seconds: float | None = None, early_cut: bool = True) -> list[MeasureResult]:
+        if task is not None and not task.same_as(self.task):
+            extra = {k: v for k, v in (("reference", task.reference), ("args", task.args)) if v is not None}
+            self.runner.set_task(task.inputs, task.reference_outputs, **extra)
+            self.task = task
         return self.runner.run(builds, best_seconds, early_cut)
 
-    def measure(self, sources: Sequence[Source], best_seconds: float | None = None) -> list[MeasureResult]:
+    def measure(self, sources: Sequence[Source], task: MeasureTask | None = None,
+                best_seconds: float | None = None) -> list[MeasureResult]:
         """build() then run()."""
-        return self.run(self.build(sources), best_seconds)
+        return self.run(self.build(sources), task, best_seconds=best_seconds)
 
     def close(self) -> None:
         self.runner.close()
@@ -51,3 +68,6 @@ class LocalBackend:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+__all__ = ["MeasureBackend", "LocalBackend", "MeasureTask"]

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Sequence
 
 from ansorc.codegen.source import Source
+from ansorc.codegen.target import library_flags
 from ansorc.measure.errors import MeasureErrorNo
 
-DEFAULT_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
+DEFAULT_CFLAGS: tuple[str, ...] = library_flags()  # the "native" target's: -O3 -march=native ...
 RUNTIME_CFLAGS: tuple[str, ...] = ("-O2", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 DEFAULT_BUILD_TIMEOUT = 15.0  # seconds, Ansor's LocalBuilder default
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -52,6 +52,37 @@ class MeasureResult:
 
 
 @dataclass(frozen=True)
+class RunnerConfig:
+    """How a Runner times and checks candidates; the same for every task it measures.
+
+    contender_ratio: with the early cut on and a best known, a program whose first repeat is slower than this
+      times the best gets no further repeats: it is no contender, and one repeat of >= min_repeat_ms places it
+      well enough for the cost model (Ansor times every program with one repeat). None: always `repeat`.
+    """
+    number: int = 1
+    repeat: int = 3
+    min_repeat_ms: float = 100.0
+    warmup: int = 1
+    timeout: float = 10.0                 # seconds per candidate (the worker start is not counted)
+    cache_flush: bool = False
+    flush_bytes: int | None = None        # None: twice the largest cache
+    early_cut_ratio: float | None = 2.0   # stop a candidate this many times slower than the best; None: never
+    rtol: float = 1e-4
+    atol: float = 1e-4
+    seed: int = 0                         # for inputs drawn at random
+    cc: str = "gcc"                       # compiles the timing runtime
+    init_timeout: float = 120.0
+    probe_seconds: float = PROBE_SECONDS
+    contender_ratio: float | None = 1.25
+
+    def timing(self) -> dict:
+        """The timing settings the worker reads with each run request."""
+        return {"number": self.number, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms,
+                "warmup": self.warmup, "flush_bytes": (self.flush_bytes or 2 * llc_bytes()) if self.cache_flush else 0,
+                "single_call_cut_min_seconds": SINGLE_CALL_CUT_MIN_SECONDS}
+
+
+@dataclass(frozen=True)
 class _SetAside:
     """A candidate stopped while no best was known: its first call ran at least `seconds`."""
     seconds: float
@@ -72,37 +103,36 @@ def llc_bytes() -> int:
 
 
 class Runner:
-    """Measures the candidates of one task (one signature) in one worker, one candidate at a time.
+    """Measures candidates one at a time in a worker forked from one zygote, on the inputs of the current task.
 
-    inputs: arrays for the input arguments, as a list in call order or a dict by ArgSpec name; None draws
-      seeded random ones (floats uniform in [-1, 1), ints in [-8, 8)).
-    reference_outputs: expected outputs (list or dict by name). Else `reference`, the build of the unscheduled
-      program, is run once in the worker to produce them. With neither, outputs are only checked to be written.
-    contender_ratio: with the early cut on and a best known, a program whose first repeat is slower than this
-      times the best gets no further repeats: it is no contender, and one repeat of >= min_repeat_ms places it
-      well enough for the cost model (Ansor times every program with one repeat). None: always `repeat`.
+    The task: inputs for the input arguments, as a list in call order or a dict by ArgSpec name; None draws
+      seeded random ones (floats uniform in [-1, 1), ints in [-8, 8)). reference_outputs: expected outputs
+      (list or dict by name). Else `reference`, the build of the unscheduled program, is run once in the worker
+      to produce them. With neither, outputs are only checked to be written. set_task() switches to another
+      task: one runner serves every task of a tuning session.
+    config: a RunnerConfig; keyword options (repeat=..., timeout=...) override its fields.
     """
 
     def __init__(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None,
                  reference_outputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None, *,
                  reference: BuildResult | None = None, args: Sequence[ArgSpec] | None = None,
-                 number: int = 1, repeat: int = 3, min_repeat_ms: float = 100.0, warmup: int = 1,
-                 timeout: float = 10.0, cache_flush: bool = False, flush_bytes: int | None = None,
-                 early_cut_ratio: float | None = 2.0, rtol: float = 1e-4, atol: float = 1e-4, seed: int = 0,
-                 cc: str = "gcc", init_timeout: float = 120.0, probe_seconds: float = PROBE_SECONDS,
-                 contender_ratio: float | None = 1.25):
-        self.inputs, self.reference_outputs, self.reference = inputs, reference_outputs, reference
-        self.args = tuple(args) if args is not None else None
-        self.config = {"number": number, "repeat": repeat, "min_repeat_ms": min_repeat_ms, "warmup": warmup,
-                       "flush_bytes": (flush_bytes or 2 * llc_bytes()) if cache_flush else 0,
-                       "single_call_cut_min_seconds": SINGLE_CALL_CUT_MIN_SECONDS}
-        self.timeout, self.init_timeout, self.probe_seconds = timeout, init_timeout, probe_seconds
-        self.contender_ratio = contender_ratio
-        self.early_cut_ratio, self.rtol, self.atol, self.seed, self.cc = early_cut_ratio, rtol, atol, seed, cc
-        self.best_seconds = math.inf     # best full (not cut) median seen by this runner
+                 config: RunnerConfig | None = None, **options):
+        self.config = replace(config or RunnerConfig(), **options)
+        self.timing = self.config.timing()
         self.worker_starts = 0
         self._worker: WorkerProcess | None = None
+        self.set_task(inputs, reference_outputs, reference=reference, args=args)
+
+    def set_task(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None,
+                 reference_outputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None, *,
+                 reference: BuildResult | None = None, args: Sequence[ArgSpec] | None = None) -> None:
+        """Measure the following builds on this task (arguments as in the class docstring). The zygote stays:
+        it is sent the new task before the next run, and its child, which holds the old task's buffers, ends."""
+        self.inputs, self.reference_outputs, self.reference = inputs, reference_outputs, reference
+        self.args = tuple(args) if args is not None else None
+        self.best_seconds = math.inf     # best full (not cut) median seen on this task
         self._init_msg: dict | None = None
+        self._task_sent = False
 
     @property
     def worker_pid(self) -> int | None:
@@ -149,7 +179,7 @@ class Runner:
         return min(self.best_seconds, best_seconds if best_seconds is not None else math.inf)
 
     def _cut_seconds(self, best: float) -> float:
-        return self.early_cut_ratio * best if self.early_cut_ratio and math.isfinite(best) else 0.0
+        return self.config.early_cut_ratio * best if self.config.early_cut_ratio and math.isfinite(best) else 0.0
 
     def _kill_seconds(self, best: float) -> float:
         """How long a first call may run before the candidate is stopped: the cut with room for a cold call."""
@@ -169,16 +199,30 @@ class Runner:
         best = self._best(best_seconds) if use_best else math.inf
         cut = self._cut_seconds(best)
         kill = self._kill_seconds(best)
-        if not math.isfinite(kill) and probe and self.early_cut_ratio:
-            kill = self.probe_seconds
-        contender = self.contender_ratio * best if self.contender_ratio and cut > 0 else 0.0
-        msg = {"op": "run", "lib": build.lib_path, "entry": build.source.entry, "config": self.config,
-               "cut_seconds": cut, "time_budget": 0.8 * self.timeout, "contender_seconds": contender}
+        if not math.isfinite(kill) and probe and self.config.early_cut_ratio:
+            kill = self.config.probe_seconds
+        contender = self.config.contender_ratio * best if self.config.contender_ratio and cut > 0 else 0.0
+        msg = {"op": "run", "lib": build.lib_path, "entry": build.source.entry, "config": self.timing,
+               "cut_seconds": cut, "time_budget": 0.8 * self.config.timeout, "contender_seconds": contender}
+        reply = self._exchange(build, msg, start, cut, kill)
+        if not isinstance(reply, dict):
+            return reply
+        if reply.get("error_code", 0) != MeasureErrorNo.NO_ERROR:
+            return self._result(build, start, reply["error_code"], reply.get("error_msg", ""))
+        result = self._result(build, start, MeasureErrorNo.NO_ERROR, "", tuple(reply["costs"]),
+                              reply["lower_bound"], reply["number"])
+        if not result.lower_bound:
+            self.best_seconds = min(self.best_seconds, result.median)
+        return result
+
+    def _exchange(self, build: BuildResult, msg: dict, start: float, cut: float,
+                  kill: float) -> "dict | MeasureResult | _SetAside":
+        """Send one run request and read the worker's reply; a timeout, stop or crash comes back as a result."""
         for attempt in (1, 2):
             started = False
             try:
                 worker = self._ensure_worker()  # may start the zygote: not part of the candidate's time limit
-                deadline = time.monotonic() + self.timeout
+                deadline = time.monotonic() + self.config.timeout
                 reply = worker.request(msg, deadline)
                 if "calling" in reply:  # the kernel has started: from now on it may run for `kill` seconds
                     started, called = True, time.monotonic()
@@ -198,7 +242,7 @@ class Runner:
             except WorkerTimeout:
                 self._worker.end_child()
                 return self._result(build, start, MeasureErrorNo.RUN_TIMEOUT,
-                                    f"run timed out after {self.timeout:g} s")
+                                    f"run timed out after {self.config.timeout:g} s")
             except WorkerDied as exc:
                 zygote_alive = self._worker is not None and self._worker.proc.poll() is None
                 if started and zygote_alive:  # the candidate's own process died under it: its crash
@@ -211,13 +255,7 @@ class Runner:
                     code = MeasureErrorNo.RUNTIME_DEVICE if zygote_alive else MeasureErrorNo.UNKNOWN_ERROR
                     what = "" if zygote_alive else "the measurement processes died (killed from outside?): "
                     return self._result(build, start, code, what + str(exc))
-        if reply.get("error_code", 0) != MeasureErrorNo.NO_ERROR:
-            return self._result(build, start, reply["error_code"], reply.get("error_msg", ""))
-        result = self._result(build, start, MeasureErrorNo.NO_ERROR, "", tuple(reply["costs"]),
-                              reply["lower_bound"], reply["number"])
-        if not result.lower_bound:
-            self.best_seconds = min(self.best_seconds, result.median)
-        return result
+        return reply
 
     def _stopped(self, build: BuildResult, seconds: float, wall: float, kill: float) -> MeasureResult:
         """A candidate stopped in its first call: at least `seconds` per call, output not checked."""
@@ -239,33 +277,43 @@ class Runner:
             self._worker = None
 
     def _ensure_worker(self) -> WorkerProcess:
-        """The zygote (started and given the task once) with a live child."""
+        """The zygote (started once, given each task once) with a live child."""
         if self._worker is not None and self._worker.proc.poll() is not None:
             self._discard_worker()
         if self._worker is None:
             if self._init_msg is None:
                 self._init_msg = self._make_init_msg()
             self._worker = WorkerProcess()
-            try:
-                reply = self._worker.control(self._init_msg, self.init_timeout)
-            except (WorkerDied, WorkerTimeout) as exc:
-                log = self._worker.log_tail()
-                self._discard_worker()
-                raise RuntimeError(f"measurement worker failed to start: {exc!r}\n{log}") from None
-            if not reply.get("ok"):
-                log = self._worker.log_tail()
-                self._discard_worker()
-                raise RuntimeError(f"measurement worker rejected the task: {reply.get('error_msg')}\n{log}")
+            self._task_sent = False
+        if not self._task_sent:
+            self._send_task()
         if not self._worker.child_alive:
             self._worker.spawn()
             self.worker_starts += 1
         return self._worker
 
+    def _send_task(self) -> None:
+        if self._init_msg is None:
+            self._init_msg = self._make_init_msg()
+        if self._worker.child_alive:  # forked with the previous task's buffers
+            self._worker.end_child()
+        try:
+            reply = self._worker.control(self._init_msg, self.config.init_timeout)
+        except (WorkerDied, WorkerTimeout) as exc:
+            log = self._worker.log_tail()
+            self._discard_worker()
+            raise RuntimeError(f"measurement worker failed to start: {exc!r}\n{log}") from None
+        if not reply.get("ok"):
+            log = self._worker.log_tail()
+            self._discard_worker()
+            raise RuntimeError(f"measurement worker rejected the task: {reply.get('error_msg')}\n{log}")
+        self._task_sent = True
+
     def _make_init_msg(self) -> dict:
         in_specs = [a for a in self.args if not a.is_output]
         out_specs = [a for a in self.args if a.is_output]
         inputs = _by_position(self.inputs, in_specs, "inputs") if self.inputs is not None else _random_inputs(
-            in_specs, self.seed)
+            in_specs, self.config.seed)
         refs = None
         if self.reference_outputs is not None:
             refs = [np.asarray(r, dtype=s.dtype).reshape(s.shape)
@@ -278,9 +326,9 @@ class Runner:
             if not self.reference.ok:
                 raise ValueError(f"reference build failed: {self.reference.error_msg}")
             ref_lib = (self.reference.lib_path, self.reference.source.entry)
-        return {"op": "init", "runtime": str(runtime_library(self.cc)), "names": [a.name for a in self.args],
+        return {"op": "init", "runtime": str(runtime_library(self.config.cc)), "names": [a.name for a in self.args],
                 "args": [(a.shape, a.dtype, a.is_output) for a in self.args], "inputs_by_arg": inputs_by_arg,
-                "reference_outputs": refs, "reference_lib": ref_lib, "rtol": self.rtol, "atol": self.atol}
+                "reference_outputs": refs, "reference_lib": ref_lib, "rtol": self.config.rtol, "atol": self.config.atol}
 
 
 def _signature(args: Sequence[ArgSpec]) -> tuple:

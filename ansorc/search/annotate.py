@@ -160,11 +160,14 @@ def vectorize(task, state: State, rng: random.Random) -> State:
 
 
 INIT_RULES = (change_compute_location, parallelize, add_unroll, vectorize)
+CPU_INIT_RULES = (fill_tile_sizes,) + INIT_RULES
 
 
 def annotate(task, sketch: State, rng: random.Random) -> State:
-    state = fill_tile_sizes(task, sketch, rng)
-    for rule in INIT_RULES:
+    """Complete a sketch with the task's init rules (its policy's; the CPU ones for a task without one)."""
+    policy = getattr(task, "policy", None)
+    state = sketch
+    for rule in policy.init_rules() if policy is not None else CPU_INIT_RULES:
         state = rule(task, state, rng)
     return state
 

@@ -57,6 +57,7 @@ class LGBModel(CostModel):
         self.num_rounds, self.warmup, self.retrain_growth = num_rounds, warmup, retrain_growth
         self.rng = random.Random(seed)
         self.dags: dict = {}
+        self.hws: dict = {}       # (workload_key, target) -> the task's HardwareParams, which the features read
         self.feats: dict = {}     # (workload_key, steps_json) -> per-store feature matrix
         self.costs: dict = {}     # (workload_key, steps_json) -> median seconds (inf if failed)
         self.booster = None
@@ -65,6 +66,7 @@ class LGBModel(CostModel):
     # ------------------------------------------------------------------ data
     def add_task(self, task) -> None:
         self.dags[task.workload_key] = task.dag
+        self.hws[(task.workload_key, str(task.target))] = task.hw
 
     def update(self, records) -> None:
         new = [r for r in records if (r.workload_key, r.steps_json) not in self.costs]
@@ -72,8 +74,8 @@ class LGBModel(CostModel):
         for r in new:
             if r.workload_key not in self.dags:
                 continue
-            by_key.setdefault(r.workload_key, []).append(r)
-        for wk, recs in by_key.items():
+            by_key.setdefault((r.workload_key, r.target), []).append(r)
+        for (wk, target), recs in by_key.items():
             states = []
             for r in recs:
                 try:
@@ -81,7 +83,7 @@ class LGBModel(CostModel):
                 except Exception:  # a record that no longer replays teaches nothing
                     states.append(None)
             from .features import extract_states
-            feats = extract_states([s for s in states if s is not None])
+            feats = extract_states([s for s in states if s is not None], hw=self.hws.get((wk, target)))
             it = iter(feats)
             for r, s in zip(recs, states):
                 if s is None:
@@ -118,7 +120,7 @@ class LGBModel(CostModel):
         if self.booster is None:
             return np.array([self.rng.random() for _ in states])
         from .features import extract_states
-        return self.predict_features(extract_states(states))
+        return self.predict_features(extract_states(states, hw=task.hw))
 
     def predict_features(self, feats: list) -> np.ndarray:
         sizes = [len(f) for f in feats]

@@ -16,19 +16,19 @@ import math
 
 import numpy as np
 
-from ..ir.expr import Binary, Call, Cast, Compare, Const, Logic, Read, Select, Var, free_vars
+from ..ir.expr import Binary, Call, Cast, Compare, Logic, Read, Select
 from ..ir.lower import lower
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
 from .features_table import (FEATURE_MEANINGS, FEATURE_NAMES, LOG_MASK, MAX_BUFS, N_FEATURES, TABLE, annotation_block,
                              intensity_curve)
+from .features_access import access, footprint, region_lines
+from .task import HardwareParams
 
-CACHE_LINE = 64
-VECTOR_BYTES = 64       # AVX-512
-VREGS_FOR_TILE = 28     # of the 32 zmm registers, leave a few for operands
+DEFAULT_HW = HardwareParams()
+
+TILE_SPARE_REGISTERS = 4  # vector registers a register tile leaves for operands (28 of AVX-512's 32)
 _FLOATS = ("float32", "float64")
-_ELEM = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "bool": 1}
 _LOG_COLS = np.array(LOG_MASK)
-_INF = float("inf")
 
 
 class _Loop:
@@ -38,13 +38,9 @@ class _Loop:
         self.var, self.ext, self.kind, self.eff, self.bufcnt = var, ext, kind, kind, {}
 
 
-class _Acc:
-    """One distinct access (buffer, index tuple) of a store, with its strides and per-dimension terms."""
-    __slots__ = ("shape", "elem", "groups", "var_map", "flat")
-
-
 class _Ctx:
-    def __init__(self, func: PrimFunc):
+    def __init__(self, func: PrimFunc, hw: HardwareParams):
+        self.hw = hw          # vector width, registers, cache line: the same model serves AVX2, NEON, AVX-512
         self.stores = []      # (Store, loops tuple, guards tuple, max_step)
         self.allocs = {}      # name -> (Buffer, product of enclosing loops, number of enclosing loops)
         self.bufs = {b.name: b for b in func.args}
@@ -124,121 +120,6 @@ def _count(e, c: list, reads: list):
             extend(n.args)
 
 
-def _scale(lin, groups, k):
-    ak = abs(k)
-    return {v: c * k for v, c in lin.items()}, tuple(({v: c * k for v, c in g.items()}, cap * ak) for g, cap in groups)
-
-
-def _lin(e):
-    """e as (linear {var: coef}, groups ((coefs, cap), ...)): a group's span is min(cap, sum |coef|*(ext-1))."""
-    t = type(e)
-    if t is Var:
-        return {e.name: 1.0}, ()
-    if t is Const:
-        return {}, ()
-    if t is Binary:
-        op = e.op
-        if op == "+" or op == "-":
-            la, ga = _lin(e.a)
-            lb, gb = _lin(e.b)
-            if not lb:
-                return la, ga + gb
-            out = dict(la)
-            s = -1.0 if op == "-" else 1.0
-            for v, c in lb.items():
-                out[v] = out.get(v, 0.0) + s * c
-            return out, ga + gb
-        b = e.b
-        if op == "*":
-            if type(b) is Const:
-                return _scale(*_lin(e.a), b.value)
-            if type(e.a) is Const:
-                return _scale(*_lin(b), e.a.value)
-        elif op == "//" and type(b) is Const and b.value > 0:
-            return _scale(*_lin(e.a), 1.0 / b.value)
-        elif op == "%" and type(b) is Const and b.value > 0:
-            la, ga = _lin(e.a)
-            merged = dict(la)
-            for g, _ in ga:
-                merged.update(g)
-            return {}, ((merged, b.value - 1.0),)
-    if t is Cast:
-        return _lin(e.value)
-    return {}, (({v: 1.0 for v in free_vars(e)}, _INF),)
-
-
-def _access(indices, buf, ctx) -> _Acc:
-    a = _Acc()
-    shape = buf.shape
-    a.shape, a.elem = shape, _ELEM.get(buf.dtype, 4)
-    var_map, flat, groups = {}, {}, []
-    rs = 1
-    cache = ctx.lin
-    for d in range(len(shape) - 1, -1, -1):
-        e = indices[d]
-        hit = cache.get(id(e))
-        if hit is None:
-            hit = cache[id(e)] = (e,) + _lin(e)
-        _, lin, gs = hit
-        for v, c in lin.items():
-            if c:
-                var_map.setdefault(v, []).append((d, -1, abs(c)))
-                flat[v] = flat.get(v, 0.0) + c * rs
-        for gi, (g, _) in enumerate(gs):
-            for v, c in g.items():
-                var_map.setdefault(v, []).append((d, gi, abs(c)))
-                flat[v] = flat.get(v, 0.0) + c * rs
-        groups.append(gs)
-        rs *= shape[d]
-    groups.reverse()
-    a.groups, a.var_map, a.flat = groups, var_map, flat
-    return a
-
-
-def _footprint(a: _Acc, loops) -> tuple:
-    """Touched elements per loop level (index k: loops k.. vary; [n] = 1) and the outermost region per dim."""
-    n = len(loops)
-    shape, groups, vm = a.shape, a.groups, a.var_map
-    nd = len(shape)
-    lin = [0.0] * nd
-    gs = [[0.0] * len(g) for g in groups]
-    region = [1] * nd
-    fp = [1] * (n + 1)
-    cur = 1
-    for k in range(n - 1, -1, -1):
-        lp = loops[k]
-        e1 = lp.ext - 1
-        terms = vm.get(lp.var) if e1 else None
-        if terms:
-            for d, gi, c in terms:
-                if gi < 0:
-                    lin[d] += c * e1
-                else:
-                    gs[d][gi] += c * e1
-            cur = 1
-            for d in range(nd):
-                span = lin[d]
-                for gi, (_, cap) in enumerate(groups[d]):
-                    s = gs[d][gi]
-                    span += cap if s > cap else s
-                r = min(shape[d], int(span + 1e-9) + 1)
-                region[d] = r
-                cur *= r
-        fp[k] = cur
-    return fp, region
-
-
-def _region_lines(region, shape, elem) -> float:
-    """Cache lines of a row-major box: the last dimension, merged with the ones before it while those after
-    them are whole, is contiguous."""
-    d = len(shape) - 1
-    run = region[d] if d >= 0 else 1
-    while d > 0 and region[d] == shape[d]:
-        d -= 1
-        run *= region[d]
-    return float(math.prod(region[:max(d, 0)]) * math.ceil(run * elem / CACHE_LINE))
-
-
 def _slog(x: np.ndarray) -> np.ndarray:
     return np.sign(x) * np.log2(1.0 + np.abs(x))
 
@@ -247,71 +128,83 @@ def _slog(x: np.ndarray) -> np.ndarray:
 
 def _buffers(ctx, loops, trip, accs, info, vec) -> tuple:
     """Footprints per buffer and level, the store's bytes per level, and the sorted per-buffer feature rows."""
-    n = len(loops)
-    fps, store_bytes = {}, [0] * (n + 1)
+    fps, store_bytes = {}, [0] * (len(loops) + 1)
     for b, al in accs.items():
         best = None
         for a in al:
-            fp, region = _footprint(a, loops)
+            fp, region = footprint(a, loops)
             best = (fp, region) if best is None else (
                 [max(x, y) for x, y in zip(best[0], fp)], region if fp[0] > best[0][0] else best[1])
         fps[b] = best
         elem = al[0].elem
         for k, x in enumerate(best[0]):
             store_bytes[k] += x * elem
-    brows = []
-    for b, al in accs.items():
-        r, w = info[b]
-        elem = al[0].elem
-        fp, region = fps[b]
-        nbytes = lines = 0.0
-        stride = None
-        for a in al:  # lines: from the innermost loop that moves the address
-            nbytes += trip * elem
-            skipped = 1
-            for k in range(n - 1, -1, -1):
-                lp = loops[k]
-                s = abs(a.flat.get(lp.var, 0.0)) if lp.ext > 1 else 0.0
-                if s == 0:
-                    skipped *= lp.ext
-                    continue
-                lines += trip / skipped * min(1.0, s * elem / CACHE_LINE)
-                stride = s if stride is None else stride
-                break
-            else:
-                lines += 1.0
-        ubytes = float(fp[0] * elem)
-        ulines = _region_lines(region, al[0].shape, elem)
-        rtype, dis_iter, dis_bytes, ct = 2, 0.0, 0.0, 0.0
-        inner_iters = 1
-        for k in range(n - 1, -1, -1):  # reuse: the innermost loop that brings the same data back
-            lp = loops[k]
-            if lp.ext == 1:
-                continue
-            if all(lp.var not in a.var_map for a in al):
-                rtype, ct = 0, float(lp.ext)
-            elif lp.bufcnt.get(b, 0) > 1:
-                rtype, ct = 1, float(lp.bufcnt[b] - 1)
-            else:
-                inner_iters *= lp.ext
-                continue
-            dis_iter, dis_bytes = float(inner_iters), float(store_bytes[k + 1])
-            break
-        div = ct if rtype < 2 else 0.5
-        vst = [abs(a.flat.get(vec.var, 0.0)) for a in al] if vec else ()
-        reuse = [0.0, 0.0, 0.0]
-        reuse[rtype] = 1.0
-        brows.append((lines, nbytes, [
-            float(r and not w), float(w and not r), float(r and w), nbytes, ubytes, lines, ulines, *reuse,
-            dis_iter, dis_bytes, ct, nbytes / div, ubytes / div, lines / div, ulines / div, stride or 0.0,
-            float(bool(vst) and all(s == 1 for s in vst)), float(any(s not in (0, 1) for s in vst)),
-            float(b in ctx.allocs and ctx.bufs[b].scope == "local")]))
+    brows = [_buffer_row(ctx, b, al, loops, trip, info[b], fps[b], store_bytes, vec) for b, al in accs.items()]
     brows.sort(key=lambda x: (-x[0], -x[1]))
     return brows, fps, store_bytes
 
 
+def _lines(al, loops, trip, elem, cache_line) -> tuple:
+    """(bytes, cache lines, stride) of a buffer's accesses: lines from the innermost loop that moves the address."""
+    nbytes = lines = 0.0
+    stride = None
+    for a in al:
+        nbytes += trip * elem
+        skipped = 1
+        for k in range(len(loops) - 1, -1, -1):
+            lp = loops[k]
+            s = abs(a.flat.get(lp.var, 0.0)) if lp.ext > 1 else 0.0
+            if s == 0:
+                skipped *= lp.ext
+                continue
+            lines += trip / skipped * min(1.0, s * elem / cache_line)
+            stride = s if stride is None else stride
+            break
+        else:
+            lines += 1.0
+    return nbytes, lines, stride
+
+
+def _reuse(b, al, loops, store_bytes) -> tuple:
+    """(reuse type, distance in iterations, distance in bytes, count): the innermost loop bringing data back."""
+    inner_iters = 1
+    for k in range(len(loops) - 1, -1, -1):
+        lp = loops[k]
+        if lp.ext == 1:
+            continue
+        if all(lp.var not in a.var_map for a in al):
+            rtype, ct = 0, float(lp.ext)
+        elif lp.bufcnt.get(b, 0) > 1:
+            rtype, ct = 1, float(lp.bufcnt[b] - 1)
+        else:
+            inner_iters *= lp.ext
+            continue
+        return rtype, float(inner_iters), float(store_bytes[k + 1]), ct
+    return 2, 0.0, 0.0, 0.0
+
+
+def _buffer_row(ctx, b, al, loops, trip, read_written, fp_region, store_bytes, vec) -> tuple:
+    """(lines, bytes, feature row) of one buffer of a store."""
+    r, w = read_written
+    elem = al[0].elem
+    fp, region = fp_region
+    nbytes, lines, stride = _lines(al, loops, trip, elem, ctx.hw.cache_line_bytes)
+    ubytes = float(fp[0] * elem)
+    ulines = region_lines(region, al[0].shape, elem, ctx.hw.cache_line_bytes)
+    rtype, dis_iter, dis_bytes, ct = _reuse(b, al, loops, store_bytes)
+    div = ct if rtype < 2 else 0.5
+    vst = [abs(a.flat.get(vec.var, 0.0)) for a in al] if vec else ()
+    reuse = [0.0, 0.0, 0.0]
+    reuse[rtype] = 1.0
+    return (lines, nbytes, [
+        float(r and not w), float(w and not r), float(r and w), nbytes, ubytes, lines, ulines, *reuse,
+        dis_iter, dis_bytes, ct, nbytes / div, ubytes / div, lines / div, ulines / div, stride or 0.0,
+        float(bool(vst) and all(s == 1 for s in vst)), float(any(s not in (0, 1) for s in vst)),
+        float(b in ctx.allocs and ctx.bufs[b].scope == "local")])
+
+
 def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
-    """accs: buffer name -> list of distinct _Acc; info: buffer name -> [read, written]."""
+    """accs: buffer name -> list of distinct Access; info: buffer name -> [read, written]."""
     n = len(loops)
     trip = 1
     for lp in loops:
@@ -323,12 +216,11 @@ def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
     if alloc is not None:
         svars.update(lp.var for lp in loops[:alloc[2]])
     nontriv = [lp for lp in loops if lp.ext > 1]
-    vec = next((lp for lp in reversed(nontriv) if lp.eff == "vectorize"), None)
-    inner = nontriv[-1] if nontriv else None
 
     row = [c * trip for c in counts]
     for kind in ("vectorize", "unroll", "parallel"):
         row += annotation_block(nontriv, svars, kind)
+    vec = next((lp for lp in reversed(nontriv) if lp.eff == "vectorize"), None)
     brows, fps, store_bytes = _buffers(ctx, loops, trip, accs, info, vec)
     width = len(brows[0][2])
     for i in range(MAX_BUFS):
@@ -340,10 +232,21 @@ def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
     else:
         row += [0.0] * 5
     row += [float(trip), float(n), float(ms)]
+    tile = 0.0
+    if info[st.buffer][0]:  # accumulator: elements updated between two steps of the innermost reduce loop
+        red = next((k for k in range(n - 1, -1, -1) if loops[k].ext > 1 and loops[k].var not in svars), None)
+        if red is not None:
+            tile = float(fps[st.buffer][0][red + 1])
+    return row + _cpu_extras(ctx, loops, guards, accs, info[st.buffer][0], wacc, svars, nontriv, vec, tile, trip)
 
-    # CPU extras
-    lanes = max(1, VECTOR_BYTES // wacc.elem)
+
+def _cpu_extras(ctx, loops, guards, accs, accumulates, wacc, svars, nontriv, vec, tile, trip) -> list:
+    """Vector, innermost-loop, register-tile and guard terms, sized by the task's hardware (ctx.hw)."""
+    hw = ctx.hw
+    lanes = max(1, hw.vector_bytes // wacc.elem)
+    inner = nontriv[-1] if nontriv else None
     all_accs = [a for a_l in accs.values() for a in a_l]
+    row = []
     if vec is not None:
         ve = vec.ext
         vcontig = all(abs(a.flat.get(vec.var, 0.0)) in (0, 1) for a in all_accs)
@@ -355,13 +258,9 @@ def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
         row += [float(inner.ext), float(inner.var not in svars), float(icontig)]
     else:
         row += [0.0, 0.0, 0.0]
-    tile = 0.0
-    if info[st.buffer][0]:  # accumulator: elements updated between two steps of the innermost reduce loop
-        red = next((k for k in range(n - 1, -1, -1) if loops[k].ext > 1 and loops[k].var not in svars), None)
-        if red is not None:
-            tile = float(fps[st.buffer][0][red + 1])
     vregs = float(math.ceil(tile / (min(lanes, vec.ext) if vec is not None else 1)))
-    row += [tile, vregs, float(0 < vregs <= VREGS_FOR_TILE)]
+    # a register tile must leave a few vector registers for the operands
+    row += [tile, vregs, float(0 < vregs <= hw.vector_registers - TILE_SPARE_REGISTERS)]
     gc = [0] * 14
     for g in guards:
         _count(g, gc, [])
@@ -369,14 +268,14 @@ def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
     for lp in loops:
         if lp.eff == "parallel":
             ppar *= lp.ext
-    row += [float(bool(guards)), float(sum(gc) * trip), float(len(accs) == 1 and not info[st.buffer][0]),
-            trip / ppar]
+    row += [float(bool(guards)), float(sum(gc) * trip), float(len(accs) == 1 and not accumulates), trip / ppar]
     return row
 
 
-def extract(func: PrimFunc, raw: bool = False) -> np.ndarray:
-    """[n_stores, N_FEATURES] float32 features, one row per Store in program order."""
-    ctx = _Ctx(func)
+def extract(func: PrimFunc, raw: bool = False, hw: HardwareParams | None = None) -> np.ndarray:
+    """[n_stores, N_FEATURES] float32 features, one row per Store in program order, for the hardware `hw` (the
+    task's; by default HardwareParams(), an AVX-512 machine)."""
+    ctx = _Ctx(func, hw or DEFAULT_HW)
     _visit(func.body, [], (), 0, 1, ctx)
     prepared = []
     for st, loops, guards, ms in ctx.stores:
@@ -396,7 +295,7 @@ def extract(func: PrimFunc, raw: bool = False) -> np.ndarray:
             if any(idx is s or idx == s for s in seen):
                 continue
             seen.append(idx)
-            accs.setdefault(name, []).append(_access(idx, buf, ctx))
+            accs.setdefault(name, []).append(access(idx, buf, ctx.lin))
         for lp in loops:
             bc = lp.bufcnt
             for name in accs:
@@ -409,7 +308,7 @@ def extract(func: PrimFunc, raw: bool = False) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def extract_states(states, name: str = "k", raw: bool = False) -> list:
+def extract_states(states, name: str = "k", raw: bool = False, hw: HardwareParams | None = None) -> list:
     """Lower each state (passes=False) and extract; a state that fails to lower gives a [0, N_FEATURES] array."""
     out = []
     for s in states:
@@ -418,7 +317,7 @@ def extract_states(states, name: str = "k", raw: bool = False) -> list:
         except Exception:  # noqa: BLE001 - any lowering failure means "no program"
             out.append(np.zeros((0, N_FEATURES), dtype=np.float32))
             continue
-        out.append(extract(func, raw=raw))
+        out.append(extract(func, raw=raw, hw=hw))
     return out
 
 

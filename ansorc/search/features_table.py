@@ -14,7 +14,8 @@
   allocation of the written buffer (each iteration gets a fresh local buffer); otherwise it is *reduce*.
   Positions: the innermost/outermost/other spatial (or reduce) loop; several annotated loops in different
   positions give `mixed`.
-- *lanes*: AVX-512 lanes for the element type (16 for float32); 64-byte cache lines.
+- *lanes*, *registers* and *cache lines* are the task's hardware (HardwareParams from its target): on AVX-512, 16
+  float32 lanes, 32 vector registers and 64-byte lines.
 
 ## How the buffer and curve values are computed
 
@@ -127,7 +128,7 @@ TABLE: list = (
        ("inner_contig_all", RAW, "1 if every access has stride 0 or 1 in that innermost loop (auto-vectorizable)"),
        ("reg_tile", LOG, "accumulator elements updated inside the innermost reduce loop (read-write stores)"),
        ("reg_tile_vregs", LOG, "registers for reg_tile: ceil(reg_tile / min(lanes, vectorized extent))"),
-       ("reg_tile_fits", RAW, "1 if the accumulator tile fits in 28 of the 32 AVX-512 registers"),
+       ("reg_tile_fits", RAW, "1 if reg_tile_vregs fits in the vector registers less 4 (28 of the 32 on AVX-512)"),
        ("guarded", RAW, "1 if the store is under an IfThenElse"),
        ("guard_ops", LOG, "operations in the enclosing guard conditions x trip count"),
        ("is_init", RAW, "1 if the store reads no buffer (initialization / constant fill)"),

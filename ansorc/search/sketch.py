@@ -15,8 +15,12 @@ from .rules import APPLY, APPLY_AND_SKIP_REST, SKIP, Rule, default_cpu_rules
 def generate_sketches(task, rules: list | None = None, custom_rules: tuple = (), max_sketches: int = 64) -> list:
     """All terminal states of the derivation, deduplicated, in a stable order.
 
-    custom_rules run ahead of the built-in ones (a user's rule can claim a stage before the defaults)."""
-    rules = list(custom_rules) + list(rules if rules is not None else default_cpu_rules())
+    rules: default the task's policy's sketch rules (the CPU ones for a task without a policy). custom_rules run
+    ahead of them (a user's rule can claim a stage before the defaults)."""
+    if rules is None:
+        policy = getattr(task, "policy", None)
+        rules = policy.sketch_rules() if policy is not None else default_cpu_rules()
+    rules = list(custom_rules) + list(rules)
     init = State.initial(task.dag)
     frontier = [(init, len(init.stages) - 1)]
     done: list[State] = []

@@ -5,12 +5,14 @@ import os
 from dataclasses import dataclass, field
 
 from ..ir.dag import ComputeDAG
+from .policy import CpuPolicy, SearchPolicy, policy_for
 
 
 @dataclass(frozen=True)
 class HardwareParams:
     num_cores: int = field(default_factory=lambda: os.cpu_count() or 1)
     vector_bytes: int = 64          # AVX-512; the target fills this in
+    vector_registers: int = 32      # AVX-512's zmm0-31; the cost model sizes register tiles from it
     cache_line_bytes: int = 64
     max_innermost_split_factor: int = 64
     max_vectorize_elems: int = 64   # product of the vectorized iterators' extents
@@ -23,20 +25,24 @@ def hardware_params(target: str) -> HardwareParams:
     """The search's view of a target: core count and vector width come from codegen's Target."""
     from ..codegen.target import Target
     t = Target.from_name(target)
-    return HardwareParams(num_cores=t.num_cores, vector_bytes=t.vector_bytes,
+    return HardwareParams(num_cores=t.num_cores, vector_bytes=t.vector_bytes, vector_registers=t.vector_registers,
                           max_vectorize_elems=max(16, 4 * t.lanes("float32")))
 
 
 @dataclass(eq=False)
 class SearchTask:
+    """policy: the sketch and init rules of the search space (search/policy.py); by default the target's."""
     dag: ComputeDAG
     target: str = "native"
     hw: HardwareParams = field(default_factory=HardwareParams)
+    policy: SearchPolicy = field(default_factory=CpuPolicy)
 
-    def __init__(self, dag, target: str = "native", hw: HardwareParams | None = None):
+    def __init__(self, dag, target: str = "native", hw: HardwareParams | None = None,
+                 policy: SearchPolicy | None = None):
         self.dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
         self.target = target
         self.hw = hw or hardware_params(target)
+        self.policy = policy or policy_for(target)
 
     @property
     def workload_key(self) -> str:

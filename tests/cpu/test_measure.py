@@ -13,7 +13,8 @@ from ansorc.codegen.source import ArgSpec, Source
 from ansorc.measure.backend import LocalBackend, MeasureBackend
 from ansorc.measure.builder import PCH_PREFIX, build
 from ansorc.measure.errors import MeasureErrorNo as E
-from ansorc.measure.runner import Runner
+from ansorc.measure.runner import Runner, RunnerConfig
+from ansorc.measure.task import MeasureTask
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
@@ -301,6 +302,34 @@ def test_local_backend(build_dir, add_inputs):
         assert isinstance(backend, MeasureBackend)
         results = backend.measure([add_source("b1"), add_source("b2", "C[i] = A[i] * B[i];")])
     assert [r.error_code for r in results] == [E.NO_ERROR, E.WRONG_ANSWER]
+
+
+def test_one_backend_serves_many_tasks(build_dir, add_inputs):
+    """Each batch brings its task: the runner re-points its zygote when the task changes, and the outputs are
+    checked against the batch's own task (an add kernel passes on the add task, fails on the subtract one)."""
+    (a, b), (s,) = add_inputs
+    add = MeasureTask([a, b], [s], key="add")
+    sub = MeasureTask([a, b], [a - b], key="sub")
+    other_inputs = MeasureTask([b, b], [2 * b], key="twice_b")
+    runner = Runner(config=RunnerConfig(min_repeat_ms=1, repeat=1))
+    with LocalBackend(runner, build_dir=build_dir) as backend:
+        libs = backend.build([add_source("t_add"), add_source("t_sub", "C[i] = A[i] - B[i];")])
+        codes = {}
+        for task in (add, sub, add, other_inputs, sub):
+            codes.setdefault(task.key, []).append([r.error_code for r in backend.run(libs, task)])
+        zygote = runner._worker.proc.pid
+        backend.run(libs, add)
+        assert runner._worker.proc.pid == zygote  # the zygote stays; only its task changes
+    assert codes["add"] == [[E.NO_ERROR, E.WRONG_ANSWER]] * 2
+    assert codes["sub"] == [[E.WRONG_ANSWER, E.NO_ERROR]] * 2
+    assert codes["twice_b"] == [[E.NO_ERROR, E.WRONG_ANSWER]]
+
+
+def test_runner_options_map_into_runner_config():
+    runner = Runner(config=RunnerConfig(repeat=7), timeout=2.5)
+    assert runner.config == RunnerConfig(repeat=7, timeout=2.5)
+    with pytest.raises(TypeError):
+        Runner(no_such_option=1)
 
 
 def test_worker_dies_with_closed_runner(build_dir, add_inputs):

@@ -6,7 +6,8 @@ import ansorc
 from ansorc import te, workloads
 from ansorc.api import BuildError, generate_source
 from ansorc.codegen import target as tmod
-from ansorc.codegen.cross import build_programs, driver, run_program
+from ansorc.codegen.cross import driver
+from ansorc.measure.cross import build_programs, run_program
 from ansorc.codegen.target import Target, host_arch, host_isas
 from ansorc.ir.steps import Annotate
 from ansorc.measure.builder import DEFAULT_CFLAGS

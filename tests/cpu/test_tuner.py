@@ -7,14 +7,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import ansorc
 from ansorc import workloads
-from ansorc.measure.record import RETIME_NOTE, best, load
+from ansorc.measure.backend import MeasureBackend
+from ansorc.measure.errors import MeasureErrorNo
+from ansorc.measure.record import RETIME_NOTE, RecordLog, best, load
+from ansorc.measure.runner import RunnerConfig
 from ansorc.search.cost_model import LGBModel
 from ansorc.search.evolution import SearchParams
 from ansorc.search.task import SearchTask
-from ansorc.search.tuner import tune
+from ansorc.search.tuner import local_backend, tune, tune_options, tune_tasks
+from ansorc.search.tuning import TaskTuner, TuneOptions, make_cost_model
 
 FAST = dict(runner_kwargs={"min_repeat_ms": 1, "repeat": 1}, progress=False,
             params=SearchParams(population=64, generations=2))
@@ -108,3 +113,76 @@ def test_lgb_model_learns_and_saves(tmp_path):
     other = LGBModel()
     other.load(tmp_path / "model.npz")
     np.testing.assert_allclose(other.predict_features(feats), pred)
+
+
+def test_tune_keywords_map_into_tune_options():
+    opts = tune_options(TuneOptions(seed=3), trials=5, per_round=2, runner_kwargs={"repeat": 1}, flags=["-O2"])
+    assert opts == TuneOptions(trials=5, per_round=2, seed=3, flags=("-O2",), runner=RunnerConfig(repeat=1))
+    assert tune_options(None, early_stopping=None, params=None) == TuneOptions()  # None keeps the default
+    with pytest.raises(TypeError):
+        tune_options(None, no_such_option=1)
+
+
+def test_tasks_interleave_on_one_model_backend_and_log(tmp_path):
+    """Two tasks with different inputs, stepped in turn through one backend: every program is checked against
+    its own task's inputs and outputs (a backend stuck on the first task would fail the second's programs)."""
+    log = tmp_path / "two.jsonl"
+    tasks = [SearchTask(workloads.matmul(32, 48, 16)), SearchTask(workloads.matmul_relu(24, 16, 32))]
+    results = tune_tasks(tasks, log=str(log), trials=8, per_round=4, model="random", retime_top=0, **{
+        k: v for k, v in FAST.items() if k != "progress"})
+    records = load(log)
+    for task, res in zip(tasks, results):
+        mine = [r for r in records if r.workload_key == task.workload_key]
+        assert len(mine) == 8 and res.trials == 8 and res.task is task
+        assert all(r.error_code != MeasureErrorNo.WRONG_ANSWER for r in mine)
+        assert sum(r.ok for r in mine) >= 6 and res.best_state is not None
+    # rounds alternate between the tasks in the log
+    order = [r.workload_key for r in records]
+    assert order[:4] == [tasks[0].workload_key] * 4 and order[4:8] == [tasks[1].workload_key] * 4
+
+
+def test_task_tuner_step_returns_its_records(tmp_path):
+    task = SearchTask(workloads.matmul(32, 32, 32))
+    opts = tune_options(None, trials=6, per_round=3, model="random", **{k: v for k, v in FAST.items()
+                                                                         if k != "progress"})
+    backend = local_backend(task.target, opts)
+    try:
+        tuner = TaskTuner(task, opts, make_cost_model(opts), backend, RecordLog(tmp_path / "s.jsonl"))
+        first = tuner.step(3)
+        second = tuner.step(3)
+    finally:
+        backend.close()
+    assert len(first) == len(second) == 3 and tuner.done == 6 and tuner.finished
+    assert [r.steps_json for r in load(tmp_path / "s.jsonl")] == [r.steps_json for r in first + second]
+    assert len({r.steps_json for r in first + second}) == 6
+
+
+def test_tune_measures_through_a_given_backend_with_each_batch_task(tmp_path):
+    class Recording:
+        """A MeasureBackend that forwards to a local one and notes the task each batch names."""
+
+        def __init__(self, inner):
+            self.inner, self.tasks, self.closed = inner, [], False
+
+        def build(self, sources):
+            return self.inner.build(sources)
+
+        def run(self, builds, task=None, *, best_seconds=None, early_cut=True):
+            self.tasks.append(task)
+            return self.inner.run(builds, task, best_seconds=best_seconds, early_cut=early_cut)
+
+        def close(self):
+            self.closed = True
+
+    opts = tune_options(None, model="random", **{k: v for k, v in FAST.items() if k != "progress"})
+    inner = local_backend("native", opts)
+    backend = Recording(inner)
+    assert isinstance(backend, MeasureBackend)
+    try:
+        res = tune(workloads.matmul(32, 32, 32), trials=6, per_round=3, backend=backend, options=opts,
+                   retime_top=2, retime_rounds=1, progress=False)
+    finally:
+        inner.close()
+    assert res.trials == 6 and not backend.closed  # the caller's backend is the caller's to close
+    assert len(backend.tasks) >= 3 and all(t is backend.tasks[0] for t in backend.tasks)
+    assert backend.tasks[0].key.startswith(res.task.workload_key)

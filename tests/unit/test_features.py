@@ -256,3 +256,20 @@ def test_fifty_programs_extract_and_bad_state_gives_empty_rows():
     feats = extract_states(states + [object()])
     assert all(x.shape[0] > 0 and x.shape[1] == N_FEATURES and np.isfinite(x).all() for x in feats[:-1])
     assert feats[-1].shape == (0, N_FEATURES) and feats[-1].dtype == np.float32
+
+
+def test_vector_and_register_terms_read_the_task_hardware():
+    """The same program on AVX-512 (64-byte vectors, 32 registers), AVX2 (32 bytes, 16) and NEON (16 bytes,
+    32): an 8 x 16 float32 accumulator tile is 8 zmm registers, 16 ymm (more than AVX2 leaves for a tile) and
+    32 NEON registers."""
+    from ansorc.search.task import hardware_params
+    A, B, C = buf("A", (8, 8)), buf("B", (8, 16)), buf("C", (8, 16))
+    I, J, K_ = v("i"), v("j"), v("k")
+    upd = Store("C", (I, J), f(Read("C", (I, J), F32), "+", f(Read("A", (I, K_), F32), "*", Read("B", (K_, J), F32))))
+    fn = func(For("k", 8, "serial", For("i", 8, "serial", For("j", 16, "vectorize", upd))), A, B, C)
+    rows = {isa: row_of(extract(fn, raw=True, hw=hardware_params(isa)), 0) for isa in ("avx512", "avx2", "neon")}
+    assert row_of(extract(fn, raw=True), 0) == rows["avx512"]  # the default hardware is AVX-512
+    assert [rows[isa]["reg_tile"] for isa in rows] == [128, 128, 128]
+    assert [rows[isa]["reg_tile_vregs"] for isa in rows] == [8, 16, 32]
+    assert [rows[isa]["reg_tile_fits"] for isa in rows] == [1, 0, 0]
+    assert [rows[isa]["vec_full_vectors"] for isa in rows] == [1, 2, 4]

@@ -1,0 +1,30 @@
+"""MeasureTask: what a measurement backend needs to check and time one task's programs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from ansorc.codegen.source import ArgSpec
+
+
+@dataclass(frozen=True, eq=False)
+class MeasureTask:
+    """One task's inputs and expected outputs, sent with each batch of its builds (MeasureBackend.run).
+
+    inputs / reference_outputs: arrays in argument order or a dict by argument name (see Runner). reference: a
+    build of the unscheduled program whose outputs serve as the reference when reference_outputs is None.
+    args: the signature; None takes it from the first build. key: names the task, so that a backend can tell
+    whether the next batch is for the task it already holds ("" compares by identity)."""
+    inputs: Sequence[Any] | Mapping[str, Any] | None = None
+    reference_outputs: Sequence[Any] | Mapping[str, Any] | None = None
+    reference: Any = None                 # BuildResult
+    args: Sequence[ArgSpec] | None = None
+    key: str = ""
+
+    def same_as(self, other: "MeasureTask | None") -> bool:
+        if other is None:
+            return False
+        return self is other or (bool(self.key) and self.key == other.key)
+
+
+__all__ = ["MeasureTask"]

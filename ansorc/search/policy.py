@@ -1,0 +1,41 @@
+"""SearchPolicy: which sketch rules and init (annotation) rules build a target's search space.
+
+A task carries its policy (SearchTask.policy); sketch generation and annotation read the rule lists from it,
+so that a GPU policy (thread binding, shared-memory stages) plugs in without touching the tuner.
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+from .annotate import CPU_INIT_RULES
+from .rules import Rule, default_cpu_rules
+
+
+class SearchPolicy(Protocol):
+    def sketch_rules(self) -> Sequence[Rule]:
+        """Derivation rules, tried in order per stage (search/sketch.py)."""
+
+    def init_rules(self) -> Sequence[Callable]:
+        """Annotation rules (task, state, rng) -> state, applied in order to complete a sketch."""
+
+
+class CpuPolicy:
+    """Ansor's CPU space: multi-level tiling "SSRSRS", cache writes, rfactor, fusion; then tile sizes, compute
+    locations, parallel outer loops, the unroll pragma and vectorized inner loops."""
+
+    def __init__(self, structure: str = "SSRSRS"):
+        self.structure = structure
+
+    def sketch_rules(self) -> list:
+        return default_cpu_rules(self.structure)
+
+    def init_rules(self) -> tuple:
+        return CPU_INIT_RULES
+
+
+def policy_for(target: str) -> SearchPolicy:
+    """The default policy of a target: every target that codegen knows today is a CPU."""
+    return CpuPolicy()
+
+
+__all__ = ["SearchPolicy", "CpuPolicy", "policy_for"]

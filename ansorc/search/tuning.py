@@ -1,0 +1,248 @@
+"""Tuning as steps: a TaskTuner holds one task's tuning state, and step(n) measures n new programs (search ->
+render -> build -> run -> record -> model update).
+
+The cost model, the measurement backend and the record log are passed in, not owned, so that a scheduler can
+interleave many tasks that share one of each: every batch tells the backend its task (MeasureTask), the model
+keeps each task's DAG and hardware, and the log is keyed by workload and target. tuner.tune is the one-task
+loop over step().
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+
+from ..codegen.pipeline import render
+from ..ir.evaluate import evaluate, random_inputs
+from ..ir.state import ScheduleError, State, replay
+from ..ir.steps import steps_from_json, steps_to_json
+from ..measure.errors import MeasureErrorNo
+from ..measure.record import RETIME_NOTE, Record, RecordLog, best, records_for, steps_key
+from ..measure.runner import MeasureResult, RunnerConfig
+from ..measure.task import MeasureTask
+from .annotate import sample, state_key
+from .cost_model import LGBModel, RandomModel
+from .evolution import SearchParams, search_round
+from .sketch import generate_sketches
+from .task import SearchTask
+
+KEEP_BEST = 256  # measured programs kept as seeds for the evolution (and resumed from the log)
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """How to tune one task. search: "evolution" (model-guided) or "random" (plain sampling). model: "lgbm",
+    "random" or a CostModel (tune() makes it; a scheduler passes one shared model to every TaskTuner).
+    early_stopping: stop after this many trials without a better program. flags: compiler flags instead of the
+    target's. retime_top / retime_rounds: the final side-by-side re-timing (see tune)."""
+    trials: int = 64
+    per_round: int = 64
+    seed: int = 0
+    model: object = "lgbm"
+    search: str = "evolution"
+    params: SearchParams = field(default_factory=SearchParams)
+    early_stopping: int | None = None
+    progress: bool = True
+    flags: tuple | None = None
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
+    retime_top: int = 4
+    retime_rounds: int = 3
+
+
+@dataclass
+class TuneResult:
+    task: SearchTask
+    best_state: State | None
+    best_seconds: float
+    records: list = field(default_factory=list)   # this run's records and the resumed ones, in order
+    curve: list = field(default_factory=list)     # (trials, best GFLOP/s) after each round
+    overhead_seconds: float = 0.0                 # search time outside build and run
+    build_seconds: float = 0.0
+    run_seconds: float = 0.0
+    retimed: list = field(default_factory=list)   # (median seconds, state) of the top programs re-timed at the end
+    retime_seconds: float = 0.0
+
+    @property
+    def trials(self) -> int:
+        """Programs measured (the log's and this run's), not counting the final re-timings."""
+        return sum(r.note != RETIME_NOTE for r in self.records)
+
+    @property
+    def best_gflops(self) -> float:
+        return self.task.dag.flop_count / self.best_seconds / 1e9 if math.isfinite(self.best_seconds) else 0.0
+
+
+def make_cost_model(options: TuneOptions):
+    model = options.model
+    return LGBModel(seed=options.seed) if model == "lgbm" else RandomModel(options.seed) if model == "random" \
+        else model
+
+
+def measure_task(task: SearchTask, seed: int) -> MeasureTask:
+    """Seeded random inputs and the numpy evaluator's outputs for them."""
+    inputs = random_inputs(task.dag.inputs, seed)
+    reference = evaluate(list(task.dag.outputs), inputs)
+    return MeasureTask([inputs[t.name] for t in task.dag.inputs], [reference[t.name] for t in task.dag.outputs],
+                       key=f"{task.workload_key}/{task.target}/{seed}")
+
+
+class TaskTuner:
+    """One task's tuning state: the log's records (resumed), the measured set, the best programs, the curve."""
+
+    def __init__(self, task: SearchTask, options: TuneOptions, cost_model, backend, log: RecordLog | None = None):
+        self.task, self.options, self.model, self.backend, self.log = task, options, cost_model, backend, log
+        self.rng = random.Random(options.seed)
+        history = records_for(log.load(), task.workload_key, task.target) if log else []
+        self.measured = {r.steps_json for r in history}
+        self.result = TuneResult(task, None, math.inf, list(history))
+        self.best_states = _replay_best(task, history)  # (seconds, state) of measured programs, best first
+        if self.best_states:
+            self.result.best_seconds, self.result.best_state = self.best_states[0]
+        self.resumed = len(history)
+        self.done = self.result.trials
+        self.last_improved = self.done
+        self.exhausted = False                 # the space gave no new program
+        self.entry_names: dict = {}            # steps_json -> entry name it was built under (build cache hits)
+        if hasattr(cost_model, "add_task"):
+            cost_model.add_task(task)
+        cost_model.update(history)
+        self.sketches = generate_sketches(task)
+        self.measure_task = measure_task(task, options.seed)
+
+    @property
+    def finished(self) -> bool:
+        stop = self.options.early_stopping
+        return self.exhausted or self.done >= self.options.trials or \
+            (stop is not None and self.done - self.last_improved >= stop)
+
+    def step(self, n: int) -> list[Record]:
+        """Search for, build, run and record n new programs; the cost model learns from them."""
+        t0 = time.perf_counter()
+        cands = self._candidates(n)
+        if not cands:
+            self.exhausted = True
+            return []
+        sources, states, failed = self._render(cands)
+        t1 = time.perf_counter()
+        builds = self.backend.build(sources)
+        t2 = time.perf_counter()
+        best = self.result.best_seconds
+        results = self.backend.run(builds, self.measure_task, best_seconds=best if math.isfinite(best) else None)
+        t3 = time.perf_counter()
+        recs = self._record(states + [st for st, _ in failed], results + [_failure(msg) for _, msg in failed])
+        self.entry_names.update((rec.steps_json, src.entry) for src, rec in zip(sources, recs))
+        t4 = time.perf_counter()
+        self.model.update(recs)
+        r = self.result
+        r.overhead_seconds += (t1 - t0) + (time.perf_counter() - t4)
+        r.build_seconds += t2 - t1
+        r.run_seconds += t3 - t2
+        r.curve.append((self.done, r.best_gflops))
+        return recs
+
+    def _candidates(self, n: int) -> list:
+        if self.options.search == "random":
+            fresh = sample(self.task, n + len(self.measured), seed=self.rng.randrange(1 << 30),
+                           sketches=self.sketches)
+            return [s for s in fresh if state_key(s) not in self.measured][:n]
+        seeds = [s for _, s in self.best_states]
+        return search_round(self.task, self.model, self.sketches, self.measured, seeds, n,
+                            self.options.params or SearchParams(), self.rng)
+
+    def _render(self, cands: list) -> tuple:
+        """(sources, their states, [(state, error)] of those that fail to render)."""
+        sources, states, failed = [], [], []
+        for k, st in enumerate(cands):
+            try:
+                sources.append(render(self.task.dag, st, f"cand_{self.done + k}", self.task.target))
+                states.append(st)
+            except (ScheduleError, ValueError, KeyError, NotImplementedError) as e:
+                failed.append((st, f"{type(e).__name__}: {e}"))
+        return sources, states, failed
+
+    def _record(self, states: list, results: list) -> list:
+        """Log the batch, and update the measured set, the best programs and the counters."""
+        task, r = self.task, self.result
+        recs = [Record.from_measure(task.workload_key, task.target, steps_to_json(st.steps), res,
+                                    task.dag.flop_count) for st, res in zip(states, results)]
+        if self.log:
+            self.log.append(recs)
+        for st, rec in zip(states, recs):
+            self.measured.add(rec.steps_json)
+            if rec.ok and not rec.lower_bound:
+                self.best_states.append((rec.median, st))
+                if rec.median < r.best_seconds:
+                    r.best_seconds, r.best_state = rec.median, st
+                    self.last_improved = self.done + len(recs)
+        self.best_states.sort(key=lambda x: x[0])
+        del self.best_states[KEEP_BEST:]
+        r.records += recs
+        self.done += len(recs)
+        return recs
+
+    def retime(self, top: int | None = None, rounds: int | None = None) -> list[Record]:
+        """Time the `top` best programs again side by side, `rounds` times in turn, and make the best of those
+        timings the winner (records with note "retime"). Skipped when this run measured nothing."""
+        top = self.options.retime_top if top is None else top
+        rounds = self.options.retime_rounds if rounds is None else rounds
+        r = self.result
+        if top <= 1 or len(self.best_states) <= 1 or len(r.records) <= self.resumed:
+            return []
+        t0 = time.perf_counter()
+        out = retime(self.task, self.backend, self.measure_task, self.best_states[:top], rounds, self.entry_names)
+        recs = [rec for _, _, rec in out]
+        if self.log and recs:
+            self.log.append(recs)
+        r.records += recs
+        r.retimed = sorted(((sec, st) for sec, st, _ in out), key=lambda x: x[0])
+        if r.retimed:
+            r.best_seconds, r.best_state = r.retimed[0]
+        r.retime_seconds = time.perf_counter() - t0
+        return recs
+
+
+def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int, names: dict | None = None) -> list:
+    """Time the `top` (seconds, state) programs again in turn, `rounds` times, in one worker: [(median of all
+    their repeats, state, Record)] for those that ran cleanly every time."""
+    names = names or {}
+    steps = [steps_to_json(st.steps) for _, st in top]
+    sources = [render(task.dag, st, names.get(steps_key(sj), f"top_{i}"), task.target)
+               for i, ((_, st), sj) in enumerate(zip(top, steps))]
+    builds = backend.build(sources)
+    costs: list = [[] for _ in top]
+    walls = [0.0 for _ in top]
+    clean = [b.ok for b in builds]
+    for _ in range(max(1, rounds)):
+        for i, b in enumerate(builds):
+            if clean[i]:
+                res = backend.run([b], mtask, early_cut=False)[0]
+                clean[i] = res.ok and not res.lower_bound
+                costs[i] += res.costs
+                walls[i] += res.all_cost - b.build_seconds
+    out = []
+    session = time.time()  # one timestamp for the whole session: best() ranks by the latest session
+    for (_, st), sj, cs, wall, ok, b in zip(top, steps, costs, walls, clean, builds):
+        if ok and cs:
+            res = MeasureResult(tuple(cs), MeasureErrorNo.NO_ERROR, "", wall + b.build_seconds, session, False, 0)
+            rec = Record.from_measure(task.workload_key, task.target, sj, res, task.dag.flop_count,
+                                      note=RETIME_NOTE)
+            out.append((rec.median, st, rec))
+    return out
+
+
+def _replay_best(task: SearchTask, history: list) -> list:
+    out = []
+    for r in best(history, task.workload_key, task.target, k=KEEP_BEST):
+        try:
+            out.append((r.median, replay(task.dag, steps_from_json(r.steps))))
+        except ScheduleError:
+            continue
+    return out
+
+
+def _failure(msg: str) -> MeasureResult:
+    return MeasureResult((), MeasureErrorNo.INSTANTIATION_ERROR, msg, 0.0, time.time())
+
+
+__all__ = ["TuneOptions", "TuneResult", "TaskTuner", "make_cost_model", "measure_task", "retime", "KEEP_BEST"]

@@ -1,0 +1,98 @@
+"""Fingerprints of generated C: a SHA-256 per rendered program, to show that a refactor leaves the C unchanged.
+
+    python bench/render_fingerprint.py                      # print {name: sha256} as JSON
+    python bench/render_fingerprint.py -o fingerprints.json # write it (tests/golden/render_fingerprints.json)
+
+Programs: for every benchmark operator in ansorc.workloads (its first listed shape), programs sampled with a fixed
+seed; and the best programs of the committed logs in bench/results/*.jsonl. All are rendered for "avx512" through
+ansorc.codegen.pipeline.render. The search task's core count is fixed (2): the sampler's parallel and rfactor
+choices read it, and the fingerprints must not depend on the machine.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TARGET = "avx512"
+NUM_CORES = 2
+SAMPLES = 20
+LOG_BEST = 8
+LOG_SHAPES = {"C2D": (1, 56, 56, 64, 64, 3, 1, 1)}  # shapes of the committed logs not listed first in WORKLOADS
+
+
+def _task(tensors):
+    from ansorc.search.task import SearchTask, hardware_params
+    return SearchTask(tensors, TARGET, dataclasses.replace(hardware_params(TARGET), num_cores=NUM_CORES))
+
+
+def _digest(task, state, name: str) -> str:
+    from ansorc.codegen.pipeline import render
+    return hashlib.sha256(render(task.dag, state, name, TARGET).code.encode()).hexdigest()
+
+
+def sampled() -> dict:
+    from ansorc import workloads
+    from ansorc.search.annotate import sample
+    out = {}
+    for op, (fn, shapes) in workloads.WORKLOADS.items():
+        task = _task(fn(*shapes[0]))
+        for k, state in enumerate(sample(task, SAMPLES, seed=1000 + k_seed(op))):
+            out[f"{op}/sample{k:02d}"] = _digest(task, state, f"{op.lower()}_{k}")
+    return out
+
+
+def k_seed(op: str) -> int:
+    """A fixed per-operator seed (not hash(): that varies between processes)."""
+    return sum(ord(c) * 31 ** i for i, c in enumerate(op)) % 10007
+
+
+def from_logs() -> dict:
+    from ansorc import workloads
+    from ansorc.ir.state import replay
+    from ansorc.ir.steps import steps_from_json
+    from ansorc.measure.record import best, load
+    dags = {}
+    for op, (fn, shapes) in workloads.WORKLOADS.items():
+        for shape in shapes + ([LOG_SHAPES[op]] if op in LOG_SHAPES else []):
+            task = _task(fn(*shape))
+            dags.setdefault(task.workload_key, (f"{op}{shape}", task))
+    out = {}
+    for path in sorted((ROOT / "bench" / "results").glob("*.jsonl")):
+        records = load(path)
+        for wk, tgt in sorted({(r.workload_key, r.target) for r in records}):
+            if wk not in dags:
+                print(f"{path.name}: workload {wk} not among the benchmark shapes, skipped", file=sys.stderr)
+                continue
+            label, task = dags[wk]
+            for k, rec in enumerate(best(records, wk, tgt, k=LOG_BEST)):
+                state = replay(task.dag, steps_from_json(rec.steps))
+                out[f"{path.name}/{tgt}/best{k}"] = _digest(task, state, f"best_{k}")
+    return out
+
+
+def fingerprints() -> dict:
+    return dict(sorted({**sampled(), **from_logs()}.items()))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-o", "--output", help="write the JSON here instead of printing it")
+    a = p.parse_args(argv)
+    text = json.dumps(fingerprints(), indent=1, sort_keys=True) + "\n"
+    if a.output:
+        Path(a.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
