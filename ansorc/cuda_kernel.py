@@ -1,0 +1,117 @@
+"""CudaKernel: a compiled CUDA program called from Python.
+
+Arguments are inputs then (optionally) outputs, as for CPU kernels. Each may be a numpy array (copied to the
+GPU; outputs copied back) or any object with `__cuda_array_interface__` (PyTorch, CuPy, pycuda, Numba arrays
+on the GPU: used in place, no copy). Kernels run on the legacy default stream unless `stream=` gives a CUDA
+stream handle (e.g. `torch.cuda.current_stream().cuda_stream`); with GPU outputs the call returns without
+waiting, as a library call on a stream does. CUDA is initialised in this process at the first call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .codegen.source import Source
+from .ir.dtypes import numpy_dtype
+
+_DEVICE = None
+
+
+def _device():
+    global _DEVICE
+    if _DEVICE is None:
+        from .measure.cuda_driver import Device
+        _DEVICE = Device()
+    return _DEVICE
+
+
+class CudaKernelError(ValueError):
+    pass
+
+
+def _gpu_pointer(obj, spec) -> int | None:
+    """The device pointer of a GPU array after checking shape, dtype and layout; None for a host array."""
+    iface = getattr(obj, "__cuda_array_interface__", None)
+    if iface is None:
+        return None
+    shape, typestr = tuple(iface["shape"]), np.dtype(iface["typestr"])
+    if shape != tuple(spec.shape) or typestr != np.dtype(numpy_dtype(spec.dtype)):
+        raise CudaKernelError(f"argument {spec.name}: a GPU array of shape {shape} and dtype {typestr}; the kernel "
+                              f"takes shape {tuple(spec.shape)} and dtype {spec.dtype}")
+    strides = iface.get("strides")
+    if strides is not None and tuple(strides) != tuple(np.empty(shape, typestr).strides):
+        raise CudaKernelError(f"argument {spec.name}: the GPU array is not C-contiguous; pass .contiguous()")
+    return int(iface["data"][0])
+
+
+def _host_array(obj, spec) -> np.ndarray:
+    arr = np.asarray(obj)
+    if arr.shape != tuple(spec.shape) or arr.dtype != np.dtype(numpy_dtype(spec.dtype)):
+        raise CudaKernelError(f"argument {spec.name}: shape {arr.shape} and dtype {arr.dtype}; the kernel takes "
+                              f"shape {tuple(spec.shape)} and dtype {spec.dtype}")
+    return arr
+
+
+class CudaKernel:
+    def __init__(self, source: Source, cubin_path: str, spec=None):
+        if source.lang != "cuda":
+            raise CudaKernelError(f"{source.entry}: not a CUDA program")
+        self.source, self.cubin_path, self.spec = source, cubin_path, spec
+        self._functions = None
+
+    @property
+    def name(self) -> str:
+        return self.source.entry
+
+    def _load(self, dev):
+        if self._functions is None:
+            with open(self.cubin_path, "rb") as f:
+                module = dev.load_module(f.read())
+            self._functions = [dev.function(module, launch.kernel) for launch in self.source.launches]
+        return self._functions
+
+    def __call__(self, *args, stream=None):
+        src = self.source
+        n_in, n_all = len(src.inputs), len(src.args)
+        if len(args) not in (n_in, n_all):
+            raise CudaKernelError(f"{self.name} takes {n_in} inputs (and optionally {n_all - n_in} outputs), "
+                                  f"got {len(args)} arguments")
+        dev = _device()
+        functions = self._load(dev)
+        owned, pointers, copy_back, results = [], [], [], []
+        try:
+            for k, spec in enumerate(src.args):
+                given = args[k] if k < len(args) else None
+                ptr = _gpu_pointer(given, spec) if given is not None else None
+                if ptr is None:
+                    host = _host_array(given, spec) if given is not None else \
+                        np.empty(spec.shape, numpy_dtype(spec.dtype))
+                    ptr = dev.alloc(host.nbytes)
+                    owned.append(ptr)
+                    if not spec.is_output:
+                        dev.htod(ptr, host)
+                    else:
+                        copy_back.append((host, ptr))
+                if spec.is_output:
+                    results.append(given if given is not None else host)
+                pointers.append(ptr)
+            for ws in src.workspaces:
+                ptr = dev.alloc(ws.size * np.dtype(numpy_dtype(ws.dtype)).itemsize)
+                owned.append(ptr)
+                pointers.append(ptr)
+            handle = dev.ffi.cast("CUstream", stream or 0)
+            for fn, launch in zip(functions, src.launches):
+                dev.launch(fn, launch.grid, launch.block, launch.shared_bytes, handle,
+                           [pointers[i] for i in launch.args])
+            if copy_back or owned:
+                dev.synchronize()
+            for host, ptr in copy_back:
+                if not host.flags.writeable or not host.flags.c_contiguous:
+                    raise CudaKernelError(f"{self.name}: an output array must be writable and C-contiguous")
+                dev.dtoh(host, ptr)
+        finally:
+            for ptr in owned:
+                dev.free(ptr)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+__all__ = ["CudaKernel", "CudaKernelError"]
