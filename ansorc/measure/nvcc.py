@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,8 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ansorc.codegen.source import Source
-from ansorc.measure.builder import (MAX_STDERR_CHARS, BuildResult, _run_compiler, _write_atomically,
-                                    cache_root, compiler_id)
+from ansorc.measure.builder import MAX_STDERR_CHARS, BuildResult, _run_compiler, _write_atomically, cache_root
 from ansorc.measure.errors import MeasureErrorNo
 
 DEFAULT_NVCC_TIMEOUT = 60.0     # seconds; ptxas on a heavily unrolled kernel can take several
@@ -124,8 +124,22 @@ def check_limits(resources: dict, limits: dict, launches: Sequence = ()) -> str 
     return None
 
 
+_nvcc_ids: dict[str, str] = {}
+
+
+def nvcc_id(nvcc: str) -> str:
+    """All of `nvcc --version` (its first line names no version, unlike gcc's), so an upgrade changes the key."""
+    if nvcc not in _nvcc_ids:
+        try:
+            out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _nvcc_ids[nvcc] = out.strip() or nvcc
+    return _nvcc_ids[nvcc]
+
+
 def cuda_build_key(source: Source, nvcc: str, arch: str, flags: Sequence[str]) -> str:
-    text = "\0".join([source.key, compiler_id(nvcc), arch, *flags])
+    text = "\0".join([source.key, nvcc_id(nvcc), arch, *flags])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
