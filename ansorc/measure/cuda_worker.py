@@ -29,6 +29,7 @@ NAN_BITS = 0xFFFFFFFF          # as float32 (and, doubled, as float64): a NaN, s
 DYNAMIC_SHARED_DEFAULT = 48 * 1024
 FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # cuda_driver's value, repeated so that the fake device needs no import
 EXIT_STICKY = 3
+SLOW_RUN_SECONDS = 1e-3  # a single run this much beyond the cut is cut without a graph
 
 
 class DeviceTask:
@@ -115,35 +116,53 @@ class Session:
         context is gone (the worker then exits)."""
         if self.task is None:
             return {"error_code": int(MeasureErrorNo.UNKNOWN_ERROR), "error_msg": "no task was set"}
-        module, graph = None, (None, None)
+        deadline = time.monotonic() + msg.get("time_budget", math.inf)
+        module, graphs = None, []
         try:
             module = self.dev.load_module(Path(msg["cubin"]).read_bytes())
             plan = self._plan(module, msg)
             wrong, once = self._checked_run(plan)
             if wrong:
                 return {"error_code": int(MeasureErrorNo.WRONG_ANSWER), "error_msg": wrong}
-            reps = replay_count(once, msg["config"], len(plan))
-            graph = self.dev.capture(self.stream, lambda: [self._enqueue(plan) for _ in range(reps)])
-            return self._time(graph[1], reps, msg)
+            cut = msg.get("cut_seconds", 0.0)
+            if cut and once > max(2 * cut, cut + SLOW_RUN_SECONDS):  # far too slow, even allowing for launch latency
+                return _costs_reply([once], 1, lower_bound=True)
+            exec_, reps = self._graph(plan, once, msg["config"], graphs)
+            return self._time(exec_, reps, msg, deadline)
         except Exception as exc:  # CudaError, or the fake device's; a missing cubin file
             code = getattr(exc, "code", None)
             sticky = isinstance(code, int) and _is_sticky(code)
             return {"error_code": int(MeasureErrorNo.RUNTIME_DEVICE), "error_msg": f"{type(exc).__name__}: {exc}",
                     "sticky": sticky}
         finally:
-            self._cleanup(module, graph)
+            self._cleanup(module, graphs)
 
-    def _cleanup(self, module, graph) -> None:
+    def _cleanup(self, module, graphs) -> None:
         """Best effort: after a sticky error these calls fail too, and the process is about to exit anyway."""
-        try:
-            self.dev.destroy_graph(*graph)
-        except Exception:
-            pass
+        for graph in graphs:
+            try:
+                self.dev.destroy_graph(*graph)
+            except Exception:
+                pass
         if module is not None:
             try:
                 self.dev.unload_module(module)
             except Exception:
                 pass
+
+    def _graph(self, plan, once: float, cfg: dict, graphs: list) -> tuple:
+        """(graph exec, runs per replay): a graph of back-to-back program runs lasting about min_replay_seconds.
+        Sized from one run's time, which includes the host's launch latency (most of it for a kernel of a few
+        microseconds); sized again from a replay when that made it much too short."""
+        reps = replay_count(once, cfg, len(plan))
+        for attempt in range(2):
+            graphs.append(self.dev.capture(self.stream, lambda: [self._enqueue(plan) for _ in range(reps)]))
+            replay = self._timed(lambda: self.dev.graph_launch(graphs[-1][1], self.stream))
+            better = replay_count(replay / reps, cfg, len(plan))
+            if attempt or better <= 2 * reps:
+                return graphs[-1][1], reps
+            reps = better
+        raise AssertionError("unreachable")
 
     def _plan(self, module, msg: dict) -> list[tuple]:
         """(function, grid, block, shared bytes, device pointers) per launch."""
@@ -179,16 +198,17 @@ class Session:
             return wrong, math.inf
         return "", self._timed(lambda: self._enqueue(plan))  # warm: module loaded, caches hot
 
-    def _time(self, exec_, reps: int, msg: dict) -> dict:
+    def _time(self, exec_, reps: int, msg: dict, deadline: float) -> dict:
+        """Event-timed replays; stops after the first when slower than the cut, and when the time budget is spent."""
         cfg, cut = msg["config"], msg.get("cut_seconds", 0.0)
         for _ in range(cfg["warmup_replays"]):
             self._timed(lambda: self.dev.graph_launch(exec_, self.stream))
-        costs, started = [], time.monotonic()
+        costs = []
         for _ in range(cfg["repeats"]):
             costs.append(self._timed(lambda: self.dev.graph_launch(exec_, self.stream)) / reps)
             if cut and costs[0] > cut:  # clearly slower than the best: one replay places it well enough
                 return _costs_reply(costs, reps, lower_bound=True)
-            if time.monotonic() - started > msg.get("time_budget", math.inf):
+            if time.monotonic() > deadline:
                 break
         return _costs_reply(costs, reps, lower_bound=False)
 

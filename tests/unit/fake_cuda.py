@@ -47,6 +47,16 @@ def _slow(mem, p):
     time.sleep(0.002)
 
 
+_cold_calls = [0]
+
+
+def _cold(mem, p):               # slow for its first two runs (the checked and the warm one), then fast
+    _add(mem, p)
+    _cold_calls[0] += 1
+    if _cold_calls[0] <= 2:
+        time.sleep(0.005)
+
+
 def _illegal(mem, p):
     raise FakeCudaError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "cuStreamSynchronize")
 
@@ -60,7 +70,7 @@ def _hang(mem, p):
 
 
 KERNELS = {"add": _add, "add_wrong": _add_wrong, "nothing": lambda mem, p: None, "scale_to_ws": _scale_to_ws,
-           "ws_plus_b": _ws_plus_b, "clobber_input": _clobber_input, "slow": _slow, "illegal": _illegal,
+           "ws_plus_b": _ws_plus_b, "clobber_input": _clobber_input, "slow": _slow, "cold": _cold, "illegal": _illegal,
            "crash": _crash, "hang": _hang}
 
 

@@ -101,9 +101,25 @@ def test_missing_kernel_is_runtime_device_not_sticky(session, tmp_path):
     assert reply["error_code"] == MeasureErrorNo.RUNTIME_DEVICE and not reply["sticky"]
 
 
-def test_early_cut_stops_after_one_replay(session, tmp_path):
+def test_early_cut_of_a_far_slower_run_needs_no_graph(session, tmp_path):
     reply = session.run(_run_msg(tmp_path, ["slow"], _one("slow"), cut=1e-4))
     assert reply["error_code"] == MeasureErrorNo.NO_ERROR and reply["lower_bound"] and len(reply["costs"]) == 1
+    assert reply["number"] == 1 and not session.dev.graphs
+
+
+def test_early_cut_stops_after_one_replay(session, tmp_path):
+    launches_before = session.dev.launches
+    reply = session.run(_run_msg(tmp_path, ["slow"], _one("slow"), cut=1.5e-3))  # a run takes >= 2 ms
+    assert reply["error_code"] == MeasureErrorNo.NO_ERROR and reply["lower_bound"] and len(reply["costs"]) == 1
+    # checked run, warm run, the sizing replay, the warm-up replay, one timed replay: no further repeats
+    assert session.dev.launches - launches_before == 5 and reply["number"] == 1
+
+
+def test_graph_is_resized_when_the_first_run_was_slow(session, tmp_path):
+    reply = session.run(_run_msg(tmp_path, ["cold"], _one("cold")))
+    assert reply["error_code"] == MeasureErrorNo.NO_ERROR, reply
+    assert reply["number"] == CONFIG["max_graph_launches"]  # from the fast replays, not the slow first run
+    assert not session.dev.graphs  # both graphs destroyed
 
 
 def test_replay_count_fills_the_minimum_replay_time_within_the_cap():
