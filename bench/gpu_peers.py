@@ -1,6 +1,6 @@
 """PyTorch (cuBLAS / cuDNN) on the GPU cases of the CUDA backend, timed with CUDA graphs and events.
 
-    python bench/gpu_peers.py [--replays 20] [--out bench/results/gpu_peers.json]
+    python bench/gpu_peers.py [--replays 20] [--out bench/results/gpu_peers.json]   # also writes the .md
 
 fp32 with TF32 off (the column to compare with ansorc's fp32 FFMA kernels), and a TF32-on column for reference.
 Convolutions run in NCHW and channels_last; the faster counts. cudnn.benchmark picks cuDNN's best algorithm.
@@ -145,8 +145,10 @@ def main() -> int:
     import torch
     device = torch.cuda.get_device_name()
     rows = [time_torch_case(name, replays=args.replays) for name in args.cases]
-    print(markdown(rows, device))
+    table = markdown(rows, device)
+    print(table)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).with_suffix(".md").write_text(table + "\n")
     Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "rows": rows}, indent=1))
     return 0
 

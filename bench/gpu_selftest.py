@@ -95,6 +95,11 @@ def small_checks(arch: str) -> None:
         (r,) = runner.run([relu])
         check("two launches through a workspace", r.ok, r.error_msg[:200])
         runner.set_task([a, b], [a @ b])
+        (r,) = runner.run([plain], early_cut=False)
+        replay = r.median * r.number if r.ok else 0.0
+        check("a ~10 us kernel is timed in replays of >= ~1 ms", r.ok and replay > 0.5e-3,
+              f"{r.median * 1e6:.2f} us x {r.number} runs per replay, costs "
+              f"{[round(c * 1e6, 2) for c in r.costs]} {r.error_msg[:200]}")
         (r,) = runner.run([silent])
         check("output never written -> WRONG_ANSWER", error_name(r.error_code) == "WRONG_ANSWER", r.error_msg[:200])
         t = time.perf_counter()
