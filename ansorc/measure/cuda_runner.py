@@ -264,6 +264,7 @@ class CudaBackend:
                  limits: dict | None = None):
         self.runner, self.arch, self.n_parallel, self.build_dir = runner, arch, n_parallel, build_dir
         self.build_timeout, self._limits = build_timeout, limits
+        self.task = None
 
     def limits(self) -> dict:
         """The given limits, else the device's (asks the worker), else the architecture's table."""
@@ -282,11 +283,16 @@ class CudaBackend:
         limits = self.limits() if any(r.ok for r in results) else {}
         return [with_limit_check(r, limits) for r in results]
 
-    def run(self, builds, best_seconds: float | None = None, early_cut: bool = True) -> list[MeasureResult]:
+    def run(self, builds, task=None, *, best_seconds: float | None = None,
+            early_cut: bool = True) -> list[MeasureResult]:
+        """task: the batch's MeasureTask (inputs and reference outputs), sent to the GPU once per task."""
+        if task is not None and not task.same_as(self.task):
+            self.runner.set_task(task.inputs, task.reference_outputs, task.args)
+            self.task = task
         return self.runner.run(builds, best_seconds, early_cut)
 
-    def measure(self, sources, best_seconds: float | None = None) -> list[MeasureResult]:
-        return self.run(self.build(sources), best_seconds)
+    def measure(self, sources, task=None, best_seconds: float | None = None) -> list[MeasureResult]:
+        return self.run(self.build(sources), task, best_seconds=best_seconds)
 
     def close(self) -> None:
         self.runner.close()

@@ -117,10 +117,21 @@ class LGBModel(CostModel):
     # ------------------------------------------------------------------ scoring
     def predict(self, task, states) -> np.ndarray:
         self.add_task(task)
+        valid = getattr(getattr(task, "policy", None), "valid", None)
         if self.booster is None:
-            return np.array([self.rng.random() for _ in states])
+            scores = np.array([self.rng.random() for _ in states])
+            if valid is not None:   # still drop what the device cannot run (GPU: shared memory, threads)
+                feats = self._features(task, states, valid)
+                scores[[i for i, f in enumerate(feats) if not len(f)]] = -1e9
+            return scores
+        return self.predict_features(self._features(task, states, valid))
+
+    @staticmethod
+    def _features(task, states, valid) -> list:
         from .features import extract_states
-        return self.predict_features(extract_states(states, hw=task.hw))
+        from .parallel import extract_states_parallel
+        feats = extract_states_parallel(task, states, valid)
+        return feats if feats is not None else extract_states(states, hw=task.hw, valid=valid)
 
     def predict_features(self, feats: list) -> np.ndarray:
         sizes = [len(f) for f in feats]

@@ -24,7 +24,7 @@ class SearchParams:
     crossover_prob: float = 0.0     # share of children made by crossover (the paper's; off by default)
     eps_greedy: float = 0.05
     init_measured_ratio: float = 0.2
-    weights: tuple = tuple(WEIGHTS.items())
+    weights: tuple | None = None    # mutation weights; None: the task's policy's
 
 
 def evolve(task, model, init: list, measured: set, n_out: int, params: SearchParams, rng: random.Random) -> list:
@@ -32,7 +32,7 @@ def evolve(task, model, init: list, measured: set, n_out: int, params: SearchPar
     pop = list(init)
     best: list = []          # min-heap of (score, tiebreak, key, state)
     in_best: set = set()
-    weights = dict(params.weights)
+    weights = dict(params.weights or getattr(getattr(task, "policy", None), "weights", WEIGHTS))
     cache: dict = {}         # the model is fixed during a round: score each distinct program once
     for gen in range(params.generations + 1):
         if not pop:

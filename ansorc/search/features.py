@@ -237,7 +237,8 @@ def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
         red = next((k for k in range(n - 1, -1, -1) if loops[k].ext > 1 and loops[k].var not in svars), None)
         if red is not None:
             tile = float(fps[st.buffer][0][red + 1])
-    return row + _cpu_extras(ctx, loops, guards, accs, info[st.buffer][0], wacc, svars, nontriv, vec, tile, trip)
+    return row + _cpu_extras(ctx, loops, guards, accs, info[st.buffer][0], wacc, svars, nontriv, vec, tile, trip) \
+        + _gpu_terms(ctx, st, loops, trip, accs, info)
 
 
 def _cpu_extras(ctx, loops, guards, accs, accumulates, wacc, svars, nontriv, vec, tile, trip) -> list:
@@ -270,6 +271,22 @@ def _cpu_extras(ctx, loops, guards, accs, accumulates, wacc, svars, nontriv, vec
             ppar *= lp.ext
     row += [float(bool(guards)), float(sum(gc) * trip), float(len(accs) == 1 and not accumulates), trip / ppar]
     return row
+
+
+_GPU_LOOPS = ("blockIdx.x", "threadIdx.x", "vthread")
+
+
+def _gpu_terms(ctx, st, loops, trip, accs, info) -> list:
+    """Block, thread and vthread extents around the store, and its shared-memory traffic (GPU programs)."""
+    ext = {k: 0.0 for k in _GPU_LOOPS}
+    for lp in loops:   # nested threadIdx loops (a fetch inside a thread's work) are the same hardware index
+        if lp.kind == "threadIdx.x":
+            ext[lp.kind] = max(ext[lp.kind], float(lp.ext))
+        elif lp.kind in ext:
+            ext[lp.kind] = max(ext[lp.kind], 1.0) * lp.ext
+    shared = [b for b in accs if ctx.bufs.get(b) is not None and ctx.bufs[b].scope == "shared"]
+    reads = sum(len(accs[b]) for b in shared if info[b][0])
+    return [ext["blockIdx.x"], ext["threadIdx.x"], ext["vthread"], float(st.buffer in shared), float(reads * trip)]
 
 
 def extract(func: PrimFunc, raw: bool = False, hw: HardwareParams | None = None) -> np.ndarray:
@@ -308,12 +325,15 @@ def extract(func: PrimFunc, raw: bool = False, hw: HardwareParams | None = None)
     return out.astype(np.float32)
 
 
-def extract_states(states, name: str = "k", raw: bool = False, hw: HardwareParams | None = None) -> list:
+def extract_states(states, name: str = "k", raw: bool = False, hw: HardwareParams | None = None,
+                   valid=None) -> list:
     """Lower each state (passes=False) and extract; a state that fails to lower gives a [0, N_FEATURES] array."""
     out = []
     for s in states:
         try:
             func = lower(s, name, passes=False)
+            if valid is not None and not valid(func):   # e.g. a GPU program over the device's limits
+                raise ValueError("invalid program")
         except Exception:  # noqa: BLE001 - any lowering failure means "no program"
             out.append(np.zeros((0, N_FEATURES), dtype=np.float32))
             continue

@@ -133,6 +133,11 @@ TABLE: list = (
        ("guard_ops", LOG, "operations in the enclosing guard conditions x trip count"),
        ("is_init", RAW, "1 if the store reads no buffer (initialization / constant fill)"),
        ("work_per_thread", LOG, "trip count / product of the enclosing parallel loops")]
+    + [("gpu_blocks", LOG, "product of the enclosing loops bound to blockIdx (0 outside GPU programs)"),
+       ("gpu_threads", LOG, "product of the enclosing loops bound to threadIdx (0 outside GPU programs)"),
+       ("gpu_vthreads", LOG, "product of the enclosing vthread loops (0 if none)"),
+       ("gpu_shared_store", RAW, "1 if the store writes a shared-memory buffer (a cooperative fetch)"),
+       ("gpu_shared_reads", LOG, "distinct reads of shared-memory buffers in the store x trip count")]
 )
 
 FEATURE_NAMES: tuple = tuple(n for n, _, _ in TABLE)

@@ -10,7 +10,8 @@ from ..codegen.cuda_target import CudaTarget
 from ..ir.gpu_passes import check_kernel, split_kernels
 from ..ir.state import ScheduleError, State
 from ..ir.steps import Pragma
-from .gpu_annotate import GPU_UNROLL_CANDIDATES, MAX_VTHREAD, WARP, annotate_gpu
+from .gpu_annotate import (GPU_UNROLL_CANDIDATES, MAX_VTHREAD, WARP, add_unroll_gpu, bind_threads, cooperative_fetch,
+                           fill_tile_sizes_gpu)
 from .gpu_rules import default_gpu_rules
 from .mutate import _replay, mutate_tile_size
 
@@ -48,7 +49,7 @@ def program_within_limits(func, target: CudaTarget) -> bool:
 
 def mutate_tile_size_gpu(task, state: State, rng: random.Random) -> State | None:
     child = mutate_tile_size(task, state, rng)
-    return child if child is not None and state_within_limits(child, task.target_obj) else None
+    return child if child is not None and state_within_limits(child, task.policy.target) else None
 
 
 def mutate_unroll_gpu(task, state: State, rng: random.Random) -> State | None:
@@ -76,8 +77,10 @@ class GpuPolicy:
     def sketch_rules(self) -> list:
         return default_gpu_rules()
 
-    def annotate(self, task, sketch: State, rng: random.Random) -> State:
-        state = annotate_gpu(task, sketch, rng)
+    def init_rules(self) -> tuple:
+        return (fill_tile_sizes_gpu, bind_threads, cooperative_fetch, add_unroll_gpu, self.check_limits)
+
+    def check_limits(self, task, state: State, rng: random.Random) -> State:
         if not state_within_limits(state, self.target):
             raise ScheduleError("the drawn program exceeds the block limits")
         return state

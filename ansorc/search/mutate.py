@@ -129,10 +129,11 @@ MUTATORS = {"tile_size": mutate_tile_size, "compute_location": mutate_compute_lo
 
 
 def mutate(task, state: State, rng: random.Random, weights: dict = WEIGHTS) -> State | None:
-    kinds = list(weights)
+    mutators = getattr(getattr(task, "policy", None), "mutators", MUTATORS)
+    kinds = [k for k in weights if k in mutators]
     kind = rng.choices(kinds, [weights[k] for k in kinds])[0]
     try:
-        return MUTATORS[kind](task, state, rng)
+        return mutators[kind](task, state, rng)
     except (ScheduleError, KeyError, ValueError, IndexError):
         return None
 

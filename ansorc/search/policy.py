@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Callable, Protocol, Sequence
 
+from ..codegen.cuda_target import CudaTarget, is_cuda
 from .annotate import CPU_INIT_RULES
+from .gpu_policy import GpuPolicy
+from .mutate import MUTATORS, WEIGHTS
 from .rules import Rule, default_cpu_rules
 
 
@@ -18,10 +21,16 @@ class SearchPolicy(Protocol):
     def init_rules(self) -> Sequence[Callable]:
         """Annotation rules (task, state, rng) -> state, applied in order to complete a sketch."""
 
+    weights: dict      # mutation kind -> probability (search/mutate.py)
+    mutators: dict     # mutation kind -> function (task, state, rng) -> state | None
+
 
 class CpuPolicy:
     """Ansor's CPU space: multi-level tiling "SSRSRS", cache writes, rfactor, fusion; then tile sizes, compute
     locations, parallel outer loops, the unroll pragma and vectorized inner loops."""
+
+    weights = WEIGHTS
+    mutators = MUTATORS
 
     def __init__(self, structure: str = "SSRSRS"):
         self.structure = structure
@@ -33,9 +42,11 @@ class CpuPolicy:
         return CPU_INIT_RULES
 
 
-def policy_for(target: str) -> SearchPolicy:
-    """The default policy of a target: every target that codegen knows today is a CPU."""
+def policy_for(target) -> SearchPolicy:
+    """The default policy of a target: the GPU one for CUDA targets, else the CPU one."""
+    if is_cuda(target):
+        return GpuPolicy(target if isinstance(target, CudaTarget) else CudaTarget.from_name(target))
     return CpuPolicy()
 
 
-__all__ = ["SearchPolicy", "CpuPolicy", "policy_for"]
+__all__ = ["SearchPolicy", "CpuPolicy", "GpuPolicy", "policy_for"]
