@@ -22,6 +22,8 @@ MAX_VTHREAD = 8
 MAX_THREAD_OUTPUTS = 64    # accumulators per thread (vthreads x inner tile): past this, registers spill
 MAX_REDUCE_TILE = 64       # reduction elements per shared-memory fetch (the two inner reduce levels)
 TILE_TRIES = 20
+PRIOR_DRAWS = 4       # joint tile draws compared by the soft prior
+PRIOR_PROB = 0.75     # share of programs whose tiles come from the prior's pick
 
 
 def _levels(st) -> dict:
@@ -168,6 +170,23 @@ def _draw_spatial(rng, extents: dict, sp: list, inner: int) -> dict | None:
     return out
 
 
+def _balance(draw: dict) -> float:
+    """How far a draw is from the usual shape of a fast GPU tile: ~128-256 threads, ~16-64 outputs per thread."""
+    import math
+    threads = outs = 1
+    for v, t, a, b in draw.values():
+        threads, outs = threads * t, outs * v * a * b
+    return abs(math.log2(threads) - 7.5) + abs(math.log2(outs) - 5)
+
+
+def _prefer_balanced(rng: random.Random, draws: list) -> dict:
+    """A soft prior: most of the time the best balanced of a few draws, otherwise the first (the space stays
+    whole: evolution and mutation reach every tiling)."""
+    if rng.random() < PRIOR_PROB:
+        return min(draws, key=_balance)
+    return draws[0]
+
+
 def _draw_reduce(rng, extents: dict, rd: list, inner: int) -> dict:
     out, red = {}, 1
     for i in rd:
@@ -191,12 +210,16 @@ def fill_tile_sizes_gpu(task, sketch: State, rng: random.Random) -> State:
             extents[i] = state.stage(step.stage).iter(step.iter).extent
         state = state.apply(step)
     inner = task.hw.max_innermost_split_factor
+    draws = []
     for _ in range(TILE_TRIES):
-        spatial = _draw_spatial(rng, extents, sp, inner)
-        if spatial is not None:
-            break
-    else:
+        d = _draw_spatial(rng, extents, sp, inner)
+        if d is not None:
+            draws.append(d)
+            if len(draws) == PRIOR_DRAWS:
+                break
+    if not draws:
         raise ScheduleError("no GPU tile sizes within the block limits")
+    spatial = _prefer_balanced(rng, draws)
     lengths = {**spatial, **_draw_reduce(rng, extents, rd, inner)}
     state = State.initial(task.dag)
     for i, step in enumerate(sketch.steps):
