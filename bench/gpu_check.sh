@@ -54,6 +54,13 @@ cp bench/results/gpu/*.jsonl "$OUT/" 2>/dev/null
 step "side by side with PyTorch"
 timeout 150 python3 bench/gpu_table.py --logs bench/results/gpu --md "$OUT/table.md"
 
+step "embedding: examples/embed_cuda/main.c calls an exported library"
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")}
+timeout 120 python3 bench/gpu_embed.py /tmp/embed_out && \
+  gcc -I/tmp/embed_out -I"$CUDA_HOME/include" examples/embed_cuda/main.c -L/tmp/embed_out -lmatmul_relu \
+      -L"$CUDA_HOME/lib64" -lcudart -Wl,-rpath,/tmp/embed_out -lm -o /tmp/embed_app && /tmp/embed_app
+echo "embed example exit: $?"
+
 step "compute-sanitizer"
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do

@@ -95,7 +95,9 @@ def _render_kernel(func: PrimFunc, k, workspaces: list) -> list:
 def _host_launcher(func: PrimFunc, kernels: list, workspaces: list) -> list:
     params = [f"{'const ' if i < func.n_inputs else ''}{C_TYPE[b.dtype]}* {b.name}" for i, b in enumerate(func.args)]
     names = ", ".join([b.name for b in func.args] + [b.name for b in workspaces])
-    lines = [f'extern "C" int {func.name}({", ".join(params + ["cudaStream_t stream"])}) {{']
+    # the stream as void*: the C header then needs no CUDA header (a cudaStream_t is a pointer)
+    lines = [f'extern "C" int {func.name}({", ".join(params + ["void* stream_arg"])}) {{',
+             "  cudaStream_t stream = (cudaStream_t)stream_arg;"]
     for b in workspaces:
         lines.append(f"  {C_TYPE[b.dtype]}* {b.name} = NULL;")
         lines.append(f"  if (cudaMallocAsync((void**)&{b.name}, {b.size}ull * sizeof({C_TYPE[b.dtype]}), stream) "

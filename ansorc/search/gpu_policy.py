@@ -89,4 +89,16 @@ class GpuPolicy:
         return program_within_limits(func, self.target)
 
 
-__all__ = ["GpuPolicy", "state_within_limits", "program_within_limits", "GPU_WEIGHTS"]
+
+
+
+def default_gpu_schedule(task, tries: int = 64) -> State:
+    """A GPU program for an untuned task (compiled with trials=0): the first of a fixed-seed sample that fits
+    the device, so the same workload always gets the same program."""
+    from ..ir.lower import lower
+    from .annotate import sample
+    for st in sample(task, tries, seed=0):
+        if program_within_limits(lower(st, "probe", passes=False), task.policy.target):
+            return st
+    raise ScheduleError("no GPU program within the device limits was found for this workload")
+__all__ = ["GpuPolicy", "state_within_limits", "program_within_limits", "default_gpu_schedule", "GPU_WEIGHTS"]
