@@ -197,8 +197,8 @@ class CudaRunner:
 
     def _run_msg(self, build: BuildResult, cut: float) -> dict:
         src = build.source
-        launches = [(l.kernel, tuple(l.grid), tuple(l.block), tuple(l.args), int(l.shared_bytes))
-                    for l in src.launches]
+        launches = [(launch.kernel, _ints(launch.grid), _ints(launch.block), _ints(launch.args),
+                     int(launch.shared_bytes)) for launch in src.launches]
         workspace_bytes = [max(4, int(w.size) * np.dtype(w.dtype).itemsize) for w in src.workspaces]
         cfg = {k: v for k, v in asdict(self.config).items()
                if k in ("repeats", "warmup_replays", "min_replay_seconds", "max_graph_launches")}
@@ -254,6 +254,11 @@ class CudaRunner:
         return {"op": "task", "names": [a.name for a in args], "args": [(a.shape, a.dtype, a.is_output) for a in args],
                 "inputs_by_arg": by_arg, "reference_outputs": refs, "rtol": self.config.rtol,
                 "atol": self.config.atol}
+
+
+def _ints(values) -> tuple:
+    """Plain ints (a renderer may hand numpy integers; the worker passes them to C)."""
+    return tuple(int(v) for v in values)
 
 
 class CudaBackend:

@@ -54,7 +54,7 @@ def _cold(mem, p):               # slow for its first two runs (the checked and 
     _add(mem, p)
     _cold_calls[0] += 1
     if _cold_calls[0] <= 2:
-        time.sleep(0.005)
+        time.sleep(0.05)
 
 
 def _illegal(mem, p):

@@ -116,7 +116,9 @@ def test_early_cut_stops_after_one_replay(session, tmp_path):
 
 
 def test_graph_is_resized_when_the_first_run_was_slow(session, tmp_path):
-    reply = session.run(_run_msg(tmp_path, ["cold"], _one("cold")))
+    msg = _run_msg(tmp_path, ["cold"], _one("cold"))
+    msg["config"] = dict(CONFIG, min_replay_seconds=0.02)  # the first run (50 ms) asks for 1 run per replay
+    reply = session.run(msg)
     assert reply["error_code"] == MeasureErrorNo.NO_ERROR, reply
     assert reply["number"] == CONFIG["max_graph_launches"]  # from the fast replays, not the slow first run
     assert not session.dev.graphs  # both graphs destroyed
