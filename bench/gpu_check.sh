@@ -2,7 +2,7 @@
 # Everything the CUDA backend needs shown on a GPU machine, in one run of about 6-7 minutes:
 #   environment and ceilings; 100 random GPU programs of all 13 workloads checked against numpy; tuning of
 #   GMM 1024, C2D 1x56x56x64->64 3x3 and DEP 1x112x112x32 3x3 for BUDGET seconds each (resuming the logs in
-#   bench/results/gpu); a side-by-side table against PyTorch in one process; compute-sanitizer memcheck and
+#   bench/results/gpu/<device>); a side-by-side table against PyTorch in one process; compute-sanitizer memcheck and
 #   racecheck on a few programs (it refuses the device on some of these machines: then it says so).
 # Results go to $OUT (the device tool brings them back) or bench/results/gpu/run.
 #   BUDGET=60 bash bench/gpu_check.sh        (CORRECT=0 / SANITIZE=0 skip those steps on a rerun)
@@ -11,13 +11,18 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results/gpu/run}
 BUDGET=${BUDGET:-60}
 CORRECT=${CORRECT:-100}
-mkdir -p "$OUT" bench/results/gpu
+mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu_check.log") 2>&1
 if [ -d .whl ] && ! python3 -c "import cffi, lightgbm" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 ANSORC_CACHE_DIR=/tmp/ansorc_cache
+# Logs per device (bench/results/gpu/h200, .../h100): committed gzipped, tuned here as plain .jsonl, copied to $OUT
+DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr 'A-Z ' 'a-z_' | sed 's/^nvidia_//')
+LOGS=bench/results/gpu/${DEVICE:-unknown}
+mkdir -p "$LOGS"
+for f in "$LOGS"/*.jsonl.gz; do [ -e "$f" ] && gunzip -kf "$f"; done
 step() { echo; echo "=== $1 ($(date +%T))"; }
 t0=$(date +%s)
 
@@ -50,11 +55,11 @@ if [ "$CORRECT" -gt 0 ]; then
 fi
 
 step "tuning: $BUDGET s per case"
-timeout $((BUDGET * 3 + 150)) python3 bench/gpu_tune.py --seconds "$BUDGET" --logs bench/results/gpu --json "$OUT/tune.json"
-cp bench/results/gpu/*.jsonl "$OUT/" 2>/dev/null
+timeout $((BUDGET * 3 + 150)) python3 bench/gpu_tune.py --seconds "$BUDGET" --logs "$LOGS" --json "$OUT/tune.json"
+cp "$LOGS"/*.jsonl "$OUT/" 2>/dev/null
 
 step "side by side with PyTorch"
-timeout 150 python3 bench/gpu_table.py --logs bench/results/gpu --md "$OUT/table.md"
+timeout 150 python3 bench/gpu_table.py --logs "$LOGS" --md "$OUT/table.md"
 
 step "embedding: examples/embed_cuda/main.c calls an exported library"
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")}
@@ -69,9 +74,10 @@ if [ "${SANITIZE:-1}" = 0 ]; then
 elif command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     timeout 45 compute-sanitizer --tool $tool --error-exitcode 3 python3 bench/gpu_sanitize_target.py GMM,C2D,DEP 1 \
-      > "$OUT/sanitizer_$tool.txt" 2>&1
-    echo "$tool: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitizer_$tool.txt") clean summary line(s)); tail:"
-    tail -4 "$OUT/sanitizer_$tool.txt"
+      > /tmp/sanitizer_$tool.txt 2>&1
+    echo "$tool: exit $?; tail:"
+    tail -4 /tmp/sanitizer_$tool.txt
+    cat /tmp/sanitizer_$tool.txt >> "$OUT/sanitizer.txt"
   done
 else
   echo "compute-sanitizer not found"
