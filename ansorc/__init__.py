@@ -1,5 +1,5 @@
 """ansorc: a standalone tensor compiler in the Ansor design."""
-from .ir import te
+from . import te
 from .ir.dag import ComputeDAG
 from .ir.state import State, replay
 from .api import build, generate_source
