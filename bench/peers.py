@@ -5,9 +5,9 @@ GMM 1024 against numpy's matmul, C2D (1,56,56,64,64,3,1,1) and DEP (1,112,112,32
     python bench/peers.py --trials 512 --log-dir bench/results
 
 Each workload is tuned (resuming bench/results/<name>.jsonl.gz, the committed log, through an uncompressed
-working copy <name>.jsonl that git ignores; the .gz is rewritten afterwards), the best few programs are re-timed side by side,
-then the winner and the peer are timed in alternating rounds (median of rounds). Also reports the machine's fp32
-FMA peak (bench/peak_fma.py) and each kernel's fraction of it. Writes bench/results/peers.md.
+working copy <name>.jsonl that git ignores; the .gz is rewritten afterwards), the best few programs are re-timed
+side by side, then the winner and the peer are timed in alternating rounds (median of rounds). Also reports the
+machine's fp32 FMA peak (bench/peak_fma.py) and each kernel's fraction of it. Writes bench/results/peers.md.
 """
 from __future__ import annotations
 
@@ -111,7 +111,8 @@ def main(argv=None) -> int:
         ours_key = min((k for k in med if k != "peer"), key=med.get)
         gf = dag.flop_count / 1e9
         row = {"op": name, "peer": peer, "ours_gflops": gf / med[ours_key], "peer_gflops": gf / med["peer"],
-               "ratio": med["peer"] / med[ours_key], "trials": sum(r.note != RETIME_NOTE for r in load(log)), "tuning_s": tuning}
+               "ratio": med["peer"] / med[ours_key], "trials": sum(r.note != RETIME_NOTE for r in load(log)),
+               "tuning_s": tuning}
         rows.append(row)
         print(f"{name}: ansorc {row['ours_gflops']:.1f} GFLOP/s, {peer} {row['peer_gflops']:.1f} GFLOP/s, "
               f"ratio {row['ratio']:.2f} ({row['trials']} trials)", flush=True)
