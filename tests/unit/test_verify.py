@@ -134,3 +134,23 @@ def test_sampled_programs_verify_after_every_pass(name):
         vec = func
         for p in CODEGEN_PASSES:
             vec = verify(p(vec, Target.from_name(isa)), after=f"{p.__name__} ({isa})")
+
+
+def test_a_lowered_program_without_its_split_guard_fails_check_in_bounds():
+    """The guard lowering puts around a split that overshoots (10 = 3 * 4 - 2) is what makes it in bounds."""
+    from dataclasses import replace
+
+    import ansorc
+    from ansorc.ir.steps import Split
+    from ansorc.ir.vector import stmt_kids, with_kids
+    A_, B_, C_ = workloads.matmul(10, 10, 10)
+    dag = ansorc.ComputeDAG([A_, B_, C_])
+    func = lower(ansorc.replay(dag, [Split("C", "i", (4,))]), passes=False)
+    verify(func)
+
+    def unguard(s):
+        s = with_kids(s, tuple(unguard(c) for c in stmt_kids(s)))
+        return s.then if isinstance(s, IfThenElse) else s
+    with pytest.raises(VerifyError, match=r"check_in_bounds: .* of C\[\(\(C_i_0 \* 4\) \+ C_i_1\), C_j\]: index 0 "
+                                          r"spans \[0, 11\]"):
+        verify(replace(func, body=unguard(func.body)))
