@@ -48,7 +48,7 @@ def forbidden(src: str, dst: str) -> bool:
     if b in LEAVES or a == b:
         return False
     top_level = b not in CORE and b != "ansorc"
-    rules = {"ir": ("codegen", "measure", "search") if not top_level else (b,),
+    rules = {"ir": ("codegen", "measure", "search", "frontend") if not top_level else (b,),
              "codegen": ("measure", "search"), "measure": ("search",)}
     return b in rules.get(a, ()) or (a in CORE and b in API)
 
@@ -78,6 +78,8 @@ def test_codegen_cross_does_not_import_measure():
 @pytest.mark.parametrize("src,dst,bad", [("ansorc.ir.state", "ansorc.codegen.c", True),
                                          ("ansorc.ir.state", "ansorc.workloads", True),
                                          ("ansorc.ir.state", "ansorc.errors", False),
+                                         ("ansorc.ir.te", "ansorc.frontend.parser", True),
+                                         ("ansorc.frontend.lower", "ansorc.ir.te", False),
                                          ("ansorc.codegen.c", "ansorc.measure.record", True),
                                          ("ansorc.measure.runner", "ansorc.search.task", True),
                                          ("ansorc.search.tuner", "ansorc.kernel", True),
