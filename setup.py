@@ -33,7 +33,8 @@ setup(
         "tqdm>=4.60,<5",
     ],
     extras_require={
-        "dev": ["pytest>=7,<10", "hypothesis>=6.50,<7", "matplotlib>=3.5,<4"],
+        # ruff pinned: `make lint` must not start failing when a new release adds checks
+        "dev": ["pytest>=7,<10", "hypothesis>=6.50,<7", "matplotlib>=3.5,<4", "ruff==0.17.5"],
         "gpu": ["pycuda>=2022.1"],
     },
     entry_points={"console_scripts": ["ansorc=ansorc.cli:main"]},

@@ -1,12 +1,15 @@
 """ansorc: a standalone tensor compiler in the Ansor design."""
-from .ir import te
-from .ir.dag import ComputeDAG
-from .ir.state import State, replay
-from .api import build, generate_source
-from .kernel import AlignmentWarning, Kernel, array, empty
-from .export import load
-from .autotune import apply_best, compile  # noqa: A004
+from . import te
+from .ir.dag import ComputeDAG, DagError
+from .ir.state import ScheduleError, State, replay
+from .api import BuildError, build, generate_source
+from .errors import AnsorcError
+from .kernel import AlignmentWarning, Kernel, KernelError, array, empty, load
+from .export import ExportError
+from .spec import KernelSpec
+from .autotune import NoRecordError, apply_best, compile  # noqa: A004
 from .search.tuner import tune
 
 __all__ = ["te", "ComputeDAG", "State", "replay", "build", "generate_source", "Kernel", "load", "apply_best",
-           "compile", "tune", "empty", "array", "AlignmentWarning"]
+           "compile", "tune", "empty", "array", "AlignmentWarning", "KernelSpec", "AnsorcError", "BuildError",
+           "ExportError", "KernelError", "NoRecordError", "DagError", "ScheduleError"]

@@ -1,17 +1,20 @@
 """compile = tune + build the best; apply_best = rebuild the best recorded program by replay."""
 from __future__ import annotations
 
-from .api import build
+from .api import build, build_spec
+from .codegen.target import Target
+from .errors import AnsorcError
 from .ir.dag import ComputeDAG
 from .ir.state import replay
 from .ir.steps import steps_from_json
 from .measure.record import best as best_records, load as load_records
 from .search.task import SearchTask
 from .search.tuner import tune
+from .spec import KernelSpec
 
 
-class NoRecordError(LookupError):
-    pass
+class NoRecordError(AnsorcError, LookupError):
+    """No usable program: the log holds no successful record, or tuning measured none."""
 
 
 def _provenance(dag, target: str, seconds: float, trials: int | None = None) -> dict:
@@ -31,9 +34,8 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
         raise NoRecordError(f"{log}: no successful record for workload {dag.workload_key} on target {target!r}")
     rec = recs[0]
     state = replay(dag, steps_from_json(rec.steps))
-    kern = build(dag, state, target=target, name=name)
-    kern.meta["provenance"] = _provenance(dag, target, rec.median)
-    return kern
+    spec = KernelSpec.of(dag, state, Target.from_name(target))
+    return build_spec(spec.with_provenance(_provenance(dag, target, rec.median)), name)
 
 
 def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
@@ -48,7 +50,5 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     res = tune(SearchTask(dag, target), trials=trials, log=log, seed=seed, **tune_kwargs)
     if res.best_state is None:
         raise NoRecordError("tuning measured no valid program; see the log for the errors")
-    kern = build(dag, res.best_state, target=target, name=name)
-    kern.meta["provenance"] = _provenance(dag, target, res.best_seconds, res.trials)
-    kern.meta["tune_result"] = res
-    return kern
+    spec = KernelSpec.of(dag, res.best_state, Target.from_name(target))
+    return build_spec(spec.with_provenance(_provenance(dag, target, res.best_seconds, res.trials)), name)

@@ -11,11 +11,13 @@ import math
 import sys
 from pathlib import Path
 
+from .errors import AnsorcError
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 TARGETS = ("native", "avx512", "avx2", "neon", "generic", "cuda")
 
 
-class CliError(Exception):
+class CliError(AnsorcError):
     def __init__(self, message: str, code: int = EXIT_BAD_INPUT):
         super().__init__(message)
         self.code = code
@@ -69,7 +71,7 @@ def _check_target(target: str):
 
 def cmd_compile(args) -> dict:
     from .autotune import NoRecordError, compile as compile_kernel
-    from .export import export_kernel
+    from .export import export
     from .ir.names import c_ident, is_c_ident
     prog = _load_program(args)
     name = args.name or c_ident(Path(args.file).stem)
@@ -87,22 +89,20 @@ def cmd_compile(args) -> dict:
                               name=name, **({"progress": not args.quiet} if args.trials > 0 else {}))
     except NoRecordError as e:
         raise CliError(str(e), EXIT_FAILED) from None
-    kern.meta["expression"] = prog.text
-    paths = export_kernel(kern, args.output, name)
-    out = {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in
-                                             kern.meta.get("provenance", {}).items()}}
-    return out
+    spec = kern.spec.with_expression(prog.text)
+    paths = export(spec, args.output, name)
+    return {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in spec.provenance_dict.items()}}
 
 
 def _cross_compile(args, prog, name, tgt) -> dict:
     """A target this machine cannot run (e.g. neon on x86): no tuning here; export the best logged program (or
     the naive one) built with the target's cross compiler."""
-    from .api import generate_source
-    from .export import ExportError, export_source
+    from .export import ExportError, export
     from .ir.dag import ComputeDAG
     from .ir.state import replay
     from .ir.steps import steps_from_json
     from .measure.record import best, load
+    from .spec import KernelSpec
     if args.trials > 0:
         raise CliError(f"--target {args.target}: cannot be measured on this machine; tune on the target and "
                        "pass its log with --trials 0 to cross-compile here", EXIT_FAILED)
@@ -112,8 +112,8 @@ def _cross_compile(args, prog, name, tgt) -> dict:
     prov = {"target": f"{tgt.name} ({tgt.isa}, {tgt.arch})", "workload key": dag.workload_key,
             "schedule": "best logged" if recs else "untuned (naive loop nest)"}
     try:
-        paths = export_source(generate_source(dag, schedule, name, tgt), args.output, prov, prog.text,
-                              flags=tgt.flags, cc=tgt.cc)
+        spec = KernelSpec.of(dag, schedule, tgt).with_provenance(prov).with_expression(prog.text)
+        paths = export(spec, args.output, name)
     except ExportError as e:
         raise CliError(str(e).splitlines()[0], EXIT_FAILED) from None
     return {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in prov.items()}}
@@ -188,6 +188,9 @@ def main(argv=None) -> int:
     except CliError as e:
         print(f"ansorc: error: {e}", file=sys.stderr)
         return e.code
+    except AnsorcError as e:  # any other error ansorc raises for its input or a failed build: one line
+        print(f"ansorc: error: {(str(e).splitlines() or [type(e).__name__])[0]}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("ansorc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -1,13 +1,19 @@
-"""Kernel: a compiled program loaded with cffi and called with numpy arrays (inputs then outputs)."""
+"""Kernel: a compiled program loaded with cffi and called with numpy arrays (inputs then outputs); `load` opens an
+exported library as one."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 from cffi import FFI
 
 from .codegen.c import prototype
-from .codegen.source import Source
+from .codegen.header import read_signature
+from .codegen.source import ArgSpec, Source
+from .errors import AnsorcError, ArgumentError
+from .export import ExportError, export
+from .spec import KernelSpec
 
 NP_DTYPE = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.uint8}
 
@@ -15,8 +21,8 @@ NP_DTYPE = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "in
 ALIGN = 64  # bytes: a cache line and an AVX-512 vector; the tuner measures on buffers aligned to it
 
 
-class KernelError(RuntimeError):
-    pass
+class KernelError(AnsorcError, RuntimeError):
+    """The compiled kernel returned an error status."""
 
 
 class AlignmentWarning(UserWarning):
@@ -60,10 +66,10 @@ def _load(source: Source, lib_path: str):
 class Kernel:
     """`kernel(*inputs, *outputs)` fills the outputs in place; `kernel(*inputs)` allocates and returns them."""
 
-    def __init__(self, source: Source, lib_path: str, meta: dict | None = None):
+    def __init__(self, source: Source, lib_path: str, spec: KernelSpec | None = None):
         self.source_obj = source
         self.lib_path = str(lib_path)
-        self.meta = dict(meta or {})
+        self.spec = spec  # how it was built; None for a kernel loaded from an exported library
         self._ffi, self._lib = _load(source, self.lib_path)
         self._fn = getattr(self._lib, source.entry)
         self._warned_alignment = False
@@ -80,17 +86,21 @@ class Kernel:
     def args(self) -> tuple:
         return self.source_obj.args
 
+    @property
+    def provenance(self) -> dict:
+        return self.spec.provenance_dict if self.spec else {}
+
     def _check(self, arr, spec, k):
         if not isinstance(arr, np.ndarray):
-            raise TypeError(f"argument {k} ({spec.name}) must be a numpy array, got {type(arr).__name__}")
+            raise ArgumentError(f"argument {k} ({spec.name}) must be a numpy array, got {type(arr).__name__}")
         if arr.dtype != NP_DTYPE[spec.dtype]:
-            raise TypeError(f"argument {k} ({spec.name}) must have dtype {spec.dtype}, got {arr.dtype}")
+            raise ArgumentError(f"argument {k} ({spec.name}) must have dtype {spec.dtype}, got {arr.dtype}")
         if tuple(arr.shape) != tuple(spec.shape):
-            raise ValueError(f"argument {k} ({spec.name}) must have shape {tuple(spec.shape)}, got {arr.shape}")
+            raise ArgumentError(f"argument {k} ({spec.name}) must have shape {tuple(spec.shape)}, got {arr.shape}")
         if not arr.flags.c_contiguous:
-            raise ValueError(f"argument {k} ({spec.name}) must be C-contiguous (use np.ascontiguousarray)")
+            raise ArgumentError(f"argument {k} ({spec.name}) must be C-contiguous (use np.ascontiguousarray)")
         if spec.is_output and not arr.flags.writeable:
-            raise ValueError(f"output argument {k} ({spec.name}) is read-only")
+            raise ArgumentError(f"output argument {k} ({spec.name}) is read-only")
 
     def __call__(self, *arrays):
         specs = self.args
@@ -100,7 +110,7 @@ class Kernel:
             outputs = [empty(a.shape, NP_DTYPE[a.dtype]) for a in specs[n_in:]]
             arrays = tuple(arrays) + tuple(outputs)
         if len(arrays) != len(specs):
-            raise TypeError(f"kernel {self.name} takes {n_in} inputs and {len(specs) - n_in} outputs "
+            raise ArgumentError(f"kernel {self.name} takes {n_in} inputs and {len(specs) - n_in} outputs "
                             f"({', '.join(a.name for a in specs)}), got {len(arrays)} arrays")
         ptrs = []
         misaligned = []
@@ -123,9 +133,36 @@ class Kernel:
 
     def export(self, outdir, name: str | None = None) -> dict:
         """Write lib<name>.so, <name>.h and <name>.c into outdir for embedding; returns their paths."""
-        from .export import export_kernel
-        return export_kernel(self, outdir, name)
+        if self.spec is None:
+            raise ExportError("this kernel cannot be re-exported (it was loaded from a library); export the "
+                              "kernel it was built as")
+        return export(self.spec, outdir, name or self.name)
 
     def __repr__(self):
         sig = ", ".join(f"{a.name}{list(a.shape)}" for a in self.args)
         return f"Kernel({self.name}({sig}), lib={self.lib_path})"
+
+
+def load(path) -> Kernel:
+    """Load an exported library back as a Kernel: `path` is lib<name>.so (its <name>.h must sit beside it)
+    or the output directory holding exactly one exported kernel."""
+    p = Path(path)
+    if p.is_dir():
+        libs = sorted(p.glob("lib*.so"))
+        if len(libs) != 1:
+            raise ExportError(f"{p}: expected one lib<name>.so, found {[x.name for x in libs]}")
+        p = libs[0]
+    if not p.exists():
+        raise ExportError(f"{p}: no such file")
+    name = p.name[3:-3] if p.name.startswith("lib") and p.name.endswith(".so") else p.stem
+    header = p.with_name(f"{name}.h")
+    if not header.exists():
+        raise ExportError(f"{p}: the header {header.name} must be next to the library")
+    try:
+        sig = read_signature(header.read_text())
+    except ValueError as e:
+        raise ExportError(f"{header}: {e}") from None
+    args = tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"], bool(a["output"])) for a in sig["args"])
+    c_file = p.with_name(f"{name}.c")
+    source = Source(c_file.read_text() if c_file.exists() else "", sig["entry"], args)
+    return Kernel(source, str(p.resolve()))

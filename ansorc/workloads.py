@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from .errors import ExpressionError, UnknownNameError
 from .ir import te
 from .ir.expr import IterVar
 from .ir.te import ComputeOp, Tensor
@@ -17,7 +18,7 @@ from .ir.te import ComputeOp, Tensor
 def _out(size: int, k: int, stride: int, pad: int, dilation: int = 1) -> int:
     out = (size + 2 * pad - dilation * (k - 1) - 1) // stride + 1
     if out <= 0:
-        raise ValueError(f"input size {size} with kernel {k}, stride {stride}, pad {pad}, dilation {dilation} "
+        raise ExpressionError(f"input size {size} with kernel {k}, stride {stride}, pad {pad}, dilation {dilation} "
                          "leaves no output")
     return out
 
@@ -90,7 +91,7 @@ def c1d(N, L, CI, CO, K, stride, pad, dilation=1, dtype="float32") -> list:
 def c2d(N, H, W, CI, CO, K, stride, pad, dilation=1, groups=1, dtype="float32") -> list:
     """NHWC conv, weight K x K x CI/groups x CO; output channel co reads the input channels of its group."""
     if CI % groups or CO % groups:
-        raise ValueError(f"groups={groups} must divide CI={CI} and CO={CO}")
+        raise ExpressionError(f"groups={groups} must divide CI={CI} and CO={CO}")
     data = te.placeholder((N, H, W, CI), dtype, "data")
     kernel = te.placeholder((K, K, CI // groups, CO), dtype, "kernel")
     OH, OW = _out(H, K, stride, pad, dilation), _out(W, K, stride, pad, dilation)
@@ -154,7 +155,7 @@ def t2d(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
     kernel = te.placeholder((K, K, CI, CO), dtype, "kernel")
     OH, OW = (H - 1) * stride - 2 * pad + K, (W - 1) * stride - 2 * pad + K
     if OH <= 0 or OW <= 0:
-        raise ValueError(f"transposed conv of {H}x{W} with kernel {K}, stride {stride}, pad {pad} has no output")
+        raise ExpressionError(f"transposed conv of {H}x{W} with kernel {K}, stride {stride}, pad {pad} has no output")
     back = K - 1 - pad                          # rows of zeros in front of the dilated input
     front = -(-back // stride)                  # whole input rows padded in front (ceil)
     border = front * stride - back              # >= 0
@@ -267,7 +268,7 @@ WORKLOADS = {
 def _entry(name: str):
     key = name.upper()
     if key not in WORKLOADS:
-        raise KeyError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
+        raise UnknownNameError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
     return WORKLOADS[key]
 
 

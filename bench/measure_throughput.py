@@ -30,7 +30,8 @@ from ansorc.measure.builder import build  # noqa: E402
 from ansorc.measure.runner import Runner  # noqa: E402
 from peak_fma import busy_cpus, wait_until_idle  # noqa: E402
 
-PACKED = "int {e}_packed(void** args) {{ return {e}((const float*)args[0], (const float*)args[1], (float*)args[2]); }}\n"
+PACKED = ("int {e}_packed(void** args) "
+          "{{ return {e}((const float*)args[0], (const float*)args[1], (float*)args[2]); }}\n")
 
 PLAIN = """int {e}(const float* restrict A, const float* restrict B, float* restrict C) {{
   for (int x = 0; x < {n} * {n}; ++x) C[x] = 0.0f;

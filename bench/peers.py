@@ -4,13 +4,15 @@ GMM 1024 against numpy's matmul, C2D (1,56,56,64,64,3,1,1) and DEP (1,112,112,32
     pip install torch==2.13.0          # the CPU build; not a dependency of ansorc
     python bench/peers.py --trials 512 --log-dir bench/results
 
-Each workload is tuned (resuming bench/results/<name>.jsonl), the best few programs are re-timed side by side,
-then the winner and the peer are timed in alternating rounds (median of rounds). Also reports the machine's fp32
-FMA peak (bench/peak_fma.py) and each kernel's fraction of it. Writes bench/results/peers.md.
+Each workload is tuned (resuming bench/results/<name>.jsonl.gz, the committed log, through an uncompressed
+working copy <name>.jsonl that git ignores; the .gz is rewritten afterwards), the best few programs are re-timed
+side by side, then the winner and the peer are timed in alternating rounds (median of rounds). Also reports the
+machine's fp32 FMA peak (bench/peak_fma.py) and each kernel's fraction of it. Writes bench/results/peers.md.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import sys
 import time
 from pathlib import Path
@@ -50,6 +52,21 @@ CASES = {
 }
 
 
+def working_log(out: Path, name: str) -> Path:
+    """<name>.jsonl to tune into, unpacked from the committed <name>.jsonl.gz when there is no copy yet."""
+    log = out / f"{name}.jsonl"
+    packed = log.with_name(log.name + ".gz")
+    if packed.exists() and not log.exists():
+        log.write_bytes(gzip.decompress(packed.read_bytes()))
+    return log
+
+
+def pack_log(log: Path) -> None:
+    """Write log.gz from the working copy (mtime 0: the same records give the same bytes)."""
+    if log.exists():
+        log.with_name(log.name + ".gz").write_bytes(gzip.compress(log.read_bytes(), mtime=0))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=512)
@@ -71,10 +88,11 @@ def main(argv=None) -> int:
         make, peer = CASES[name]
         tensors = make()
         dag = ComputeDAG(tensors)
-        log = out / f"{name.lower()}.jsonl"
+        log = working_log(out, name.lower())
         t0 = time.time()
         if args.trials:
             tune(SearchTask(dag), trials=args.trials, log=str(log), progress=True)
+            pack_log(log)
         tuning = time.time() - t0
         recs = best(load(log), dag.workload_key, "native", k=args.top)
         kernels = {f"#{i}": build(dag, replay(dag, steps_from_json(r.steps)), name=f"{name.lower()}_{i}")
@@ -93,7 +111,8 @@ def main(argv=None) -> int:
         ours_key = min((k for k in med if k != "peer"), key=med.get)
         gf = dag.flop_count / 1e9
         row = {"op": name, "peer": peer, "ours_gflops": gf / med[ours_key], "peer_gflops": gf / med["peer"],
-               "ratio": med["peer"] / med[ours_key], "trials": sum(r.note != RETIME_NOTE for r in load(log)), "tuning_s": tuning}
+               "ratio": med["peer"] / med[ours_key], "trials": sum(r.note != RETIME_NOTE for r in load(log)),
+               "tuning_s": tuning}
         rows.append(row)
         print(f"{name}: ansorc {row['ours_gflops']:.1f} GFLOP/s, {peer} {row['peer_gflops']:.1f} GFLOP/s, "
               f"ratio {row['ratio']:.2f} ({row['trials']} trials)", flush=True)

@@ -40,8 +40,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tasks", nargs="*", default=list(TASKS))
     ap.add_argument("--variants", nargs="*", default=list(VARIANTS))
     ap.add_argument("--out", default="bench/results/ablation")
-    ap.add_argument("--log-dir", default="bench/results/ablation_logs", help="one tuning log per run (reused "
-                    "by bench/model_quality.py and bench/peers.py)")
+    ap.add_argument("--log-dir", default="bench/results/ablation_logs", help="one tuning log per run (read "
+                    "by bench/model_quality.py; not committed)")
     ap.add_argument("--replot", action="store_true", help="redraw <out>.png and <out>.md from <out>.json")
     args = ap.parse_args(argv)
     out = Path(args.out)

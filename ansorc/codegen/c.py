@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var
+from ..ir.passes import run_passes
 from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
 from ..ir.dtypes import C_TYPE, ITEMSIZE
@@ -276,10 +277,7 @@ CODEGEN_PASSES = (vectorize, promote)
 
 def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> PrimFunc:
     """The lowered program with the target-dependent passes applied (vector IR, registers)."""
-    target = Target.from_name(target or "native")
-    for p in CODEGEN_PASSES:
-        func = p(func, target)
-    return func
+    return run_passes(func, CODEGEN_PASSES, Target.from_name(target or "native"))
 
 
 def codegen_c(func: PrimFunc, target: "Target | str | None" = None) -> Source:

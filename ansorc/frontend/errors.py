@@ -1,13 +1,15 @@
 """The one exception the expression-file frontend raises for anything wrong with its input."""
 from __future__ import annotations
 
+from ..errors import AnsorcError
+
 
 def _one_line(text: str) -> str:
     # A message must stay on one line even when it quotes odd user text.
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
-class TeError(Exception):
+class TeError(AnsorcError):
     """`file:line:col: error: what was wrong (what was expected)`; line and col are 1-based."""
 
     def __init__(self, message: str, filename: str = "<string>", line: int = 1, col: int = 1):

@@ -11,13 +11,14 @@ from functools import cached_property
 
 import networkx as nx
 
+from ..errors import AnsorcError
 from .expr import Binary, Call, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
 
 
-class DagError(ValueError):
-    pass
+class DagError(AnsorcError, ValueError):
+    """The tensors do not form a valid kernel (missing inputs, clashing names)."""
 
 
 @dataclass(eq=False)

@@ -17,8 +17,17 @@ import math
 import numpy as np
 
 from .dtypes import NP_DTYPE
+from ..errors import AnsorcError
 from .expr import Binary, Call, Cast, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars, is_float, walk
 from .te import ComputeOp, PlaceholderOp, Tensor
+
+
+class EvaluateError(AnsorcError, TypeError, ValueError, KeyError, IndexError):
+    """The reference evaluation cannot run (missing or misshapen input, unsupported node, index outside an
+    array). It derives from each builtin class these errors were raised as before."""
+
+    def __str__(self) -> str:  # a KeyError would quote its message
+        return str(self.args[0]) if self.args else ""
 
 CHUNK_ELEMS = 1 << 22  # 4M elements: 32 MB per float64 intermediate
 
@@ -49,10 +58,10 @@ def evaluate(outputs, inputs: dict, *, chunk_elems: int = CHUNK_ELEMS) -> dict:
     for op in order:
         if isinstance(op, PlaceholderOp):
             if op.name not in inputs:
-                raise KeyError(f"evaluate: no input array for placeholder {op.name!r}")
+                raise EvaluateError(f"evaluate: no input array for placeholder {op.name!r}")
             a = np.asarray(inputs[op.name])
             if a.shape != op.shape:
-                raise ValueError(f"evaluate: input {op.name!r} has shape {a.shape}, the placeholder {op.shape}")
+                raise EvaluateError(f"evaluate: input {op.name!r} has shape {a.shape}, the placeholder {op.shape}")
             arrays[op.name] = a.astype(NP_DTYPES[op.dtype], copy=False)
     for name, a in inputs.items():  # Reads without a tensor link resolve by name
         arrays.setdefault(name, np.asarray(a))
@@ -102,10 +111,10 @@ def _topo(outputs) -> list:
         if state.get(id(op)) == "done":
             return
         if state.get(id(op)) == "active":
-            raise ValueError(f"evaluate: the graph has a cycle through {op.name!r}")
+            raise EvaluateError(f"evaluate: the graph has a cycle through {op.name!r}")
         other = by_name.setdefault(op.name, op)
         if other is not op:
-            raise ValueError(f"evaluate: two different tensors are both named {op.name!r}")
+            raise EvaluateError(f"evaluate: two different tensors are both named {op.name!r}")
         state[id(op)] = "active"
         for p in _producers(op):
             visit(p)
@@ -128,7 +137,7 @@ def _eval_op(op: ComputeOp, arrays: dict, limit: int) -> np.ndarray:
     if combiner is None and isinstance(body, Reduce):  # tolerate a hand-built op holding the Reduce node
         body, combiner, raxes = body.source, body.combiner, body.axes
     if combiner not in (None, "sum", "max", "min"):
-        raise ValueError(f"evaluate: compute {op.name!r} has unknown combiner {combiner!r}")
+        raise EvaluateError(f"evaluate: compute {op.name!r} has unknown combiner {combiner!r}")
     axes = tuple(op.axes) + tuple(raxes)
     n, nd = len(op.axes), len(axes)
     pos = {a.name: d for d, a in enumerate(axes)}
@@ -245,7 +254,7 @@ class _Ctx:
     def ev(self, e, mask=None):
         if isinstance(e, Var):
             if e.name not in self.grids:
-                raise ValueError(f"evaluate: variable {e.name!r} is not an axis of this compute")
+                raise EvaluateError(f"evaluate: variable {e.name!r} is not an axis of this compute")
             return self.grids[e.name]
         if isinstance(e, Const):
             if e.dtype == "float32":  # the kernel sees the float32 constant
@@ -271,20 +280,20 @@ class _Ctx:
             return np.asarray(self.ev(e.value, mask)).astype(NP_DTYPES[e.dtype]).astype(_wide(e.dtype))
         if isinstance(e, Call):
             if e.name not in _CALL:
-                raise ValueError(f"evaluate: unknown math function {e.name!r}")
+                raise EvaluateError(f"evaluate: unknown math function {e.name!r}")
             return _CALL[e.name](*(self.ev(a, mask) for a in e.args))
         if isinstance(e, Read):
             return self.read(e, mask)
         if isinstance(e, Reduce):
-            raise TypeError("evaluate: a reduction may only be the whole body of a compute")
-        raise TypeError(f"evaluate: unsupported expression node {type(e).__name__}")
+            raise EvaluateError("evaluate: a reduction may only be the whole body of a compute")
+        raise EvaluateError(f"evaluate: unsupported expression node {type(e).__name__}")
 
     def read(self, e: Read, mask):
         if e.name not in self.arrays:
-            raise KeyError(f"evaluate: no array named {e.name!r} (read by {e!r})")
+            raise EvaluateError(f"evaluate: no array named {e.name!r} (read by {e!r})")
         arr = self.arrays[e.name]
         if arr.ndim != len(e.indices):
-            raise IndexError(f"evaluate: {e!r} has {len(e.indices)} indices, {e.name!r} has {arr.ndim} dims")
+            raise EvaluateError(f"evaluate: {e!r} has {len(e.indices)} indices, {e.name!r} has {arr.ndim} dims")
         raw, idx, bad = [], [], None
         for size, ie in zip(arr.shape, e.indices):
             i = np.asarray(self.ev(ie, mask), dtype=np.int64)
@@ -300,5 +309,5 @@ class _Ctx:
                 live = _as_nd(live, self.nd)
                 at = np.unravel_index(np.argmax(live), live.shape)
                 vals = tuple(int(np.broadcast_to(_as_nd(r, self.nd), live.shape)[at]) for r in raw)
-                raise IndexError(f"evaluate: {e!r} reads {e.name}{list(vals)} outside shape {arr.shape}")
+                raise EvaluateError(f"evaluate: {e!r} reads {e.name}{list(vals)} outside shape {arr.shape}")
         return arr[tuple(idx)].astype(_wide(e.dtype))

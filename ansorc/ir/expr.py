@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..errors import ExpressionError
+
 FLOAT_DTYPES = ("float32", "float64")
 INT_DTYPES = ("int32", "int64")
 DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
@@ -20,7 +22,7 @@ def is_float(dtype: str) -> bool:
 
 def check_dtype(dtype: str) -> str:
     if dtype not in DTYPES:
-        raise ValueError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
+        raise ExpressionError(f"unsupported dtype {dtype!r}; expected one of {', '.join(DTYPES)}")
     return dtype
 
 
@@ -68,7 +70,7 @@ class Expr:
         return Cast(check_dtype(dtype), self) if dtype != self.dtype else self
 
     def __bool__(self):
-        raise TypeError("an ansorc expression has no truth value; use te.if_then_else / te.all for conditions")
+        raise ExpressionError("an ansorc expression has no truth value; use te.if_then_else / te.all for conditions")
 
 
 @dataclass(frozen=True, eq=True)
@@ -215,7 +217,7 @@ def const(value, dtype: str | None = None) -> Const:
         value = float(value)
     else:
         if float(value) != int(value):
-            raise ValueError(f"constant {value!r} is not an integer but dtype is {dtype}")
+            raise ExpressionError(f"constant {value!r} is not an integer but dtype is {dtype}")
         value = int(value)
     return Const(value, dtype)
 
@@ -234,7 +236,7 @@ def as_expr(x, like: Expr | None = None) -> Expr:
         return const(x, "int32")
     if isinstance(x, float):
         return const(x, like.dtype if like is not None and is_float(like.dtype) else "float32")
-    raise TypeError(f"cannot use {type(x).__name__} {x!r} in a tensor expression")
+    raise ExpressionError(f"cannot use {type(x).__name__} {x!r} in a tensor expression")
 
 
 def _pair(a, b):
@@ -249,9 +251,9 @@ def binary(op: str, a, b) -> Expr:
     a, b = _pair(a, b)
     dtype = _promote(a.dtype, b.dtype)
     if op in ("//", "%") and is_float(dtype):
-        raise TypeError(f"'{op}' needs integer operands, got {a.dtype} and {b.dtype}")
+        raise ExpressionError(f"'{op}' needs integer operands, got {a.dtype} and {b.dtype}")
     if op == "/" and not is_float(dtype):
-        raise TypeError("'/' on integers is ambiguous: use '//' for index arithmetic")
+        raise ExpressionError("'/' on integers is ambiguous: use '//' for index arithmetic")
     return Binary(op, _cast_to(a, dtype), _cast_to(b, dtype), dtype)
 
 
@@ -264,14 +266,14 @@ def compare(op: str, a, b) -> Compare:
 def logic(op: str, a, b=None) -> Logic:
     a = as_expr(a)
     if a.dtype != "bool" or (b is not None and as_expr(b).dtype != "bool"):
-        raise TypeError(f"'{op}' needs boolean conditions")
+        raise ExpressionError(f"'{op}' needs boolean conditions")
     return Logic(op, a, None if b is None else as_expr(b))
 
 
 def select(cond, t, f) -> Select:
     cond = as_expr(cond)
     if cond.dtype != "bool":
-        raise TypeError(f"the condition of a select must be boolean, got {cond.dtype}")
+        raise ExpressionError(f"the condition of a select must be boolean, got {cond.dtype}")
     t, f = _pair(t, f)
     dtype = _promote(t.dtype, f.dtype)
     return Select(cond, _cast_to(t, dtype), _cast_to(f, dtype), dtype)

@@ -6,8 +6,8 @@ from dataclasses import replace
 from .expr import Const, walk
 from .expr import substitute as substitute_expr
 from .simplify import simplify
-from .state import ScheduleError
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
+from .verify import check_allocated_before_use, check_no_nested_parallel, verify, verify_requested
 
 MAX_EXPLICIT_UNROLL = 64  # an iterator annotated "unroll" is replicated up to this extent, else left to gcc
 # A loop is not replicated when the copies would hold more expression nodes than this: 512 unrolled steps of a
@@ -99,34 +99,28 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
     return replace(func, body=visit(func.body, 0))
 
 
-def verify(func: PrimFunc) -> PrimFunc:
-    """Named invariants: no parallel loop inside another; every store targets a known buffer."""
-    def check(s: Stmt, in_parallel: bool):
-        if isinstance(s, For):
-            if s.kind == "parallel" and in_parallel:
-                raise ScheduleError(f"nested parallel loops (loop {s.var} inside another parallel loop)")
-            in_parallel = in_parallel or s.kind == "parallel"
-            check(s.body, in_parallel)
-        elif isinstance(s, (Seq,)):
-            for c in s.stmts:
-                check(c, in_parallel)
-        elif isinstance(s, IfThenElse):
-            check(s.then, in_parallel)
-        elif isinstance(s, Allocate):
-            check(s.body, in_parallel)
-    check(func.body, False)
-    names = {b.name for b in func.args} | {s.buffer.name for s in walk_stmt(func.body) if isinstance(s, Allocate)}
-    for s in walk_stmt(func.body):
-        if isinstance(s, Store) and s.buffer not in names:
-            raise ScheduleError(f"store to unknown buffer {s.buffer!r}")
+def verify_structure(func: PrimFunc) -> PrimFunc:
+    """The checks every lowered program passes before unrolling, always (cheap): no nested parallel loops, no
+    access to a buffer that is not there. ANSORC_VERIFY=1 adds all of ir/verify.py after every pass."""
+    return verify(func, checks=(check_no_nested_parallel, check_allocated_before_use))
+
+
+DEFAULT_PASSES = (verify_structure, unroll_loops, simplify_stmt)
+
+
+def run_passes(func: PrimFunc, passes, *args) -> PrimFunc:
+    """Apply passes in order (each `pass(func, *args)`); with ANSORC_VERIFY=1 verify the result of each."""
+    checking = verify_requested()
+    for p in passes:
+        func = p(func, *args)
+        if checking:
+            verify(func, after=p.__name__)
     return func
 
 
 def default_passes(func: PrimFunc) -> PrimFunc:
-    func = verify(func)
-    func = unroll_loops(func)
-    func = simplify_stmt(func)
-    return func
+    return run_passes(func, DEFAULT_PASSES)
 
 
-__all__ = ["default_passes", "unroll_loops", "simplify_stmt", "verify", "map_stmt_exprs"]
+__all__ = ["default_passes", "run_passes", "DEFAULT_PASSES", "unroll_loops", "simplify_stmt", "verify_structure",
+           "map_stmt_exprs"]

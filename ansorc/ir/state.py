@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..errors import AnsorcError
 from .te import ComputeOp
 
 
-class ScheduleError(ValueError):
+class ScheduleError(AnsorcError, ValueError):
     """A step cannot be applied to the state (names what and where)."""
 
 

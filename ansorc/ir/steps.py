@@ -374,5 +374,6 @@ def steps_from_json(data) -> tuple:
     return tuple(step_from_json(d) for d in data)
 
 
-__all__ = ["Split", "FollowSplit", "FollowFusedSplit", "Fuse", "Reorder", "ComputeAt", "ComputeInline", "ComputeRoot", "CacheWrite",
-           "CacheRead", "Rfactor", "Annotate", "Pragma", "step_from_json", "steps_to_json", "steps_from_json"]
+__all__ = ["Split", "FollowSplit", "FollowFusedSplit", "Fuse", "Reorder", "ComputeAt", "ComputeInline", "ComputeRoot",
+           "CacheWrite", "CacheRead", "Rfactor", "Annotate", "Pragma", "step_from_json", "steps_to_json",
+           "steps_from_json"]

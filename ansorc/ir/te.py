@@ -12,6 +12,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 
+from ..errors import ExpressionError
 from .expr import (Call, Const, Expr, IterVar, Read, Reduce, Var, as_expr, binary, check_dtype, const,
                    is_float, logic, select, substitute, walk)
 
@@ -24,7 +25,7 @@ def _name(name: str | None, default: str) -> str:
         n = next(_counter)
         return default if n == 0 else f"{default}_{n}"
     if not isinstance(name, str) or not name:
-        raise ValueError(f"a tensor name must be a non-empty string, got {name!r}")
+        raise ExpressionError(f"a tensor name must be a non-empty string, got {name!r}")
     return name
 
 
@@ -71,12 +72,12 @@ class Tensor:
         if not isinstance(idx, tuple):
             idx = (idx,)
         if len(idx) != len(self.shape):
-            raise IndexError(f"tensor {self.name!r} has {len(self.shape)} dimensions, indexed with {len(idx)}")
+            raise ExpressionError(f"tensor {self.name!r} has {len(self.shape)} dimensions, indexed with {len(idx)}")
         exprs = []
         for i in idx:
             e = i.var if isinstance(i, IterVar) else as_expr(i)
             if is_float(e.dtype) or e.dtype == "bool":
-                raise TypeError(f"index of tensor {self.name!r} must be an integer expression, got {e.dtype}")
+                raise ExpressionError(f"index of tensor {self.name!r} must be an integer expression, got {e.dtype}")
             exprs.append(e)
         return Read(self.name, tuple(exprs), self.dtype, self)
 
@@ -98,7 +99,7 @@ def _shape(shape) -> tuple:
         if isinstance(s, Const):
             s = s.value
         if isinstance(s, bool) or not isinstance(s, int) or s <= 0:
-            raise ValueError(f"shape {tuple(shape)!r}: every dimension must be a positive integer, got {s!r}")
+            raise ExpressionError(f"shape {tuple(shape)!r}: every dimension must be a positive integer, got {s!r}")
         out.append(int(s))
     return tuple(out)
 
@@ -111,7 +112,7 @@ def reduce_axis(dom, name: str | None = None) -> IterVar:
     lo, hi = dom
     lo, hi = (x.value if isinstance(x, Const) else x for x in (lo, hi))
     if not (isinstance(lo, int) and isinstance(hi, int)) or hi <= lo:
-        raise ValueError(f"reduce_axis range must be two integers lo < hi, got {dom!r}")
+        raise ExpressionError(f"reduce_axis range must be two integers lo < hi, got {dom!r}")
     iv = IterVar(Var(_name(name, "rv")), hi - lo, "R")
     if lo != 0:  # normalized to start at 0: uses of the axis are shifted by lo
         object.__setattr__(iv, "_offset", lo)
@@ -128,7 +129,7 @@ def _reducer(combiner: str):
             return _missing_axis(combiner)
         axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
         if not is_axes or not builtins.all(a.kind == "R" for a in axes):
-            raise TypeError(f"te.{combiner}: axis must be a reduce_axis (or a list of them)")
+            raise ExpressionError(f"te.{combiner}: axis must be a reduce_axis (or a list of them)")
         src = as_expr(expr)
         if where is not None:
             src = select(where, src, _identity(combiner, src.dtype))
@@ -138,7 +139,7 @@ def _reducer(combiner: str):
 
 
 def _missing_axis(combiner):
-    raise TypeError(f"te.{combiner} needs axis=<reduce_axis> (or two operands for element-wise max/min)")
+    raise ExpressionError(f"te.{combiner} needs axis=<reduce_axis> (or two operands for element-wise max/min)")
 
 
 def _identity(combiner: str, dtype: str) -> Const:
@@ -163,7 +164,7 @@ def compute(shape, fcompute, name: str | None = None, tag: str = "") -> Tensor:
             inspect.Parameter.VAR_POSITIONAL:
         params = [f"i{d}" for d in range(len(shape))]
     if len(params) != len(shape):
-        raise TypeError(f"compute {name or ''}: the function takes {len(params)} indices but the shape has "
+        raise ExpressionError(f"compute {name or ''}: the function takes {len(params)} indices but the shape has "
                         f"{len(shape)} dimensions")
     axes = tuple(IterVar(Var(p), n, "S") for p, n in zip(params, shape))
     body = as_expr(fcompute(*[a.var for a in axes]))
@@ -173,7 +174,7 @@ def compute(shape, fcompute, name: str | None = None, tag: str = "") -> Tensor:
         combiner, reduce_axes = body.combiner, body.axes
         body = body.source
     if builtins.any(isinstance(n, Reduce) for n in walk(body)):
-        raise TypeError(f"compute {name!r}: a reduction must be the whole body of a compute; put the rest of the "
+        raise ExpressionError(f"compute {name!r}: a reduction must be the whole body of a compute; put the rest of the "
                         "expression in a second compute")
     # reduce axes declared with a nonzero lower bound iterate from 0 and are shifted in the body
     shift = {a.name: a.var + getattr(a, "_offset") for a in reduce_axes if hasattr(a, "_offset")}
@@ -181,11 +182,11 @@ def compute(shape, fcompute, name: str | None = None, tag: str = "") -> Tensor:
     reduce_axes = tuple(IterVar(a.var, a.extent, "R") for a in reduce_axes)
     names = [a.name for a in axes + reduce_axes]
     if len(set(names)) != len(names):
-        raise ValueError(f"compute {name!r}: axis names must be distinct, got {names}")
+        raise ExpressionError(f"compute {name!r}: axis names must be distinct, got {names}")
     known = set(names)
     for n in walk(body):
         if isinstance(n, Var) and n.name not in known:
-            raise ValueError(f"compute {name!r}: the body uses {n.name!r}, which is not an axis of this compute "
+            raise ExpressionError(f"compute {name!r}: the body uses {n.name!r}, which is not an axis of this compute "
                              "(a reduce_axis must be listed in the reducer's axis=)")
     inputs = []
     for r in (n for n in walk(body) if isinstance(n, Read)):

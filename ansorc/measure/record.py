@@ -5,10 +5,14 @@ A line looks like
    "error_msg": "", "all_cost": 0.41, "timestamp": 1732600000.0, "lower_bound": false, "flop": 2.1e9, "note": ""}
 `steps` is opaque here: whatever the schedule's to_json produced. It is kept as canonical JSON text
 (`steps_json`), which is also the key used to skip already-measured schedules.
+
+A log whose name ends in .gz (`x.jsonl.gz`, how logs are committed) is read transparently; appending to one is
+refused, since a tuner resuming it must write an uncompressed working copy (see bench/peers.py).
 """
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import math
 import os
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Union
 
+from ansorc.errors import AnsorcError
 from ansorc.measure.errors import MeasureErrorNo
 
 if TYPE_CHECKING:
@@ -25,6 +30,10 @@ if TYPE_CHECKING:
 
 RECORD_FORMAT_VERSION = 1
 MAX_RECORD_ERROR_CHARS = 2000  # keep logs small; the full message is in the MeasureResult
+
+
+class LogError(AnsorcError, ValueError):
+    """A log cannot be written (a compressed one) or read (not gzip data)."""
 
 
 def steps_key(steps: Any) -> str:
@@ -109,6 +118,9 @@ class RecordLog:
 
     def append(self, records: Iterable[Record]) -> None:
         """Write a batch with one os.write under an exclusive flock, then fsync."""
+        if self.path.suffix == ".gz":
+            raise LogError(f"{self.path}: cannot append to a compressed log; tune into an uncompressed copy "
+                           f"(gunzip -k {self.path.name}) and compress it again afterwards")
         data = "".join(r.to_json() + "\n" for r in records).encode()
         if not data:
             return
@@ -136,7 +148,7 @@ class RecordLog:
 
 def load(path: str | os.PathLike) -> list[Record]:
     """All records of a log, in file order. A corrupt or truncated line is skipped with a warning naming
-    file:line; a missing file is an empty log."""
+    file:line; a missing file is an empty log; a .gz file is decompressed."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -148,6 +160,11 @@ def load(path: str | os.PathLike) -> list[Record]:
             data = f.read()
     finally:
         os.close(fd)
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:  # not gzip data, or cut short
+            raise LogError(f"{path}: not a readable gzip file ({exc})") from None
     records = []
     for lineno, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():

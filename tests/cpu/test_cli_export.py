@@ -110,3 +110,57 @@ def test_cross_compile_for_neon(tmp_path):
     assert (tmp_path / "libsoftmax.so").read_bytes()[18] == 183  # ELF e_machine = EM_AARCH64
     r = run_cli("compile", "examples/softmax.te", "-o", str(tmp_path), "--target", "neon", "--trials", "4")
     assert r.returncode == 1 and "cannot be measured on this machine" in r.stderr
+
+
+def test_avx2_export_is_built_and_documented_for_avx2(tmp_path):
+    """`compile --target avx2` exports a library built with the avx2 flags (not -march=native), and its header's
+    build line names them: on an AVX-512 machine, no zmm register may appear in the library."""
+    import shutil
+    from ansorc.codegen.target import Target
+    if not Target.from_name("avx2").runs_here():
+        pytest.skip("this CPU cannot run avx2 kernels")
+    if shutil.which("objdump") is None:
+        pytest.skip("objdump is not installed")
+    r = run_cli("compile", "examples/matmul_relu.te", "-o", str(tmp_path), "--target", "avx2", "--trials", "0",
+                "-D", "N=64", "-D", "M=64", "-D", "K=64", "--name", "mm2")
+    assert r.returncode == 0, r.stderr
+    header = (tmp_path / "mm2.h").read_text()
+    [build_line] = [ln for ln in header.splitlines() if "Build the library:" in ln]
+    assert "-mavx2" in build_line and "-mfma" in build_line and "-march=native" not in build_line
+    asm = subprocess.run(["objdump", "-d", str(tmp_path / "libmm2.so")], capture_output=True, text=True,
+                         check=True).stdout
+    assert "ymm" in asm  # the kernel is vectorized for AVX2 ...
+    assert "zmm" not in asm  # ... and uses no AVX-512 register
+
+
+def test_kernel_spec_is_frozen_and_rebuilds_the_same_program(tmp_path):
+    import dataclasses
+    from ansorc import workloads
+    kern = ansorc.build(workloads.matmul(16, 8, 4), target="generic")
+    assert kern.spec.target.name == "generic" and kern.spec.flags == kern.spec.target.flags
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        kern.spec.flags = ()
+    assert kern.spec.source("kernel").code == kern.source
+    header = Path(kern.export(tmp_path, "g")["h"]).read_text()
+    assert "-march=native" not in header
+
+
+def test_user_errors_share_one_base_class(tmp_path):
+    from ansorc import te, workloads
+    kern = ansorc.build(workloads.matmul(4, 4, 4))
+    bad_calls = [lambda: kern(np.ones((4, 4), np.float64), np.ones((4, 4), np.float32)),
+                 lambda: kern(np.ones((3, 4), np.float32), np.ones((4, 4), np.float32)),
+                 lambda: kern(np.ones((4, 4), np.float32))]
+    for call in bad_calls:
+        with pytest.raises(ansorc.AnsorcError):
+            call()
+    with pytest.raises(ansorc.AnsorcError):
+        te.placeholder((0, 4), name="A")
+    with pytest.raises(ansorc.AnsorcError):
+        workloads.make("no_such_workload")
+    with pytest.raises(ansorc.AnsorcError):
+        kern.export(tmp_path, "bad name")
+    with pytest.raises(ansorc.AnsorcError):
+        ansorc.load(tmp_path / "libmissing.so")
+    with pytest.raises(ansorc.AnsorcError):
+        ansorc.apply_best(tmp_path / "empty.jsonl", workloads.matmul(4, 4, 4))

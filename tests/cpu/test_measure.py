@@ -210,7 +210,8 @@ SPIN_FOREVER = "while (1) { ((volatile float*)C)[0] += 1.0f; }"
 
 
 def test_early_cut_stops_a_first_call_that_outlasts_the_best(build_dir, add_inputs):
-    good, hang, good2 = build([add_source("fast"), add_source("hangs", SPIN_FOREVER), add_source("fast2", "C[i] = B[i] + A[i];")],
+    good, hang, good2 = build([add_source("fast"), add_source("hangs", SPIN_FOREVER),
+                               add_source("fast2", "C[i] = B[i] + A[i];")],
                               build_dir=build_dir)
     start = time.perf_counter()
     with Runner(*add_inputs, timeout=20.0, min_repeat_ms=5) as runner:

@@ -18,12 +18,14 @@ WRITER = textwrap.dedent("""
     import sys
     sys.path.insert(0, sys.argv[1])
     from ansorc.measure.record import Record, RecordLog, steps_key
-    log, name, batches, per_batch, pad = RecordLog(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+    log, name = RecordLog(sys.argv[2]), sys.argv[3]
+    batches, per_batch, pad = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
     seq = 0
     for _ in range(batches):
         batch = []
         for _ in range(per_batch):
-            batch.append(Record("wk", "cpu", steps_key([["SP", seq]]), (1e-3, 2e-3), 0, "x" * pad, note=f"{name}:{seq}"))
+            batch.append(Record("wk", "cpu", steps_key([["SP", seq]]), (1e-3, 2e-3), 0, "x" * pad,
+                                note=f"{name}:{seq}"))
             seq += 1
         log.append(batch)
 """)

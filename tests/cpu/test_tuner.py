@@ -93,7 +93,7 @@ def test_kill_then_resume_measures_nothing_twice(tmp_path):
     assert len({r.steps_json for r in after}) == len(after)
 
 
-def test_lgb_model_learns_and_saves(tmp_path):
+def test_lgb_model_fits_its_training_data_and_saves(tmp_path):
     log = tmp_path / "m.jsonl"
     tensors = workloads.matmul(128, 128, 128)
     tune(tensors, trials=40, per_round=20, log=str(log), model="random", search="random", **FAST)
@@ -108,7 +108,7 @@ def test_lgb_model_learns_and_saves(tmp_path):
     true = np.array([1 / r.median for r in recs if r.ok])
     i, j = np.triu_indices(len(true), 1)
     acc = np.mean(np.sign(pred[i] - pred[j]) == np.sign(true[i] - true[j]))
-    assert acc > 0.7  # on its own training data: it must at least fit
+    assert acc > 0.7  # its own training data; held-out ranking: tests/unit/test_cost_model.py
     model.save(tmp_path / "model.npz")
     other = LGBModel()
     other.load(tmp_path / "model.npz")

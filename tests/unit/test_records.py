@@ -74,6 +74,23 @@ def test_append_and_load(tmp_path):
     assert (tmp_path / "sub" / "log.jsonl").read_text().count("\n") == 3
 
 
+def test_compressed_log_loads_like_the_plain_one_and_refuses_appends(tmp_path):
+    import gzip
+
+    import ansorc
+    plain = RecordLog(tmp_path / "log.jsonl")
+    plain.append([rec(costs=(1.0,)), rec(costs=(2.0,), steps=(("SP", 0, 1, 64, [4]),))])
+    packed = tmp_path / "log.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.path.read_bytes()))
+    assert load(packed) == load(plain.path) and len(load(packed)) == 2
+    with pytest.raises(ansorc.AnsorcError, match="cannot append to a compressed log"):
+        RecordLog(packed).append([rec()])
+    assert len(load(packed)) == 2
+    (tmp_path / "bad.jsonl.gz").write_bytes(b"not gzip")
+    with pytest.raises(ansorc.AnsorcError, match="not a readable gzip file"):
+        load(tmp_path / "bad.jsonl.gz")
+
+
 def test_append_after_truncated_line_starts_a_new_line(tmp_path):
     path = tmp_path / "log.jsonl"
     path.write_text(rec().to_json() + "\n" + rec().to_json()[:25])  # a writer killed mid-line

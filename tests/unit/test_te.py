@@ -156,3 +156,16 @@ def test_variadic_compute_and_default_names():
     assert (evaluate([b], {"a": x})["b"] == 2).all()
     c, d = te.compute((2,), lambda i: a[i, 0, 0]), te.compute((2,), lambda i: a[i, 0, 0])
     assert c.name != d.name  # unnamed computes get distinct names
+
+
+def test_ansorc_te_is_an_importable_module():
+    import importlib
+
+    import ansorc
+    te_mod = importlib.import_module("ansorc.te")
+    import ansorc.te as te_alias
+    assert te_alias is te_mod is ansorc.te
+    assert te_alias.placeholder is te.placeholder and te_alias.sum is te.sum
+    a = te_alias.placeholder((4,), name="A")
+    b = te_alias.compute((4,), lambda i: a[i] + 1.0, name="B")
+    assert b.shape == (4,)

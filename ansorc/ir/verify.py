@@ -1,0 +1,358 @@
+"""IR invariants, one named `check_*` function each, for the lowered program at any stage: right after lowering,
+after unrolling, after vectorize_loops (vector IR) and after promote_registers (registers).
+
+    check_no_nested_parallel    no parallel loop inside another
+    check_allocated_before_use  every buffer accessed is an argument or allocated around the access; every
+                                register is declared around its use
+    check_loop_vars_scoped      every variable an expression uses is the variable of an enclosing loop, and no
+                                loop reuses the variable of a loop around it
+    check_in_bounds             every access is provably inside its buffer, from the loop extents alone or
+                                from the conditions guarding it (an enclosing `if`, or the taken arm of a select)
+    check_vector_lanes          vector operands agree on their lane counts; scalars stay scalar
+
+`verify(func)` runs them all. The pass lists run it after every pass when ANSORC_VERIFY=1 (the tests do).
+A failure raises VerifyError (a ScheduleError) naming the check, and the buffer and index where it applies.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .expr import Binary, Compare, Expr, Logic, Read, Select, Var, is_float
+from .simplify import _from_linear, _linear, bound, simplify
+from .state import ScheduleError
+from .stmt import Allocate, For, IfThenElse, PrimFunc, Store
+from .vector import (Broadcast, VAssign, VBinary, VCall, VCast, VDecl, VFma, VLanes, VLoad, VReduce, VScatter,
+                     VSelect, VStore, VVar, lanes_of, stmt_kids, top_exprs, vchildren, vtransform)
+
+
+class VerifyError(ScheduleError):
+    """An IR invariant does not hold: `check` names it; `buffer` and `index` say where, when it is an access."""
+
+    def __init__(self, check: str, message: str, buffer: str = "", index=None):
+        self.check, self.buffer, self.index = check, buffer, index
+        super().__init__(f"{check}: {message}")
+
+
+def verify_requested() -> bool:
+    """ANSORC_VERIFY=1: verify the program after every pass (slower; the tests turn it on)."""
+    return os.environ.get("ANSORC_VERIFY", "") == "1"
+
+
+# ----------------------------------------------------------------------------- scopes
+
+@dataclass(frozen=True)
+class Scope:
+    bounds: dict      # loop variable -> (0, extent - 1)
+    guards: tuple     # conditions of the enclosing ifs (see facts_of)
+    buffers: dict     # name -> Buffer visible here
+    registers: frozenset = frozenset()
+    parallel: bool = False
+
+
+def scoped(func: PrimFunc):
+    """Every statement of func with the scope it runs in, in program order."""
+    def visit(s, sc: Scope):
+        yield s, sc
+        if isinstance(s, For):
+            sc = Scope({**sc.bounds, s.var: (0, s.extent - 1)}, sc.guards, sc.buffers, sc.registers,
+                       sc.parallel or s.kind == "parallel")
+        elif isinstance(s, IfThenElse):
+            sc = Scope(sc.bounds, sc.guards + (s.cond,), sc.buffers, sc.registers, sc.parallel)
+        elif isinstance(s, Allocate):
+            sc = Scope(sc.bounds, sc.guards, {**sc.buffers, s.buffer.name: s.buffer}, sc.registers, sc.parallel)
+        elif isinstance(s, VDecl):
+            sc = Scope(sc.bounds, sc.guards, sc.buffers, sc.registers | {v.name for v, _ in s.decls}, sc.parallel)
+        for c in stmt_kids(s):
+            yield from visit(c, sc)
+    yield from visit(func.body, Scope({}, (), {b.name: b for b in func.args}))
+
+
+@lru_cache(maxsize=4096)
+def facts_of(cond: Expr) -> tuple:
+    """The integer comparisons a true `cond` implies, each as (d, lo, hi) with lo <= d <= hi."""
+    if isinstance(cond, Logic) and cond.op == "&&":
+        return facts_of(cond.a) + facts_of(cond.b)
+    if not isinstance(cond, Compare) or is_float(cond.a.dtype) or is_float(cond.b.dtype):
+        return ()
+    d = simplify(Binary("-", cond.a, cond.b, cond.a.dtype))
+    return {"<": ((d, None, -1),), "<=": ((d, None, 0),), ">": ((d, 1, None),), ">=": ((d, 0, None),),
+            "==": ((d, 0, 0),)}.get(cond.op, ())
+
+
+def scope_facts(sc: Scope) -> tuple:
+    """(d, lo, hi) with lo <= d <= hi (None: unbounded) for every comparison the enclosing guards imply."""
+    return tuple(f for c in sc.guards for f in facts_of(c))
+
+
+def interval(e: Expr, sc: Scope, facts: tuple = ()) -> tuple:
+    """(lo, hi) of an integer expression, None where unknown: from the loop bounds, tightened by the guard facts
+    (see _upper), with each min/max split into its two cases (min(a, b) is a where a <= b, else b)."""
+    lo, hi = None, None
+    for k, (ce, cf) in enumerate(_cases(simplify(e, sc.bounds), scope_facts(sc) + facts, depth=3)):
+        lin = _linear(ce)
+        flin = [(_linear(d), flo, fhi) for d, flo, fhi in cf]
+        up = _upper(lin, flin, sc.bounds, e.dtype)
+        down = _upper(({t: -v for t, v in lin[0].items()}, -lin[1]), flin, sc.bounds, e.dtype)
+        if up is None or down is None:
+            return None, None
+        lo, hi = (-down, up) if k == 0 else (min(lo, -down), max(hi, up))
+    return lo, hi
+
+
+def unreachable(facts: tuple, bounds: dict) -> bool:
+    """Some guard can never hold with the loop bounds (an unrolled copy under a constant false condition)."""
+    for d, flo, fhi in facts:
+        b = bound(d, bounds)
+        if b is not None and ((fhi is not None and b[0] > fhi) or (flo is not None and b[1] < flo)):
+            return True
+    return False
+
+
+def _cases(e: Expr, facts: tuple, depth: int) -> list:
+    """[(e', facts')]: e with its first min/max node replaced by each operand, under the fact that makes it so."""
+    node = next((n for n in _walk(e) if isinstance(n, Binary) and n.op in ("min", "max")
+                 and not is_float(n.dtype)), None) if depth else None
+    if node is None:
+        return [(e, facts)]
+    diff = simplify(Binary("-", node.a, node.b, node.dtype))
+    a_wins = (diff, None, 0) if node.op == "min" else (diff, 0, None)   # min(a, b) == a where a - b <= 0
+    b_wins = (diff, 0, None) if node.op == "min" else (diff, None, 0)
+    out = []
+    for arm, fact in ((node.a, a_wins), (node.b, b_wins)):
+        out += _cases(simplify(_replace(e, node, arm)), facts + (fact,), depth - 1)
+    return out
+
+
+def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
+    return vtransform(e, lambda n: new if n is old else None)
+
+
+def _upper(lin: tuple, facts: list, bounds: dict, dtype: str):
+    """An upper bound of the linear form lin, or None: greedily rewrite it as sum(k * d) + rest over facts
+    lo <= d <= hi (each k an integer that cancels a term of d), as long as the bound improves."""
+    terms, c = lin
+    best = _hi(terms, c, bounds, dtype)
+    acc, used = 0, set()
+    improved = True
+    while improved:
+        improved = False
+        for n, ((dterms, dc), flo, fhi) in enumerate(facts):
+            if n in used:
+                continue
+            for atom, coef in dterms.items():
+                if terms.get(atom, 0) % coef:
+                    continue
+                k = terms.get(atom, 0) // coef
+                limit = fhi if k > 0 else flo
+                if k == 0 or limit is None:
+                    continue
+                rest = {t: terms.get(t, 0) - k * dterms.get(t, 0) for t in set(terms) | set(dterms)}
+                rest = {t: v for t, v in rest.items() if v}
+                h = _hi(rest, c - k * dc, bounds, dtype)
+                if h is not None and (best is None or acc + k * limit + h < best):
+                    terms, c, acc = rest, c - k * dc, acc + k * limit
+                    best = acc + h
+                    used.add(n)
+                    improved = True
+                    break
+            if improved:
+                break
+    return best
+
+
+def _hi(terms: dict, c: int, bounds: dict, dtype: str):
+    b = bound(simplify(_from_linear(dict(terms), c, dtype), bounds), bounds)
+    return None if b is None else b[1]
+
+
+# ----------------------------------------------------------------------------- accesses
+
+@dataclass(frozen=True)
+class Access:
+    kind: str         # "read" | "store"
+    buffer: str
+    indices: tuple    # one per dimension; or a single flat index when flat
+    lanes: int        # elements from the (flat) index on
+    flat: bool
+    facts: tuple      # guards from selects around the access, beyond those of the statement's scope
+
+
+def expr_accesses(e: Expr, facts: tuple = (), seen: set | None = None):
+    """Every buffer access e evaluates, with the select conditions that guard it. Expressions are DAGs (an
+    unrolled body shares subtrees): a node is visited once per guard context."""
+    seen = set() if seen is None else seen
+    key = (id(e), id(facts))
+    if key in seen:
+        return
+    seen.add(key)
+    if isinstance(e, (Select, VSelect)):
+        yield from expr_accesses(e.cond, facts, seen)
+        yield from expr_accesses(e.t, facts + facts_of(e.cond), seen)  # only the taken arm is evaluated
+        yield from expr_accesses(e.f, facts, seen)
+        return
+    if isinstance(e, Read):
+        yield Access("read", e.name, tuple(e.indices), 1, False, facts)
+    elif isinstance(e, VLoad):
+        yield Access("read", e.buffer, (e.index,), e.lanes, True, facts)
+    for c in vchildren(e):
+        yield from expr_accesses(c, facts, seen)
+
+
+def stmt_accesses(s):
+    """The accesses a statement itself makes (not those of nested statements)."""
+    if isinstance(s, Store):
+        yield Access("store", s.buffer, tuple(s.indices), 1, False, ())
+    elif isinstance(s, VStore):
+        yield Access("store", s.buffer, (s.index,), lanes_of(s.value), True, ())
+    elif isinstance(s, VScatter):
+        for i in s.indices:
+            yield Access("store", s.buffer, (i,), 1, True, ())
+    seen: set = set()
+    for e in top_exprs(s):
+        yield from expr_accesses(e, (), seen)
+
+
+def _where(a: Access) -> str:
+    idx = ", ".join(map(repr, a.indices))
+    return f"{a.buffer}[{idx}]" + (f" (flat, {a.lanes} lanes)" if a.flat else "")
+
+
+# ----------------------------------------------------------------------------- the checks
+
+def check_no_nested_parallel(func: PrimFunc) -> None:
+    for s, sc in scoped(func):
+        if isinstance(s, For) and s.kind == "parallel" and sc.parallel:
+            raise VerifyError("check_no_nested_parallel", f"loop {s.var} is parallel inside another parallel loop")
+
+
+def check_allocated_before_use(func: PrimFunc) -> None:
+    for s, sc in scoped(func):
+        for a in stmt_accesses(s):
+            if a.buffer not in sc.buffers:
+                raise VerifyError("check_allocated_before_use", f"{a.kind} of {_where(a)}: {a.buffer} is neither an "
+                                  "argument nor allocated around it", a.buffer, a.indices)
+        regs = [s.var] if isinstance(s, VAssign) else []
+        regs += [n for e in top_exprs(s) for n in _walk(e) if isinstance(n, VVar)]
+        for r in regs:
+            if r.name not in sc.registers:
+                raise VerifyError("check_allocated_before_use", f"register {r.name} used outside its declaration",
+                                  r.name)
+
+
+def check_loop_vars_scoped(func: PrimFunc) -> None:
+    for s, sc in scoped(func):
+        if isinstance(s, For) and s.var in sc.bounds:
+            raise VerifyError("check_loop_vars_scoped", f"loop {s.var} reuses the variable of a loop around it")
+        for e in top_exprs(s):
+            for n in _walk(e):
+                if isinstance(n, Var) and n.name not in sc.bounds:
+                    where = next((_where(a) for a in expr_accesses(e) if any(
+                        v.name == n.name for i in a.indices for v in _walk(i) if isinstance(v, Var))), repr(e))
+                    raise VerifyError("check_loop_vars_scoped", f"{n.name} is used outside its loop, in {where}",
+                                      index=n.name)
+
+
+def check_in_bounds(func: PrimFunc) -> None:
+    for s, sc in scoped(func):
+        for a in stmt_accesses(s):
+            buf = sc.buffers.get(a.buffer)
+            if buf is None:
+                continue  # check_allocated_before_use reports it
+            limits = [(0, buf.size - a.lanes)] if a.flat else [(0, n - 1) for n in buf.shape]
+            if not a.flat and len(a.indices) != len(buf.shape):
+                raise VerifyError("check_in_bounds", f"{_where(a)} has {len(a.indices)} indices, {a.buffer} has "
+                                  f"shape {list(buf.shape)}", a.buffer, a.indices)
+            for dim, (idx, (lo, hi)) in enumerate(zip(a.indices, limits)):
+                quick = bound(idx, sc.bounds)
+                if quick is not None and lo <= quick[0] and quick[1] <= hi:
+                    continue  # the loop extents alone prove it (most accesses): skip the guard analysis
+                if unreachable(scope_facts(sc) + a.facts, sc.bounds):
+                    break  # dead code until simplify_stmt removes it, e.g. an unrolled copy under a false guard
+                got = interval(idx, sc, a.facts)
+                if got[0] is None or got[1] is None or got[0] < lo or got[1] > hi:
+                    span = "unknown" if None in got else f"[{got[0]}, {got[1]}]"
+                    raise VerifyError("check_in_bounds", f"{a.kind} of {_where(a)}: index {dim} spans {span}, not "
+                                      f"provably within [{lo}, {hi}] of shape {list(buf.shape)}", a.buffer, a.indices)
+
+
+def check_vector_lanes(func: PrimFunc) -> None:
+    for s, _ in scoped(func):
+        if isinstance(s, (Store, IfThenElse)) or isinstance(s, For):
+            for e in top_exprs(s):
+                _lanes_agree(e, 1, s)
+        elif isinstance(s, VStore):
+            _lanes_agree(s.index, 1, s)
+            _lanes_agree(s.value, lanes_of(s.value), s)
+        elif isinstance(s, VScatter):
+            for i in s.indices:
+                _lanes_agree(i, 1, s)
+            _lanes_agree(s.value, len(s.indices), s)
+        elif isinstance(s, VAssign):
+            _lanes_agree(s.value, s.var.lanes, s)
+        elif isinstance(s, VDecl):
+            for v, init in s.decls:
+                if init is not None:
+                    _lanes_agree(init, v.lanes, s)
+
+
+_SAME_LANES = (VBinary, VFma, VCall, VCast)
+
+
+def _lanes_agree(e: Expr, want: int, s, seen: set | None = None) -> None:
+    """e has `want` lanes, and so does every operand of a vector op (scalar ops take scalars)."""
+    seen = set() if seen is None else seen
+    if (id(e), want) in seen:
+        return
+    seen.add((id(e), want))
+    got = lanes_of(e)
+    if got != want:
+        buffer = getattr(s, "buffer", "")
+        raise VerifyError("check_vector_lanes", f"{type(e).__name__} has {got} lanes where {want} are needed, in "
+                          f"{type(s).__name__} {buffer}".rstrip(), buffer, getattr(s, "index", None))
+    if isinstance(e, _SAME_LANES):
+        kids = [(k, got) for k in vchildren(e)]
+    elif isinstance(e, VSelect):
+        kids = [(e.cond, 1), (e.t, got), (e.f, got)]
+    elif isinstance(e, (Broadcast, VLoad)):
+        kids = [(vchildren(e)[0], 1)]
+    elif isinstance(e, VReduce):
+        kids = [(e.value, lanes_of(e.value))]
+    elif isinstance(e, VLanes):
+        kids = [(k, 1) for k in e.elems]
+    else:  # a scalar node: scalar operands
+        kids = [(k, 1) for k in vchildren(e)]
+    for k, n in kids:
+        _lanes_agree(k, n, s, seen)
+
+
+def _walk(e: Expr, seen: set | None = None):
+    """Every distinct node of e (shared subtrees once)."""
+    seen = set() if seen is None else seen
+    if id(e) in seen:
+        return
+    seen.add(id(e))
+    yield e
+    for c in vchildren(e):
+        yield from _walk(c, seen)
+
+
+CHECKS = (check_no_nested_parallel, check_allocated_before_use, check_loop_vars_scoped, check_in_bounds,
+          check_vector_lanes)
+
+
+def verify(func: PrimFunc, after: str = "", checks=CHECKS) -> PrimFunc:
+    """Run the checks; VerifyError on the first that fails (its message says after which pass)."""
+    for check in checks:
+        try:
+            check(func)
+        except VerifyError as e:
+            if after:
+                raise VerifyError(e.check, f"{str(e).split(': ', 1)[1]} (after {after})", e.buffer, e.index) from None
+            raise
+    return func
+
+
+__all__ = ["VerifyError", "verify", "verify_requested", "CHECKS", "check_no_nested_parallel",
+           "check_allocated_before_use", "check_loop_vars_scoped", "check_in_bounds", "check_vector_lanes"]

@@ -1,0 +1,103 @@
+"""Imports point one way: ir <- codegen <- measure <- search <- (net, api, cli). Every import of every module is
+read from its syntax tree, function-local ones included, so a late import cannot hide an edge."""
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[2] / "ansorc"
+CORE = ("ir", "codegen", "measure", "search", "frontend")
+API = ("api", "cli", "kernel", "export", "autotune", "spec", "demo")  # the top-level modules users call
+LEAVES = ("errors",)  # import nothing from ansorc; every layer may raise them
+# Known edges others are removing; each has its own xfail case below (delete both once the edge is gone).
+KNOWN = {("ansorc.codegen.cross", "ansorc.measure.builder")}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> set:
+    """Every ansorc module `path` imports (a `from pkg import name` counts pkg.name too: name may be a module)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            out.add(base)
+            out |= {f"{base}.{a.name}" for a in node.names}
+    return {m for m in out if m == "ansorc" or m.startswith("ansorc.")}
+
+
+def layer(module: str) -> str:
+    """"ir", "codegen", ... for a package's modules; the module's own name for a top-level module."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "ansorc"
+
+
+def forbidden(src: str, dst: str) -> bool:
+    a, b = layer(src), layer(dst)
+    if b in LEAVES or a == b:
+        return False
+    top_level = b not in CORE and b != "ansorc"
+    rules = {"ir": ("codegen", "measure", "search", "frontend") if not top_level else (b,),
+             "codegen": ("measure", "search"), "measure": ("search",)}
+    return b in rules.get(a, ()) or (a in CORE and b in API)
+
+
+def all_edges():
+    files = sorted(PKG.rglob("*.py"))
+    assert len(files) > 40, "the package was not found"
+    return {(module_name(f), dst) for f in files for dst in imports(f)}
+
+
+def existing(module: str) -> bool:
+    rel = Path(*module.split(".")[1:])
+    return (PKG / rel).with_suffix(".py").exists() or (PKG / rel / "__init__.py").exists()
+
+
+def test_imports_point_one_way():
+    bad = sorted((s, d) for s, d in all_edges() if existing(d) and forbidden(s, d) and (s, d) not in KNOWN)
+    assert not bad, "imports against the layering (ir <- codegen <- measure <- search <- api):\n" + \
+        "\n".join(f"  {s} imports {d}" for s, d in bad)
+
+
+@pytest.mark.xfail(strict=False, reason="codegen/cross.py builds with measure/builder; being moved to measure/")
+def test_codegen_cross_does_not_import_measure():
+    assert ("ansorc.codegen.cross", "ansorc.measure.builder") not in all_edges()
+
+
+@pytest.mark.parametrize("src,dst,bad", [("ansorc.ir.state", "ansorc.codegen.c", True),
+                                         ("ansorc.ir.state", "ansorc.workloads", True),
+                                         ("ansorc.ir.state", "ansorc.errors", False),
+                                         ("ansorc.ir.te", "ansorc.frontend.parser", True),
+                                         ("ansorc.frontend.lower", "ansorc.ir.te", False),
+                                         ("ansorc.codegen.c", "ansorc.measure.record", True),
+                                         ("ansorc.measure.runner", "ansorc.search.task", True),
+                                         ("ansorc.search.tuner", "ansorc.kernel", True),
+                                         ("ansorc.frontend.lower", "ansorc.api", True),
+                                         ("ansorc.search.tuner", "ansorc.measure.runner", False),
+                                         ("ansorc.api", "ansorc.search.tuner", False),
+                                         ("ansorc.net.graph", "ansorc.api", False)])
+def test_the_rules_themselves(src, dst, bad):
+    assert forbidden(src, dst) == bad
+
+
+def test_function_local_imports_are_seen(tmp_path, monkeypatch):
+    f = PKG / "ir" / "state.py"
+    tree_imports = imports(f)
+    assert "ansorc.ir.te" in tree_imports
+    code = "def f():\n    from ..codegen import c\n"
+    probe = tmp_path / "ansorc" / "ir" / "probe.py"
+    probe.parent.mkdir(parents=True)
+    probe.write_text(code)
+    monkeypatch.setattr(sys.modules[__name__], "PKG", tmp_path / "ansorc")
+    assert "ansorc.codegen.c" in imports(probe)
