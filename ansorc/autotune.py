@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .api import build, build_spec
+from .codegen.cuda_target import is_cuda
 from .codegen.target import Target
 from .errors import AnsorcError
 from .ir.dag import ComputeDAG
@@ -38,11 +39,28 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
     return build_spec(spec.with_provenance(_provenance(dag, target, rec.median)), name)
 
 
+def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, **tune_kwargs):
+    """The GPU program to build: tuned (a GPU is needed), the best logged, or the untuned default."""
+    from .search.gpu_policy import default_gpu_schedule
+    task = SearchTask(dag, target)
+    if trials > 0:
+        res = tune(task, trials=trials, log=log, seed=seed, **tune_kwargs)
+        if res.best_state is None:
+            raise NoRecordError("tuning measured no valid program; see the log for the errors")
+        return res.best_state
+    recs = best_records(load_records(log), dag.workload_key, target, k=1) if log else []
+    return replay(dag, steps_from_json(recs[0].steps)) if recs else default_gpu_schedule(task)
+
+
 def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
             name: str = "kernel", **tune_kwargs):  # noqa: A001 - the verb users expect
     """Tune for `trials` measured programs (resuming `log`), then build the best program as a Kernel.
-    With trials=0 and a log, rebuild the best recorded program without tuning."""
+    With trials=0 and a log, rebuild the best recorded program without tuning. For target "cuda" (or
+    "cuda:sm_80", ...) the result is a CudaKernel; with trials=0 and no log it runs an untuned default program."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
+    if is_cuda(target):
+        from .cuda_kernel import build_cuda_kernel
+        return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, seed, **tune_kwargs), target, name)
     if trials <= 0:
         if log is None:
             return build(dag, None, target=target, name=name)

@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--trials", type=int, default=64, help="measured programs to try (default 64)")
         sp.add_argument("--log", required=need_log, help="tuning log (JSON lines); resumed if it exists")
         sp.add_argument("--target", choices=TARGETS, default="native")
+        sp.add_argument("--arch", help="GPU architecture for --target cuda (sm_80, sm_90, ...; default sm_90)")
         sp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size parameter of the file")
         sp.add_argument("--seed", type=int, default=0)
@@ -60,7 +61,21 @@ def _load_program(args):
         raise CliError(f"{args.file}: {e.strerror or e}") from None
 
 
+def _target_name(args) -> str:
+    """--target, with --arch folded in for CUDA ("cuda:sm_80")."""
+    if args.arch and args.target != "cuda":
+        raise CliError(f"--arch {args.arch}: only for --target cuda")
+    if args.target == "cuda" and args.arch:
+        from .codegen.cuda_target import ARCH_SPECS
+        if args.arch not in ARCH_SPECS:
+            raise CliError(f"--arch {args.arch}: unknown; known: {', '.join(ARCH_SPECS)}")
+        return f"cuda:{args.arch}"
+    return args.target
+
+
 def _check_target(target: str):
+    if target.startswith("cuda"):
+        return
     if target not in ("native",):
         try:
             from .codegen.target import Target
@@ -79,7 +94,10 @@ def cmd_compile(args) -> dict:
         raise CliError(f"--name {name!r}: not a valid C identifier (letters, digits, _; not a C keyword)")
     if args.trials < 0:
         raise CliError("--trials must be >= 0")
+    args.target = _target_name(args)
     _check_target(args.target)
+    if args.target.startswith("cuda"):
+        return _compile_cuda(args, prog, name)
     from .codegen.target import Target
     tgt = Target.from_name(args.target)
     if not tgt.runs_here():
@@ -119,12 +137,39 @@ def _cross_compile(args, prog, name, tgt) -> dict:
     return {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in prov.items()}}
 
 
+def _compile_cuda(args, prog, name) -> dict:
+    """lib<name>.so, <name>.h and <name>.cu: tuned on this machine's GPU (--trials N), the best program of
+    --log (--trials 0), or the untuned default GPU program."""
+    from .autotune import NoRecordError, cuda_schedule
+    from .codegen.cuda_target import CudaTarget
+    from .codegen.pipeline import render
+    from .export_cuda import export_cuda
+    from .ir.dag import ComputeDAG
+    dag = ComputeDAG(prog.tensors)
+    try:
+        state = cuda_schedule(dag, args.trials, args.log, args.target, args.seed,
+                              **({"progress": not args.quiet} if args.trials > 0 else {}))
+    except NoRecordError as e:
+        raise CliError(str(e), EXIT_FAILED) from None
+    except ValueError as e:   # no GPU to tune on
+        raise CliError(str(e).splitlines()[0], EXIT_FAILED) from None
+    tgt = CudaTarget.from_name(args.target)
+    try:
+        paths = export_cuda(render(dag, state, name, tgt), args.output, tgt.arch,
+                            f"Workload {dag.workload_key}, target {tgt.name}.")
+    except RuntimeError as e:
+        raise CliError(str(e).splitlines()[0], EXIT_FAILED) from None
+    return {"name": name, "files": {k: str(v) for k, v in paths.items()}, "target": tgt.name,
+            "workload_key": dag.workload_key}
+
+
 def cmd_tune(args) -> dict:
     from .search.task import SearchTask
     from .search.tuner import tune
     prog = _load_program(args)
     if args.trials < 1:
         raise CliError("--trials must be >= 1 for tune")
+    args.target = _target_name(args)
     _check_target(args.target)
     res = tune(SearchTask(prog.tensors, args.target), trials=args.trials, log=args.log, seed=args.seed,
                progress=not args.quiet)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .codegen.source import Source
-from .ir.dtypes import numpy_dtype
+from .errors import AnsorcError
+from .ir.dtypes import np_dtype as numpy_dtype
 
 _DEVICE = None
 
@@ -19,13 +20,16 @@ _DEVICE = None
 def _device():
     global _DEVICE
     if _DEVICE is None:
-        from .measure.cuda_driver import Device
-        _DEVICE = Device()
+        from .measure.cuda_driver import CudaError, Device
+        try:
+            _DEVICE = Device()
+        except (OSError, CudaError) as e:
+            raise CudaKernelError(f"a CUDA kernel needs an NVIDIA GPU and its driver (libcuda.so.1): {e}") from None
     return _DEVICE
 
 
-class CudaKernelError(ValueError):
-    pass
+class CudaKernelError(AnsorcError, ValueError):
+    """Bad arguments for a CUDA kernel, or a program nvcc could not build."""
 
 
 def _gpu_pointer(obj, spec) -> int | None:
@@ -114,4 +118,16 @@ class CudaKernel:
         return results[0] if len(results) == 1 else tuple(results)
 
 
-__all__ = ["CudaKernel", "CudaKernelError"]
+def build_cuda_kernel(dag, state, target, name: str = "kernel") -> CudaKernel:
+    """Render `state` for the CUDA target, build its cubin with nvcc and wrap it (no GPU needed until a call)."""
+    from .codegen.pipeline import render, resolve_target
+    from .measure.nvcc import build_cuda
+    tgt = resolve_target(target)
+    src = render(dag, state, name, tgt)
+    [res] = build_cuda([src], tgt.arch)
+    if not res.ok:
+        raise CudaKernelError(res.error_msg)
+    return CudaKernel(src, res.lib_path, {"target": tgt.name, "arch": tgt.arch, "state": state})
+
+
+__all__ = ["CudaKernel", "CudaKernelError", "build_cuda_kernel"]

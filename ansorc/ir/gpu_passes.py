@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from .expr import Const, Read, Var, free_vars, transform
 from .expr import substitute as substitute_expr
-from .passes import _steps, map_stmt_exprs, simplify_stmt, verify
+from .passes import _steps, map_stmt_exprs, run_passes, simplify_stmt, verify_structure
 from .state import ScheduleError
 from .stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 
@@ -145,12 +145,11 @@ def inject_virtual_threads(func: PrimFunc) -> PrimFunc:
 
 def gpu_passes(func: PrimFunc) -> PrimFunc:
     """The pass list of a GPU program, on `lower(state, name, passes=False)`'s output."""
-    func = verify(func)
-    func = mark_unroll(func)
-    func = drop_unit_loops(func)
-    func = inject_virtual_threads(func)
-    func = simplify_stmt(func)
-    return func
+    return run_passes(func, GPU_PASSES)
+
+
+# verify_structure always; with ANSORC_VERIFY=1 every check of ir/verify.py after every pass
+GPU_PASSES = (verify_structure, mark_unroll, drop_unit_loops, inject_virtual_threads, simplify_stmt)
 
 
 def split_kernels(func: PrimFunc) -> tuple[list, list]:

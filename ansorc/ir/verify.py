@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .expr import Binary, Compare, Expr, Logic, Read, Select, Var, is_float
+from .expr import Binary, Compare, Const, Expr, Logic, Read, Select, Var, is_float
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import ScheduleError
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Store
@@ -91,13 +91,44 @@ def interval(e: Expr, sc: Scope, facts: tuple = ()) -> tuple:
     (see _upper), with each min/max split into its two cases (min(a, b) is a where a <= b, else b)."""
     lo, hi = None, None
     for k, (ce, cf) in enumerate(_cases(simplify(e, sc.bounds), scope_facts(sc) + facts, depth=3)):
-        lin = _linear(ce)
-        flin = [(_linear(d), flo, fhi) for d, flo, fhi in cf]
-        up = _upper(lin, flin, sc.bounds, e.dtype)
-        down = _upper(({t: -v for t, v in lin[0].items()}, -lin[1]), flin, sc.bounds, e.dtype)
+        down, up = _case_interval(ce, cf, sc.bounds, e.dtype)
         if up is None or down is None:
             return None, None
-        lo, hi = (-down, up) if k == 0 else (min(lo, -down), max(hi, up))
+        lo, hi = (down, up) if k == 0 else (min(lo, down), max(hi, up))
+    return lo, hi
+
+
+def _case_interval(ce: Expr, cf: tuple, bounds: dict, dtype: str) -> tuple:
+    """(lo, hi) of one min/max-free case. A floor division or modulo by a positive constant at the top (a fused
+    loop's index taken apart, guarded on the fused value) is bounded through its numerator, so that the guard
+    facts about the numerator apply."""
+    if isinstance(ce, Binary) and ce.op in ("//", "%") and isinstance(ce.b, Const) and ce.b.value > 0:
+        lo, hi = _case_interval(ce.a, cf, bounds, dtype)
+        c = ce.b.value
+        if ce.op == "//":
+            return (None, None) if lo is None or hi is None else (lo // c, hi // c)
+        if lo is not None and hi is not None and 0 <= lo and hi < c:
+            return lo, hi
+        return (0, c - 1)
+    lin = _linear(ce)
+    flin = [(_linear(d), flo, fhi) for d, flo, fhi in cf]
+    up = _upper(lin, flin, bounds, dtype)
+    down = _upper(({t: -v for t, v in lin[0].items()}, -lin[1]), flin, bounds, dtype)
+    lo, hi = (None if down is None else -down), up
+    divs = {t: k for t, k in lin[0].items() if isinstance(t, Binary) and t.op in ("//", "%")
+            and isinstance(t.b, Const) and t.b.value > 0}
+    if divs:
+        # each division term bounded through its own numerator (and guard facts), the rest as a linear form
+        rest = ({t: k for t, k in lin[0].items() if t not in divs}, lin[1])
+        r_up = _upper(rest, flin, bounds, dtype)
+        r_down = _upper(({t: -v for t, v in rest[0].items()}, -rest[1]), flin, bounds, dtype)
+        parts = [(None if r_down is None else -r_down, r_up)]
+        for t, k in divs.items():
+            tl, th = _case_interval(t, cf, bounds, dtype)
+            parts.append((None, None) if tl is None or th is None else (min(k * tl, k * th), max(k * tl, k * th)))
+        if all(p[0] is not None and p[1] is not None for p in parts):
+            lo2, hi2 = sum(p[0] for p in parts), sum(p[1] for p in parts)
+            lo, hi = (lo2 if lo is None else max(lo, lo2)), (hi2 if hi is None else min(hi, hi2))
     return lo, hi
 
 
@@ -121,8 +152,14 @@ def _cases(e: Expr, facts: tuple, depth: int) -> list:
     b_wins = (diff, 0, None) if node.op == "min" else (diff, None, 0)
     out = []
     for arm, fact in ((node.a, a_wins), (node.b, b_wins)):
-        out += _cases(simplify(_replace(e, node, arm)), facts + (fact,), depth - 1)
+        # the same min/max inside a guard fact takes the same arm, so the fact keeps matching the index
+        same = tuple((simplify(_replace_equal(d, node, arm)), flo, fhi) for d, flo, fhi in facts)
+        out += _cases(simplify(_replace(e, node, arm)), same + (fact,), depth - 1)
     return out
+
+
+def _replace_equal(e: Expr, old: Expr, new: Expr) -> Expr:
+    return vtransform(e, lambda n: new if n == old else None)
 
 
 def _replace(e: Expr, old: Expr, new: Expr) -> Expr:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..codegen.cuda_target import CudaTarget, is_cuda
+from ..errors import AnsorcError
 from ..codegen.target import Target
 from ..measure.backend import LocalBackend
 from ..measure.record import RecordLog, steps_key
@@ -76,13 +77,17 @@ def tune_options(options: TuneOptions | None = None, runner_kwargs: dict | None 
     return replace(opts, runner=replace(opts.runner, **runner_kwargs)) if runner_kwargs else opts
 
 
+class TargetUnavailableError(AnsorcError, ValueError):
+    """The target's programs cannot be measured on this machine (another ISA or architecture, no GPU)."""
+
+
 def local_backend(target: str, options: TuneOptions):
     """This machine's compiler and runner for `target`; ValueError when its kernels cannot run here."""
     if is_cuda(target):
         return cuda_backend(target, options)
     tgt = Target.from_name(target)
     if not tgt.runs_here():
-        raise ValueError(f"target {target!r} cannot be measured on this machine ({tgt.arch}, {tgt.isa}); "
+        raise TargetUnavailableError(f"target {target!r} cannot be measured on this machine ({tgt.arch}, {tgt.isa}); "
                          "tune on the target machine")
     return LocalBackend(Runner(config=options.runner), target_flags=options.flags or tgt.flags, cc=tgt.cc)
 
@@ -92,7 +97,7 @@ def cuda_backend(target: str, options: TuneOptions):
     from ..measure import cuda_driver
     from ..measure.cuda_runner import CudaBackend, CudaRunner, CudaRunnerConfig
     if not cuda_driver.available():
-        raise ValueError(f"target {target!r} needs an NVIDIA GPU and its driver (libcuda.so.1), and this machine "
+        raise TargetUnavailableError(f"target {target!r} needs an NVIDIA GPU and its driver (libcuda.so.1), and this machine "
                          "has none; compile with trials=0, or tune on a GPU machine")
     arch = CudaTarget.from_name(target).arch
     return CudaBackend(CudaRunner(CudaRunnerConfig(rtol=options.runner.rtol, atol=options.runner.atol)), arch)
