@@ -55,6 +55,8 @@ class Record:
     flop: float | None = None       # floating-point operations of the workload, for GFLOP/s reports
     note: str = ""
     v: int = RECORD_FORMAT_VERSION
+    # the compiler's resource report of a GPU program: ((kernel, registers, shared bytes, spill bytes), ...)
+    resources: tuple = ()
 
     @property
     def steps(self) -> Any:
@@ -85,6 +87,8 @@ class Record:
             obj["flop"] = self.flop
         if self.note:
             obj["note"] = self.note
+        if self.resources:
+            obj["resources"] = [list(r) for r in self.resources]
         text = json.dumps(obj, separators=(",", ":"))
         # Splice the canonical steps text in as is, so it is never re-encoded differently.
         return text.replace('"steps":null', '"steps":' + self.steps_json, 1)
@@ -107,7 +111,23 @@ class Record:
         return cls(obj["workload_key"], obj["target"], steps_key(obj["steps"]), costs, obj["error_code"],
                    str(obj.get("error_msg", "")), float(obj.get("all_cost", 0.0)), float(obj.get("timestamp", 0.0)),
                    bool(obj.get("lower_bound", False)), None if flop is None else float(flop),
-                   str(obj.get("note", "")), version)
+                   str(obj.get("note", "")), version, _resources(obj.get("resources")))
+
+
+def _resources(data) -> tuple:
+    """The "resources" field: [[kernel, registers, shared bytes, spill bytes], ...]; anything else is dropped."""
+    if not isinstance(data, list):
+        return ()
+    ok = [r for r in data if isinstance(r, list) and len(r) == 4 and isinstance(r[0], str)
+          and all(isinstance(x, int) and not isinstance(x, bool) for x in r[1:])]
+    return tuple(tuple(r) for r in ok)
+
+
+def resources_of(build) -> tuple:
+    """((kernel, registers, shared bytes, spill bytes), ...) from a CUDA build's ptxas report (else ())."""
+    report = getattr(build, "resources", None) or {}
+    return tuple((k, int(r.get("registers", 0)), int(r.get("shared_bytes", 0)),
+                  int(r.get("spill_stores", 0)) + int(r.get("spill_loads", 0))) for k, r in sorted(report.items()))
 
 
 class RecordLog:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..codegen.pipeline import render
 from ..ir.evaluate import evaluate, random_inputs
 from ..ir.state import ScheduleError, State, replay
 from ..ir.steps import steps_from_json, steps_to_json
 from ..measure.errors import MeasureErrorNo
-from ..measure.record import RETIME_NOTE, Record, RecordLog, best, records_for, steps_key
+from ..measure.record import RETIME_NOTE, Record, RecordLog, best, records_for, resources_of, steps_key
 from ..measure.runner import MeasureResult, RunnerConfig
 from ..measure.task import MeasureTask
 from .annotate import sample, state_key
@@ -130,7 +130,8 @@ class TaskTuner:
         best = self.result.best_seconds
         results = self.backend.run(builds, self.measure_task, best_seconds=best if math.isfinite(best) else None)
         t3 = time.perf_counter()
-        recs = self._record(states + [st for st, _ in failed], results + [_failure(msg) for _, msg in failed])
+        recs = self._record(states + [st for st, _ in failed], results + [_failure(msg) for _, msg in failed],
+                            [resources_of(b) for b in builds])
         self.entry_names.update((rec.steps_json, src.entry) for src, rec in zip(sources, recs))
         t4 = time.perf_counter()
         self.model.update(recs)
@@ -161,11 +162,13 @@ class TaskTuner:
                 failed.append((st, f"{type(e).__name__}: {e}"))
         return sources, states, failed
 
-    def _record(self, states: list, results: list) -> list:
-        """Log the batch, and update the measured set, the best programs and the counters."""
+    def _record(self, states: list, results: list, resources: list = ()) -> list:
+        """Log the batch, and update the measured set, the best programs and the counters. resources: each
+        build's compiler report (GPU programs), kept in its record."""
         task, r = self.task, self.result
         recs = [Record.from_measure(task.workload_key, task.target, steps_to_json(st.steps), res,
                                     task.dag.flop_count) for st, res in zip(states, results)]
+        recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, list(resources) + [()] * len(recs))]
         if self.log:
             self.log.append(recs)
         for st, rec in zip(states, recs):
