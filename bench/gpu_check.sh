@@ -61,6 +61,9 @@ cp "$LOGS"/*.jsonl "$OUT/" 2>/dev/null
 step "side by side with PyTorch"
 timeout 150 python3 bench/gpu_table.py --logs "$LOGS" --md "$OUT/table.md"
 
+step "tests/gpu (runner, CudaKernel with numpy and PyTorch arguments)"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -5
+
 step "embedding: examples/embed_cuda/main.c calls an exported library"
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")}
 timeout 120 python3 bench/gpu_embed.py /tmp/embed_out && \

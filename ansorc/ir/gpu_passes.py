@@ -11,12 +11,16 @@ from dataclasses import dataclass, replace
 
 from .expr import Const, Read, Var, free_vars, transform
 from .expr import substitute as substitute_expr
-from .passes import _steps, map_stmt_exprs, run_passes, simplify_stmt, verify_structure
+from .passes import map_stmt_exprs, run_passes, simplify_stmt, verify_structure
 from .state import ScheduleError
 from .stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 
 MAX_LOCAL_ELEMS = 1024   # per-thread local arrays beyond this spill to local memory: not worth building
+# A loop that indexes a per-thread array is unrolled up to this many statement executions even without an
+# unroll pragma: registers need constant indices, and one variable index sends the whole array to local memory.
+LOCAL_UNROLL_STEPS = 256
 THREAD = ("threadIdx.x",)
+THREAD_LOOPS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
 @dataclass(frozen=True)
@@ -29,13 +33,44 @@ class GpuKernel:
     local_elems: int           # elements of per-thread local arrays
 
 
+def _thread_steps(s: Stmt) -> int:
+    """Store executions of s in one thread: loops bound to block and thread indices count once."""
+    if isinstance(s, For):
+        return (1 if s.kind in THREAD_LOOPS else s.extent) * _thread_steps(s.body)
+    if isinstance(s, Seq):
+        return sum(_thread_steps(c) for c in s.stmts)
+    if isinstance(s, (IfThenElse, Allocate)):
+        return _thread_steps(s.then if isinstance(s, IfThenElse) else s.body)
+    return 1 if isinstance(s, Store) else 0
+
+
+def _local_names(func: PrimFunc) -> set:
+    return {s.buffer.name for s in walk_stmt(func.body) if isinstance(s, Allocate) and s.buffer.scope == "local"}
+
+
+def _touches(s: Stmt, names: set) -> bool:
+    for x in walk_stmt(s):
+        if isinstance(x, Store) and (x.buffer in names or any(r.name in names for r in _reads(x.value))):
+            return True
+    return False
+
+
+def _reads(e):
+    from .expr import walk
+    return [n for n in walk(e) if isinstance(n, Read)]
+
+
 def mark_unroll(func: PrimFunc) -> PrimFunc:
-    """Serial loops within their stage's auto_unroll_max_step (in store executions) become 'unroll' loops."""
+    """Serial loops within their stage's auto_unroll_max_step (in one thread's store executions) become 'unroll'
+    loops, and so do small loops over a per-thread array (LOCAL_UNROLL_STEPS)."""
+    local = _local_names(func)
+
     def visit(s: Stmt, max_step: int) -> Stmt:
         if isinstance(s, For):
             ms = s.auto_unroll or max_step
             f = replace(s, body=visit(s.body, ms), auto_unroll=0)
-            if f.kind == "serial" and ms and _steps(f) <= ms:
+            steps = _thread_steps(f)
+            if f.kind == "serial" and ((ms and steps <= ms) or (steps <= LOCAL_UNROLL_STEPS and _touches(f, local))):
                 return replace(f, kind="unroll")
             return f
         if isinstance(s, Seq):
