@@ -10,7 +10,9 @@ runner launches the kernels itself from `Source.launches`. Expressions render ex
 from __future__ import annotations
 
 from ..ir.gpu_passes import check_kernel, gpu_passes, split_kernels
-from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt
+from ..ir.expr import Binary, Var
+from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
+from ..ir.te import _identity
 from .c import C_TYPE, PRELUDE, CRenderer
 from .cuda_target import CudaTarget
 from .source import ArgSpec, Launch, Source, Workspace
@@ -45,6 +47,8 @@ class CudaRenderer(CRenderer):
             self.loop(s, ind)
         elif isinstance(s, Barrier):
             self.emit("__syncthreads();", ind)
+        elif isinstance(s, ThreadReduce):
+            self.thread_reduce(s, ind)
         elif isinstance(s, Allocate):
             self.buffers[s.buffer.name] = s.buffer
             if s.buffer.scope == "local":
@@ -54,6 +58,33 @@ class CudaRenderer(CRenderer):
             self.stmt(s.body, ind)
         else:
             super().stmt(s, ind)
+
+    def thread_reduce(self, s: ThreadReduce, ind: int):
+        """Warp shuffles, then (more than one warp) the warps' results through shared memory and a second round
+        in warp 0; thread 0 ends with the block's result in buffer[0]."""
+        ctype = C_TYPE[s.dtype]
+        op = {"sum": "+"}.get(s.combiner, s.combiner)
+        comb = self.expr(Binary(op, Var("ansorc_v"), Var("ansorc_o"), s.dtype))
+        ident = self.expr(_identity(s.combiner, s.dtype))
+        shuffle = ["for (int ansorc_d = 16; ansorc_d > 0; ansorc_d >>= 1) {",
+                   f"  {ctype} ansorc_o = __shfl_down_sync(0xffffffffu, ansorc_v, ansorc_d);",
+                   f"  ansorc_v = {comb};", "}"]
+        self.emit("{", ind)
+        self.emit(f"{ctype} ansorc_v = {s.buffer}[0];", ind + 1)
+        for line in shuffle:
+            self.emit(line, ind + 1)
+        if s.extent > 32:
+            self.emit(f"__shared__ {ctype} ansorc_warps[32];", ind + 1)
+            self.emit("if ((threadIdx.x & 31) == 0) ansorc_warps[threadIdx.x >> 5] = ansorc_v;", ind + 1)
+            self.emit("__syncthreads();", ind + 1)
+            self.emit(f"ansorc_v = threadIdx.x < {s.extent // 32} ? ansorc_warps[threadIdx.x] : {ident};", ind + 1)
+            self.emit("if (threadIdx.x < 32) {", ind + 1)
+            for line in shuffle:
+                self.emit(line, ind + 2)
+            self.emit("}", ind + 1)
+            self.emit("__syncthreads();", ind + 1)
+        self.emit(f"{s.buffer}[0] = ansorc_v;", ind + 1)
+        self.emit("}", ind)
 
     def bind(self, s: For, index: str, ind: int):
         self.emit("{", ind)

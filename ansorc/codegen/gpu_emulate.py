@@ -8,7 +8,8 @@ every barrier, and runs the same lowered program the CUDA renderer prints (after
 from __future__ import annotations
 
 from ..ir.gpu_passes import check_kernel, gpu_passes, split_kernels
-from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt
+from ..ir.expr import Binary, Var
+from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce, walk_stmt
 from .c import C_TYPE, CRenderer
 from .cuda_target import CudaTarget
 from .source import ArgSpec, Source
@@ -35,17 +36,32 @@ class EmulationRenderer(CRenderer):
             super().stmt(For(s.var, s.extent, "serial", s.body), ind)
         elif isinstance(s, Barrier):
             self.emit("#pragma omp barrier", ind)
+        elif isinstance(s, ThreadReduce):
+            self.thread_reduce(s, ind)
         elif isinstance(s, Allocate) and s.buffer.scope == "shared":
             self.buffers[s.buffer.name] = s.buffer
             self.stmt(s.body, ind)
         else:
             super().stmt(s, ind)
 
+    def thread_reduce(self, s: ThreadReduce, ind: int):
+        """Every thread's value into a block-wide array; thread 0 combines them in thread order."""
+        op = {"sum": "+"}.get(s.combiner, s.combiner)
+        comb = self.expr(Binary(op, Var(f"{s.buffer}[0]"), Var(f"ansorc_red_{s.buffer}[ansorc_t]"), s.dtype))
+        self.emit(f"ansorc_red_{s.buffer}[omp_get_thread_num()] = {s.buffer}[0];", ind)
+        self.emit("#pragma omp barrier", ind)
+        self.emit("if (omp_get_thread_num() == 0) {", ind)
+        self.emit(f"  for (int ansorc_t = 1; ansorc_t < {s.extent}; ++ansorc_t) {s.buffer}[0] = {comb};", ind)
+        self.emit("}", ind)
+        self.emit("#pragma omp barrier", ind)
+
     def block_loop(self, s: For, ind: int):
         k = self.blocks[s.var]
         self.emit(f"for (int32_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{", ind)
         for b in k.shared:
             self.emit(f"{C_TYPE[b.dtype]} {b.name}[{b.size}];", ind + 1)
+        for r in (x for x in walk_stmt(s) if isinstance(x, ThreadReduce)):
+            self.emit(f"{C_TYPE[r.dtype]} ansorc_red_{r.buffer}[{r.extent}];", ind + 1)
         self.emit(f"#pragma omp parallel num_threads({k.block})", ind + 1)
         self.emit("{", ind + 1)
         self.bounds[s.var] = (0, s.extent - 1)

@@ -13,7 +13,8 @@ from .expr import Const, Read, Var, free_vars, transform
 from .expr import substitute as substitute_expr
 from .passes import map_stmt_exprs, run_passes, simplify_stmt, verify_structure
 from .state import ScheduleError
-from .stmt import Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
+from .stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, ThreadReduce, seq,
+                   walk_stmt)
 
 MAX_LOCAL_ELEMS = 1024   # per-thread local arrays beyond this spill to local memory: not worth building
 # A loop that indexes a per-thread array is unrolled up to this many statement executions even without an
@@ -112,7 +113,7 @@ def _uses(s: Stmt, var: str) -> bool:
 
 
 def _has_barrier(s: Stmt) -> bool:
-    return any(isinstance(x, Barrier) for x in walk_stmt(s))
+    return any(isinstance(x, (Barrier, ThreadReduce)) for x in walk_stmt(s))
 
 
 def _expand_buffer(s: Stmt, buf: Buffer, var: str, n: int) -> tuple:
@@ -240,8 +241,11 @@ def _check_nest(k: GpuKernel, s: Stmt, in_thread: bool, uniform: bool) -> None:
         _check_nest(k, s.then, in_thread, False)
     elif isinstance(s, Allocate):
         _check_nest(k, s.body, in_thread, uniform)
-    elif isinstance(s, Barrier) and not uniform:
+    elif isinstance(s, (Barrier, ThreadReduce)) and not uniform:
         raise ScheduleError(f"kernel {k.name}: a barrier that not every thread of the block reaches")
+    elif isinstance(s, ThreadReduce) and (s.extent != k.block or k.block % 32):
+        raise ScheduleError(f"kernel {k.name}: a cross-thread reduction over {s.extent} of {k.block} threads "
+                            "(it needs the whole block, in whole warps)")
     elif isinstance(s, Store) and not in_thread:
         raise ScheduleError(f"kernel {k.name}: store to {s.buffer} outside every threadIdx loop")
 

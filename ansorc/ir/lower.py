@@ -246,6 +246,9 @@ class _Lowerer:
 
     def emit(self, name: str):
         st = self.stages[name]
+        if st.op.combiner and any(it.kind == "R" and it.annotation == "threadIdx.x" for it in st.iters):
+            from .cross_thread import emit_cross_thread
+            return emit_cross_thread(self, name)
         op = st.op
         info = self.stage_info(name)
         store_idx = tuple(info.axis_rel[a.name] for a in op.axes)

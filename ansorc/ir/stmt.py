@@ -70,6 +70,16 @@ class Barrier(Stmt):
 
 
 @dataclass(frozen=True)
+class ThreadReduce(Stmt):
+    """Cross-thread reduction: every thread of the block holds a partial value in buffer[0]; afterwards thread 0
+    holds their combination. All threads of the block reach it (like a barrier); `extent` threads take part."""
+    buffer: str
+    combiner: str     # sum | max | min
+    dtype: str
+    extent: int
+
+
+@dataclass(frozen=True)
 class PrimFunc:
     name: str
     args: tuple        # Buffer (scope "arg"), inputs then outputs
@@ -118,4 +128,6 @@ def format_stmt(s: Stmt, indent: int = 0) -> str:
         return f"{pad}allocate {b.name}{list(b.shape)} {b.dtype} {b.scope}\n" + format_stmt(s.body, indent)
     if isinstance(s, Barrier):
         return f"{pad}barrier"
+    if isinstance(s, ThreadReduce):
+        return f"{pad}{s.buffer}[0] = {s.combiner} over {s.extent} threads"
     return f"{pad}{s!r}"

@@ -16,7 +16,7 @@ from ..ir.steps import Annotate, FollowFusedSplit, Fuse, Pragma, Split
 from .annotate import NON_DIVISOR_PROB, divisors, factor_schemes, fill_tile_sizes, sample_lengths
 
 GPU_UNROLL_CANDIDATES = (0, 16, 64, 512, 1024)
-THREAD_CHOICES = (32, 64, 128, 256, 512)
+THREAD_CHOICES = (32, 64, 128, 256, 512)   # also the thread counts of a cross-thread reduction
 WARP = 32
 MAX_VTHREAD = 8
 MAX_THREAD_OUTPUTS = 64    # accumulators per thread (vthreads x inner tile): past this, registers spill
@@ -88,13 +88,38 @@ def bind_plain(task, state: State, name: str, rng: random.Random) -> State:
     return state.apply(Annotate(name, f"{fused}.1", "threadIdx.x"))
 
 
+def _cross_thread_iter(st) -> str | None:
+    """The inner part of a cross-thread reduction's split reduce loop (CrossThreadReduction's sketch), if any."""
+    reduce_splits = [r for r in st.relations if isinstance(r, SplitRel) and len(r.children) == 2
+                     and all(st.iters[st.iter_index(c)].kind == "R" for c in r.children if c in
+                             {it.name for it in st.iters})]
+    names = [it.name for it in st.iters]
+    for r in reduce_splits:
+        inner, outer = r.children[1], r.children[0]
+        if inner in names and outer in names and names.index(inner) + 1 == names.index(outer):
+            return inner
+    return None
+
+
+def bind_cross_thread(task, state: State, name: str, inner: str) -> State:
+    st = state.stage(name)
+    spatial = [it.name for it in st.iters if it.kind == "S"]
+    if not spatial:
+        raise ScheduleError(f"{name}: a cross-thread reduction needs a spatial loop for the blocks")
+    state = _fuse_bind(state, name, spatial, "blockIdx.x")
+    return state.apply(Annotate(name, inner, "threadIdx.x"))
+
+
 def bind_threads(task, state: State, rng: random.Random) -> State:
     for name in [s.name for s in state.stages]:
         st = state.stage(name)
         if st.compute_at != "root":
             continue
         levels = _levels(st)
-        if levels and max(levels.values()) >= 3:
+        inner = _cross_thread_iter(st) if st.op.combiner else None
+        if inner is not None:
+            state = bind_cross_thread(task, state, name, inner)
+        elif levels and max(levels.values()) >= 3:
             state = bind_tiled(task, state, name, levels)
         else:
             state = bind_plain(task, state, name, rng)
@@ -202,7 +227,12 @@ def fill_tile_sizes_gpu(task, sketch: State, rng: random.Random) -> State:
     inference: it is checked when the program is lowered."""
     sp, rd = _tile_splits(sketch)
     if not sp:
-        return fill_tile_sizes(task, sketch, rng)
+        state = State.initial(task.dag)
+        for step in sketch.steps:
+            if isinstance(step, Split) and any(x is None for x in step.lengths):
+                step = _fill_other_split(rng, state, step, task.hw.max_innermost_split_factor)
+            state = state.apply(step)
+        return state
     state = State.initial(task.dag)
     extents = {}
     for i, step in enumerate(sketch.steps):
@@ -226,10 +256,18 @@ def fill_tile_sizes_gpu(task, sketch: State, rng: random.Random) -> State:
         if i in lengths:
             step = Split(step.stage, step.iter, lengths[i])
         elif isinstance(step, Split) and any(x is None for x in step.lengths):
-            extent = state.stage(step.stage).iter(step.iter).extent
-            step = Split(step.stage, step.iter, sample_lengths(rng, extent, len(step.lengths), inner))
+            step = _fill_other_split(rng, state, step, inner)
         state = state.apply(step)
     return state
+
+
+def _fill_other_split(rng, state: State, step: Split, inner: int) -> Split:
+    """A cross-thread reduction's split takes a multiple of the warp (warp shuffles need whole warps); others
+    are drawn as on the CPU."""
+    it = state.stage(step.stage).iter(step.iter)
+    if it.kind == "R" and len(step.lengths) == 1:
+        return Split(step.stage, step.iter, (rng.choice([t for t in THREAD_CHOICES if t <= max(WARP, it.extent)]),))
+    return Split(step.stage, step.iter, sample_lengths(rng, it.extent, len(step.lengths), inner))
 
 
 def annotate_gpu(task, sketch: State, rng: random.Random) -> State:

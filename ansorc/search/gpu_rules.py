@@ -4,19 +4,20 @@ Order: always-inline (every element-wise, non-output stage), cache-write to loca
 "SSSRRSRS" with fusion of an element-wise consumer at the thread level, plain multi-level tiling, skip. Ansor's
 cache-read rule runs on the producer stages; here placeholders are not stages, so a tiled stage adds its cache
 reads itself: each tensor it reads (directly, or through an inlined element-wise stage such as padding) gets a
-".shared" copy computed at the stage's outermost reduce tile. Cross-thread reduction is not implemented yet: a
-reduction with little spatial work runs one thread per output element.
+".shared" copy computed at the stage's outermost reduce tile. A long reduction with little spatial work gets a
+cross-thread reduction sketch (its threads combine partial results with warp shuffles and shared memory).
 """
 from __future__ import annotations
 
 from ..ir.dag import needs_multi_level_tiling
 from ..ir.state import State
-from ..ir.steps import CacheRead, CacheWrite, ComputeAt, ComputeInline
+from ..ir.steps import CacheRead, CacheWrite, ComputeAt, ComputeInline, Fuse, Reorder, Split
 from .rules import (APPLY, APPLY_AND_SKIP_REST, SKIP, Rule, SkipStage, consumers, elementwise_consumer,
                     fuse_consumer, has_cache_write_stage, multi_level_tile)
 
 GPU_STRUCTURE = "SSSRRSRS"
 GPU_FUSION_LEVEL = 3   # the consumer follows the block, vthread and thread levels
+WARP = 32
 
 
 def _is_cache_stage(name: str) -> bool:
@@ -34,6 +35,39 @@ class AlwaysInlineGPU(Rule):
 
     def apply(self, task, state, i):
         return [(state.apply(ComputeInline(state.stages[i].name)), i - 1)]
+
+
+def _extents(its) -> int:
+    n = 1
+    for it in its:
+        n *= it.extent
+    return n
+
+
+class CrossThreadReduction(Rule):
+    """The threads of a block share one reduction: its reduce loops fused and split, the inner part bound to
+    threadIdx.x (by annotation), when the reduction is long next to the spatial work (Ansor: S < R for a stage
+    that needs tiling, R > warp size otherwise). APPLY: the plain branch stays."""
+    name = "cross-thread-reduction"
+
+    def condition(self, task, state, i):
+        st = state.stages[i]
+        if not st.op.combiner or st.relations or _is_cache_stage(st.name) or has_cache_write_stage(state, st.name):
+            return SKIP
+        spatial = _extents(it for it in st.iters if it.kind == "S")
+        reduce = _extents(it for it in st.iters if it.kind == "R")
+        wanted = spatial < reduce if needs_multi_level_tiling(st.op) else reduce > WARP
+        return APPLY if wanted else SKIP
+
+    def apply(self, task, state, i):
+        st = state.stages[i]
+        red = [it.name for it in st.iters if it.kind == "R"]
+        if len(red) > 1:
+            state = state.apply(Fuse(st.name, tuple(red)))
+        fused = "@".join(red)
+        state = state.apply(Split(st.name, fused, (None,)))
+        order = [it.name for it in st.iters if it.kind == "S"] + [f"{fused}.1", f"{fused}.0"]
+        return [(state.apply(Reorder(st.name, tuple(order))), i - 1)]
 
 
 class AddCacheWriteGPU(Rule):
@@ -86,7 +120,7 @@ class MultiLevelTilingGPU(Rule):
 
 
 def default_gpu_rules() -> list:
-    return [AlwaysInlineGPU(), AddCacheWriteGPU(), MultiLevelTilingGPU(), SkipStage()]
+    return [AlwaysInlineGPU(), CrossThreadReduction(), AddCacheWriteGPU(), MultiLevelTilingGPU(), SkipStage()]
 
 
 __all__ = ["default_gpu_rules", "GPU_STRUCTURE", "add_shared_cache_reads"]
