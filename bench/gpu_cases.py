@@ -16,6 +16,7 @@ CASES = {
     "DEP-112x32": ("dep", (1, 112, 112, 32, 3, 1, 1), "DEP-112x32"),
     "C2D-14x256": ("c2d", (1, 14, 14, 256, 256, 3, 1, 1), "C2D-14x256"),
     "GMM-2048": ("gmm", (1, 2048, 2048, 2048), "GMM-2048"),
+    "SFM-1024": ("sfm", (1024, 1024), "softmax-1024"),
 }
 
 
@@ -35,6 +36,8 @@ def torch_reference(case: str, inputs: list):
         n, h, w, ci, co, k, s, p = args
         out = F.conv2d(inputs[0].permute(0, 3, 1, 2), inputs[1].permute(3, 2, 0, 1), stride=s, padding=p)
         return out.permute(0, 2, 3, 1)
+    if fn == "sfm":
+        return torch.softmax(inputs[0], dim=-1)
     n, h, w, c, k, s, p = args
     out = F.conv2d(inputs[0].permute(0, 3, 1, 2), inputs[1].permute(3, 0, 1, 2), stride=s, padding=p, groups=c)
     return out.permute(0, 2, 3, 1)

@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/results/gpu/run}
 BUDGET=${BUDGET:-60}
 CORRECT=${CORRECT:-100}
+CASES=${CASES:-GMM-1024,C2D-56x64,DEP-112x32,SFM-1024:20}   # CASE[:seconds] (bench/gpu_cases.py)
 mkdir -p "$OUT"
 exec > >(tee "$OUT/gpu_check.log") 2>&1
 if [ -d .whl ] && ! python3 -c "import cffi, lightgbm" 2>/dev/null; then
@@ -55,11 +56,11 @@ if [ "$CORRECT" -gt 0 ]; then
 fi
 
 step "tuning: $BUDGET s per case"
-timeout $((BUDGET * 3 + 150)) python3 bench/gpu_tune.py --seconds "$BUDGET" --logs "$LOGS" --json "$OUT/tune.json"
+timeout $((BUDGET * 4 + 150)) python3 bench/gpu_tune.py --cases "$CASES" --seconds "$BUDGET" --logs "$LOGS" --json "$OUT/tune.json"
 cp "$LOGS"/*.jsonl "$OUT/" 2>/dev/null
 
 step "side by side with PyTorch"
-timeout 150 python3 bench/gpu_table.py --logs "$LOGS" --md "$OUT/table.md"
+timeout 150 python3 bench/gpu_table.py --cases "$CASES" --logs "$LOGS" --md "$OUT/table.md"
 
 step "tests/gpu (runner, CudaKernel with numpy and PyTorch arguments)"
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -5

@@ -77,7 +77,8 @@ def compare(case, log, dev, arch, target, rounds) -> dict | None:
         tf32 = row["tf32_seconds"] if tf32 is None else min(tf32, row["tf32_seconds"])
     us, them = statistics.median(ours), statistics.median(theirs)
     op, shape = CASES[case][0], CASES[case][1]
-    fl = flops("GMM", shape[1:]) if op == "gmm" else flops(op.upper(), shape)
+    fl = flops("GMM", shape[1:]) if op == "gmm" else 5.0 * shape[0] * shape[1] if op == "sfm" \
+        else flops(op.upper(), shape)
     out = {"case": case, "trials": trials, "ansorc_us": us * 1e6, "torch_fp32_us": them * 1e6,
            "speedup": them / us, "ansorc_tflops": fl / us / 1e12, "torch_tf32_us": tf32 * 1e6,
            "torch_layout": row["fp32_layout"], "rel_l2_error": err}
@@ -110,7 +111,7 @@ def main() -> int:
     dev = Device()
     arch = dev.limits()["arch"]
     rows = []
-    for case in args.cases.split(","):
+    for case in (c.partition(":")[0] for c in args.cases.split(",")):
         try:
             row = compare(case, str(Path(args.logs) / f"{case.lower()}.jsonl"), dev, arch, args.target, args.rounds)
         except Exception as e:  # one broken case must not hide the others

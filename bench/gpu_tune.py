@@ -52,7 +52,7 @@ def tune_case(case, seconds, log, model, backend, options) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="GMM-1024,C2D-56x64,DEP-112x32")
+    ap.add_argument("--cases", default="GMM-1024,C2D-56x64,DEP-112x32", help="CASE[:SECONDS],...")
     ap.add_argument("--seconds", type=float, default=60.0, help="tuning budget per case")
     ap.add_argument("--logs", default="bench/results/gpu")
     ap.add_argument("--target", default="cuda")
@@ -68,9 +68,10 @@ def main() -> int:
     backend = cuda_backend(args.target, tune)
     rows = []
     try:
-        for case in args.cases.split(","):
+        for item in args.cases.split(","):   # CASE or CASE:SECONDS
+            case, _, secs = item.partition(":")
             log = str(Path(args.logs) / f"{case.lower()}.jsonl")
-            rows.append(tune_case(case, args.seconds, log, model, backend, opts))
+            rows.append(tune_case(case, float(secs) if secs else args.seconds, log, model, backend, opts))
     finally:
         backend.close()
     if args.json:
