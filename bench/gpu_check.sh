@@ -62,6 +62,9 @@ cp "$LOGS"/*.jsonl "$OUT/" 2>/dev/null
 step "side by side with PyTorch"
 timeout 150 python3 bench/gpu_table.py --cases "$CASES" --logs "$LOGS" --md "$OUT/table.md"
 
+step "instruction mix of the best programs (cuobjdump)"
+timeout 60 python3 bench/gpu_sass.py --cases "$CASES" --logs "$LOGS"
+
 step "tests/gpu (runner, CudaKernel with numpy and PyTorch arguments)"
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu 2>&1 | tail -5
 

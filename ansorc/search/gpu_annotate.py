@@ -22,7 +22,7 @@ MAX_VTHREAD = 8
 MAX_THREAD_OUTPUTS = 64    # accumulators per thread (vthreads x inner tile): past this, registers spill
 MAX_REDUCE_TILE = 64       # reduction elements per shared-memory fetch (the two inner reduce levels)
 TILE_TRIES = 20
-PRIOR_DRAWS = 4       # joint tile draws compared by the soft prior
+PRIOR_DRAWS = 8       # joint tile draws compared by the soft prior
 PRIOR_PROB = 0.75     # share of programs whose tiles come from the prior's pick
 
 
@@ -195,21 +195,37 @@ def _draw_spatial(rng, extents: dict, sp: list, inner: int) -> dict | None:
     return out
 
 
-def _balance(draw: dict) -> float:
-    """How far a draw is from the usual shape of a fast GPU tile: ~128-256 threads, ~16-64 outputs per thread."""
+def _penalty(draw: dict, axis_of: dict, operands: list) -> float:
+    """How far a draw is from the usual shape of a fast GPU tile: ~128-256 threads, and many multiply-adds per
+    operand a thread loads from shared memory (its tile's outputs over the loads they need: for a matmul tile
+    of i x j outputs, i*j / (i + j)), without more than 64 accumulators."""
     import math
     threads = outs = 1
-    for v, t, a, b in draw.values():
+    tile = {}
+    for i, (v, t, a, b) in draw.items():
         threads, outs = threads * t, outs * v * a * b
-    return abs(math.log2(threads) - 7.5) + abs(math.log2(outs) - 5)
+        tile[axis_of[i]] = v * a * b
+    loads = sum(math.prod(tile.get(ax, 1) for ax in axes) for axes in operands) or 1
+    return abs(math.log2(threads) - 7.5) - math.log2(outs / loads) + 2 * max(0.0, math.log2(outs) - 6)
 
 
-def _prefer_balanced(rng: random.Random, draws: list) -> dict:
-    """A soft prior: most of the time the best balanced of a few draws, otherwise the first (the space stays
+def _prefer_balanced(rng: random.Random, draws: list, axis_of: dict, operands: list) -> dict:
+    """A soft prior: most of the time the best of a few draws by _penalty, otherwise the first (the space stays
     whole: evolution and mutation reach every tiling)."""
     if rng.random() < PRIOR_PROB:
-        return min(draws, key=_balance)
+        return min(draws, key=lambda d: _penalty(d, axis_of, operands))
     return draws[0]
+
+
+def _operand_axes(op) -> list:
+    """For each tensor the stage reads, the stage's spatial axes its indices use."""
+    from ..ir.expr import Read, free_vars, walk
+    spatial = {a.name for a in op.axes}
+    out = {}
+    for r in walk(op.body):
+        if isinstance(r, Read):
+            out.setdefault(r.name, set()).update(v for i in r.indices for v in free_vars(i) if v in spatial)
+    return list(out.values())
 
 
 def _draw_reduce(rng, extents: dict, rd: list, inner: int) -> dict:
@@ -249,7 +265,8 @@ def fill_tile_sizes_gpu(task, sketch: State, rng: random.Random) -> State:
                 break
     if not draws:
         raise ScheduleError("no GPU tile sizes within the block limits")
-    spatial = _prefer_balanced(rng, draws)
+    tiled = state.stage(sketch.steps[sp[0]].stage).op
+    spatial = _prefer_balanced(rng, draws, {i: sketch.steps[i].iter for i in sp}, _operand_axes(tiled))
     lengths = {**spatial, **_draw_reduce(rng, extents, rd, inner)}
     state = State.initial(task.dag)
     for i, step in enumerate(sketch.steps):
