@@ -48,9 +48,8 @@ class CudaTarget:
         """The same target with a device's reported limits (keys as measure.cuda_driver.device_limits)."""
         if not limits:
             return self
-        keys = {"num_sms": "multiprocessor_count", "warp_size": "warp_size",
-                "max_threads_per_block": "max_threads_per_block", "max_shared_bytes": "max_shared_memory_per_block",
-                "max_registers_per_block": "max_registers_per_block"}
+        keys = {"num_sms": "sm_count", "warp_size": "warp_size", "max_threads_per_block": "max_threads_per_block",
+                "max_shared_bytes": "max_shared_per_block", "max_registers_per_block": "max_registers_per_block"}
         return replace(self, **{k: int(limits[v]) for k, v in keys.items() if limits.get(v)})
 
     @property

@@ -77,6 +77,10 @@ class GpuPolicy:
     def sketch_rules(self) -> list:
         return default_gpu_rules()
 
+    def use_device_limits(self, limits: dict | None) -> None:
+        """Search within what the present GPU reports (shared memory, threads, registers) from now on."""
+        self.target = self.target.with_limits(limits)
+
     def init_rules(self) -> tuple:
         return (fill_tile_sizes_gpu, bind_threads, cooperative_fetch, add_unroll_gpu, self.check_limits)
 

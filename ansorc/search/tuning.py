@@ -107,6 +107,8 @@ class TaskTuner:
         if hasattr(cost_model, "add_task"):
             cost_model.add_task(task)
         cost_model.update(history)
+        if hasattr(task.policy, "use_device_limits") and hasattr(backend, "limits"):
+            task.policy.use_device_limits(backend.limits())   # a GPU's own limits, read through the backend
         self.sketches = generate_sketches(task)
         self.measure_task = measure_task(task, options.seed)
 
