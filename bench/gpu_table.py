@@ -46,7 +46,7 @@ def ansorc_call(dev, case, log, arch, target):
             for a in src.args] + [torch.empty(w.size, device="cuda") for w in src.workspaces]
     ptrs = [t.data_ptr() for t in args]
 
-    def fn():
+    def fn(keep=args):   # `keep` holds every buffer (workspaces too) alive as long as fn is
         stream = dev.ffi.cast("CUstream", torch.cuda.current_stream().cuda_stream)
         for f, launch in fns:
             dev.launch(f, launch.grid, launch.block, launch.shared_bytes, stream, [ptrs[i] for i in launch.args])
