@@ -64,7 +64,7 @@ def from_logs() -> dict:
             task = _task(fn(*shape))
             dags.setdefault(task.workload_key, (f"{op}{shape}", task))
     out = {}
-    for path in sorted((ROOT / "bench" / "results").glob("*.jsonl")):
+    for path in sorted((ROOT / "bench" / "results").glob("*.jsonl*")):   # the logs are kept gzipped
         records = load(path)
         for wk, tgt in sorted({(r.workload_key, r.target) for r in records}):
             if wk not in dags:
@@ -73,7 +73,7 @@ def from_logs() -> dict:
             label, task = dags[wk]
             for k, rec in enumerate(best(records, wk, tgt, k=LOG_BEST)):
                 state = replay(task.dag, steps_from_json(rec.steps))
-                out[f"{path.name}/{tgt}/best{k}"] = _digest(task, state, f"best_{k}")
+                out[f"{path.name.removesuffix('.gz')}/{tgt}/best{k}"] = _digest(task, state, f"best_{k}")
     return out
 
 
