@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu_cases import CASES, tensors  # noqa: E402
+from gpu_cases import tensors  # noqa: E402
 
 from ansorc.measure.record import RecordLog  # noqa: E402
 from ansorc.search.evolution import SearchParams  # noqa: E402

@@ -13,7 +13,7 @@ import random
 
 from ..ir.state import ScheduleError, SplitRel, State
 from ..ir.steps import Annotate, FollowFusedSplit, Fuse, Pragma, Split
-from .annotate import NON_DIVISOR_PROB, divisors, factor_schemes, fill_tile_sizes, sample_lengths
+from .annotate import NON_DIVISOR_PROB, divisors, factor_schemes, sample_lengths
 
 GPU_UNROLL_CANDIDATES = (0, 16, 64, 512, 1024)
 THREAD_CHOICES = (32, 64, 128, 256, 512)   # also the thread counts of a cross-thread reduction

@@ -97,8 +97,8 @@ def cuda_backend(target: str, options: TuneOptions):
     from ..measure import cuda_driver
     from ..measure.cuda_runner import CudaBackend, CudaRunner, CudaRunnerConfig
     if not cuda_driver.available():
-        raise TargetUnavailableError(f"target {target!r} needs an NVIDIA GPU and its driver (libcuda.so.1), and this machine "
-                         "has none; compile with trials=0, or tune on a GPU machine")
+        raise TargetUnavailableError(f"target {target!r} needs an NVIDIA GPU and its driver (libcuda.so.1), and "
+                                     "this machine has none; compile with trials=0, or tune on a GPU machine")
     arch = CudaTarget.from_name(target).arch
     return CudaBackend(CudaRunner(CudaRunnerConfig(rtol=options.runner.rtol, atol=options.runner.atol)), arch)
 

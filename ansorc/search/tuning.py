@@ -170,7 +170,8 @@ class TaskTuner:
         task, r = self.task, self.result
         recs = [Record.from_measure(task.workload_key, task.target, steps_to_json(st.steps), res,
                                     task.dag.flop_count) for st, res in zip(states, results)]
-        recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, list(resources) + [()] * len(recs))]
+        reports = list(resources) + [()] * len(recs)
+        recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, reports)]
         if self.log:
             self.log.append(recs)
         for st, rec in zip(states, recs):
