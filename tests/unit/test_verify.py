@@ -169,7 +169,8 @@ def _i(op, a, b):
 def _ok_read(idx, cond):
     """out[0] = select(cond, data[idx], 0): the select arm is the only guard of the read."""
     out = Buffer("out", (1,), "float32", "arg")
-    return Store("out", (Const(0),), Select(cond, Read("data", (idx,), "float32"), Const(0.0, "float32"), "float32")), out
+    value = Select(cond, Read("data", (idx,), "float32"), Const(0.0, "float32"), "float32")
+    return Store("out", (Const(0),), value), out
 
 
 def _and(*cs):
