@@ -86,50 +86,97 @@ def scope_facts(sc: Scope) -> tuple:
     return tuple(f for c in sc.guards for f in facts_of(c))
 
 
+EMPTY = (1, 0)  # interval() of an expression no case of which can be evaluated (every case contradicts a guard)
+
+
 def interval(e: Expr, sc: Scope, facts: tuple = ()) -> tuple:
     """(lo, hi) of an integer expression, None where unknown: from the loop bounds, tightened by the guard facts
-    (see _upper), with each min/max split into its two cases (min(a, b) is a where a <= b, else b)."""
+    (see _upper), with each min/max split into its two cases (min(a, b) is a where a <= b, else b). A case whose
+    facts contradict the loop bounds is never evaluated and is left out (EMPTY if all are)."""
     lo, hi = None, None
-    for k, (ce, cf) in enumerate(_cases(simplify(e, sc.bounds), scope_facts(sc) + facts, depth=3)):
+    for ce, cf in _cases(simplify(e, sc.bounds), scope_facts(sc) + facts, depth=3):
+        if unreachable(cf, sc.bounds):
+            continue  # e.g. the arm of a window's min that would put the access past the guard
         down, up = _case_interval(ce, cf, sc.bounds, e.dtype)
         if up is None or down is None:
             return None, None
-        lo, hi = (down, up) if k == 0 else (min(lo, down), max(hi, up))
+        lo, hi = (down, up) if lo is None else (min(lo, down), max(hi, up))
+    return EMPTY if lo is None else (lo, hi)
+
+
+def _case_interval(ce: Expr, cf: tuple, bounds: dict, dtype: str, unfuse: bool = True) -> tuple:
+    """(lo, hi) of one min/max-free case, from its linear form over the guard facts; where a term y appears beside
+    y // c or y % c (a fused loop next to its parts), also with y written as c * (y // c) + y % c."""
+    lin = _linear(ce)
+    flin = [(_linear(d), flo, fhi) for d, flo, fhi in cf]
+    lo, hi = _lin_interval(lin, flin, cf, bounds, dtype)
+    parts = _unfuse_map(lin, flin) if unfuse else None
+    if parts:
+        lo2, hi2 = _lin_interval(_unfuse(lin, parts), [(_unfuse(f, parts), a, b) for f, a, b in flin], cf, bounds,
+                                 dtype)
+        lo = lo2 if lo is None else lo if lo2 is None else max(lo, lo2)
+        hi = hi2 if hi is None else hi if hi2 is None else min(hi, hi2)
     return lo, hi
 
 
-def _case_interval(ce: Expr, cf: tuple, bounds: dict, dtype: str) -> tuple:
-    """(lo, hi) of one min/max-free case. A floor division or modulo by a positive constant at the top (a fused
-    loop's index taken apart, guarded on the fused value) is bounded through its numerator, so that the guard
-    facts about the numerator apply."""
-    if isinstance(ce, Binary) and ce.op in ("//", "%") and isinstance(ce.b, Const) and ce.b.value > 0:
-        lo, hi = _case_interval(ce.a, cf, bounds, dtype)
-        c = ce.b.value
-        if ce.op == "//":
-            return (None, None) if lo is None or hi is None else (lo // c, hi // c)
-        if lo is not None and hi is not None and 0 <= lo and hi < c:
-            return lo, hi
-        return (0, c - 1)
-    lin = _linear(ce)
-    flin = [(_linear(d), flo, fhi) for d, flo, fhi in cf]
+def _lin_interval(lin: tuple, flin: list, cf: tuple, bounds: dict, dtype: str) -> tuple:
+    """(lo, hi) of a linear form: over the facts (_upper); each floor division or modulo term by a positive constant
+    also bounded through its numerator (whose own guard facts may apply), the rest of the form as linear."""
     up = _upper(lin, flin, bounds, dtype)
-    down = _upper(({t: -v for t, v in lin[0].items()}, -lin[1]), flin, bounds, dtype)
+    down = _upper(_neg(lin), flin, bounds, dtype)
     lo, hi = (None if down is None else -down), up
-    divs = {t: k for t, k in lin[0].items() if isinstance(t, Binary) and t.op in ("//", "%")
-            and isinstance(t.b, Const) and t.b.value > 0}
+    divs = {t: k for t, k in lin[0].items() if _is_divmod(t)}
     if divs:
-        # each division term bounded through its own numerator (and guard facts), the rest as a linear form
         rest = ({t: k for t, k in lin[0].items() if t not in divs}, lin[1])
-        r_up = _upper(rest, flin, bounds, dtype)
-        r_down = _upper(({t: -v for t, v in rest[0].items()}, -rest[1]), flin, bounds, dtype)
+        r_up, r_down = _upper(rest, flin, bounds, dtype), _upper(_neg(rest), flin, bounds, dtype)
         parts = [(None if r_down is None else -r_down, r_up)]
         for t, k in divs.items():
-            tl, th = _case_interval(t, cf, bounds, dtype)
+            tl, th = _divmod_interval(t, cf, bounds, dtype)
             parts.append((None, None) if tl is None or th is None else (min(k * tl, k * th), max(k * tl, k * th)))
         if all(p[0] is not None and p[1] is not None for p in parts):
             lo2, hi2 = sum(p[0] for p in parts), sum(p[1] for p in parts)
             lo, hi = (lo2 if lo is None else max(lo, lo2)), (hi2 if hi is None else min(hi, hi2))
     return lo, hi
+
+
+def _divmod_interval(t: Binary, cf: tuple, bounds: dict, dtype: str) -> tuple:
+    """(lo, hi) of y // c or y % c through the interval of y (a fused loop's index taken apart, guarded on y)."""
+    lo, hi = _case_interval(t.a, cf, bounds, dtype, unfuse=False)  # y itself again would unfuse without end
+    c = t.b.value
+    if t.op == "//":
+        return (None, None) if lo is None or hi is None else (lo // c, hi // c)
+    return (lo, hi) if lo is not None and hi is not None and 0 <= lo and hi < c else (0, c - 1)
+
+
+def _is_divmod(t) -> bool:
+    return isinstance(t, Binary) and t.op in ("//", "%") and isinstance(t.b, Const) and t.b.value > 0
+
+
+def _neg(lin: tuple) -> tuple:
+    return {t: -v for t, v in lin[0].items()}, -lin[1]
+
+
+def _unfuse_map(lin: tuple, flin: list) -> dict:
+    """{y: c} for each term y of the form or its facts that also appears as y // c or y % c there."""
+    forms = [lin] + [f for f, _, _ in flin]
+    atoms = {t for terms, _ in forms for t in terms}
+    out = {}
+    for t in atoms:
+        if _is_divmod(t) and t.a in atoms:
+            out.setdefault(t.a, t.b.value)
+    return out
+
+
+def _unfuse(lin: tuple, parts: dict) -> tuple:
+    """lin with each term y of `parts` written as c * (y // c) + y % c."""
+    terms, c = dict(lin[0]), lin[1]
+    for y, d in parts.items():
+        k = terms.pop(y, 0)
+        if k:
+            for t, m in ((Binary("//", y, Const(d, y.dtype), y.dtype), d * k), (Binary("%", y, Const(d, y.dtype),
+                                                                                      y.dtype), k)):
+                terms[t] = terms.get(t, 0) + m
+    return {t: v for t, v in terms.items() if v}, c
 
 
 def unreachable(facts: tuple, bounds: dict) -> bool:
@@ -167,36 +214,31 @@ def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
 
 
 def _upper(lin: tuple, facts: list, bounds: dict, dtype: str):
-    """An upper bound of the linear form lin, or None: greedily rewrite it as sum(k * d) + rest over facts
-    lo <= d <= hi (each k an integer that cancels a term of d), as long as the bound improves."""
+    """An upper bound of the linear form lin, or None: rewrite it as sum(k * d) + rest over facts lo <= d <= hi
+    (each k an integer that cancels a term of d), taking at each step the fact that lowers the bound most."""
     terms, c = lin
     best = _hi(terms, c, bounds, dtype)
     acc, used = 0, set()
-    improved = True
-    while improved:
-        improved = False
+    while True:
+        step = None
         for n, ((dterms, dc), flo, fhi) in enumerate(facts):
             if n in used:
                 continue
             for atom, coef in dterms.items():
-                if terms.get(atom, 0) % coef:
-                    continue
                 k = terms.get(atom, 0) // coef
                 limit = fhi if k > 0 else flo
-                if k == 0 or limit is None:
+                if k == 0 or limit is None or terms.get(atom, 0) % coef:
                     continue
                 rest = {t: terms.get(t, 0) - k * dterms.get(t, 0) for t in set(terms) | set(dterms)}
                 rest = {t: v for t, v in rest.items() if v}
                 h = _hi(rest, c - k * dc, bounds, dtype)
-                if h is not None and (best is None or acc + k * limit + h < best):
-                    terms, c, acc = rest, c - k * dc, acc + k * limit
-                    best = acc + h
-                    used.add(n)
-                    improved = True
-                    break
-            if improved:
-                break
-    return best
+                if h is not None and (best is None or acc + k * limit + h < best) and \
+                        (step is None or acc + k * limit + h < step[0]):
+                    step = (acc + k * limit + h, n, rest, c - k * dc, acc + k * limit)
+        if step is None:
+            return best
+        best, n, terms, c, acc = step
+        used.add(n)
 
 
 def _hi(terms: dict, c: int, bounds: dict, dtype: str):
@@ -308,6 +350,8 @@ def check_in_bounds(func: PrimFunc) -> None:
                 if unreachable(scope_facts(sc) + a.facts, sc.bounds):
                     break  # dead code until simplify_stmt removes it, e.g. an unrolled copy under a false guard
                 got = interval(idx, sc, a.facts)
+                if got == EMPTY:
+                    break  # every case of the index contradicts its guards: never evaluated
                 if got[0] is None or got[1] is None or got[0] < lo or got[1] > hi:
                     span = "unknown" if None in got else f"[{got[0]}, {got[1]}]"
                     raise VerifyError("check_in_bounds", f"{a.kind} of {_where(a)}: index {dim} spans {span}, not "

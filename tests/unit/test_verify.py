@@ -154,3 +154,124 @@ def test_a_lowered_program_without_its_split_guard_fails_check_in_bounds():
     with pytest.raises(VerifyError, match=r"check_in_bounds: .* of C\[\(\(C_i_0 \* 4\) \+ C_i_1\), C_j\]: index 0 "
                                           r"spans \[0, 11\]"):
         verify(replace(func, body=unguard(func.body)))
+
+
+# ----------------------------------------------------------------------------- false positives of sampled programs
+
+def _conv_data():
+    return Buffer("data", (224,), "float32", "arg")
+
+
+def _i(op, a, b):
+    return Binary(op, a, b if not isinstance(b, int) else Const(b), "int32")
+
+
+def _ok_read(idx, cond):
+    """out[0] = select(cond, data[idx], 0): the select arm is the only guard of the read."""
+    out = Buffer("out", (1,), "float32", "arg")
+    value = Select(cond, Read("data", (idx,), "float32"), Const(0.0, "float32"), "float32")
+    return Store("out", (Const(0),), value), out
+
+
+def _and(*cs):
+    out = cs[0]
+    for c in cs[1:]:
+        out = Logic("&&", out, c)
+    return out
+
+
+def test_a_floor_division_is_bounded_by_guard_facts_on_itself():
+    """T2D (stride-2 transposed conv, pad inlined): data[(h + 3) // 2 - 1] under (h + 1) // 2 < 4 is within [0, 3]."""
+    h = Var("h")
+    D = Buffer("data", (4,), "float32", "arg")
+    half = _i("//", _i("+", h, 1), 2)
+    for limit, fails in ((4, False), (5, True)):
+        cond = _and(Compare("==", _i("%", _i("+", h, 1), 2), Const(0)), Compare(">=", half, Const(0)),
+                    Compare("<", half, Const(limit)))
+        body, out = _ok_read(_i("-", _i("//", _i("+", h, 3), 2), 1), cond)
+        f = func(For("h", 8, "serial", body), (D, out))
+        if fails:
+            with pytest.raises(VerifyError, match=r"read of data.*spans \[0, 4\]"):
+                check_in_bounds(f)
+        else:
+            check_in_bounds(f)
+
+
+def test_the_guard_fact_that_cancels_the_whole_index_wins_over_one_that_cancels_part():
+    """DIL (dilated conv, pad inlined): the row p - 3 under the split guard on part of p and the pad select
+    3 <= p < 227: the pad fact gives p - 3 <= 223; the split guard, tried first, would leave 225."""
+    f_, h3, rh = Var("f"), Var("h3"), Var("rh")
+    base = _i("+", _i("*", _i("//", f_, 56), 112), _i("*", _i("%", f_, 14), 8))
+    p = _i("+", _i("+", base, _i("*", h3, 2)), _i("*", rh, 2))
+    guard = Compare("<", _i("+", _i("+", _i("*", _i("//", f_, 56), 56), _i("*", _i("%", f_, 14), 4)), h3), Const(109))
+    body, out = _ok_read(_i("-", p, 3), _and(Compare(">=", p, Const(3)), Compare("<", p, Const(227))))
+    prog = func(For("f", 112, "serial", For("h3", 4, "serial", For("rh", 7, "serial", IfThenElse(guard, body)))),
+                (_conv_data(), out))
+    check_in_bounds(prog)
+    loose = _ok_read(_i("-", p, 3), Compare(">=", p, Const(3)))[0]
+    with pytest.raises(VerifyError, match="read of data"):
+        check_in_bounds(func(For("f", 112, "serial", For("h3", 4, "serial", For("rh", 7, "serial", IfThenElse(
+            guard, loose)))), (_conv_data(), out)))
+
+
+def test_a_min_arm_that_contradicts_the_guard_is_left_out():
+    """DIL (pad at a compute_at window): data[min(16 * (c % 7), 93) * 2 + 38] under min(..) * 2 + 41 < 227; the
+    arm 93 would give 224, but the guard excludes it (93 * 2 + 41 = 227)."""
+    c = Var("c")
+    m = _i("min", _i("*", _i("%", c, 7), 16), 93)
+    idx = _i("+", _i("*", m, 2), 38)
+    for limit, fails in ((227, False), (228, True)):
+        body, out = _ok_read(idx, Compare("<", _i("+", _i("*", m, 2), 41), Const(limit)))
+        prog = func(For("c", 28, "serial", body), (_conv_data(), out))
+        if fails:
+            with pytest.raises(VerifyError, match=r"read of data.*spans \[38, 224\]"):
+                check_in_bounds(prog)
+        else:
+            check_in_bounds(prog)
+
+
+def test_a_fused_loop_beside_its_parts_in_a_flat_local_index():
+    """DIL (cache_write at a fused loop f = 16 * h0 + w0): the flat index of the (8, 7, 64) local tile,
+    (h - min(16 * h0 + 8 * h1, 101)) * 448 + (w - min(7 * w0, 102)) * 64, which simplify writes with f * 448
+    next to f // 16 and f % 16; read as 16 lanes under the split guards it stays within [0, 3568]."""
+    f_, h1, h2, w2 = Var("f"), Var("h1"), Var("h2"), Var("w2")
+    hb = _i("min", _i("+", _i("*", _i("//", f_, 16), 16), _i("*", h1, 8)), 101)
+    wb = _i("min", _i("*", _i("%", f_, 16), 7), 102)
+    idx = _i("-", _i("-", _i("+", _i("+", _i("+", _i("*", h1, 3584), _i("*", h2, 448)), _i("*", w2, 64)),
+                                  _i("*", f_, 448)), _i("*", hb, 448)), _i("*", wb, 64))
+    L = Buffer("L", (1, 8, 7, 64), "float32", "local")
+    out = Buffer("out", (16,), "float32", "arg")
+    for limit, fails in ((109, False), (110, True)):
+        guard = _and(Compare("<", _i("+", _i("*", _i("%", f_, 16), 7), w2), Const(limit)),
+                     Compare("<", _i("+", _i("+", _i("*", _i("//", f_, 16), 16), _i("*", h1, 8)), h2), Const(109)))
+        body = IfThenElse(guard, VStore("out", Const(0), VLoad("L", idx, 16, "float32")))
+        prog = func(Allocate(L, For("f", 112, "serial", For("h1", 2, "serial", For("h2", 8, "serial", For(
+            "w2", 7, "serial", body))))), (out,))
+        if fails:
+            with pytest.raises(VerifyError, match=r"read of L\[.*\(flat, 16 lanes\)"):
+                check_in_bounds(prog)
+        else:
+            check_in_bounds(prog)
+
+
+def test_a_sampled_transposed_conv_with_inlined_padding_verifies_after_every_pass():
+    """T2D 3 of bench/render_fingerprint.py's samples (its steps), once reported by check_in_bounds."""
+    import ansorc
+    from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder,
+                                 Split)
+    L, T = "conv.local", ("n", "h.0", "w.0", "co.0", "h.1", "w.1", "co.1")
+    steps = [CacheWrite("conv", "local"), Split(L, "h", (1, 8, 1)), Split(L, "w", (8, 1, 1)), Split(L, "co", (1, 1, 2)),
+             Split(L, "rh", (4,)), Split(L, "rw", (2,)), Split(L, "rc", (4,)),
+             Reorder(L, T + ("rh.0", "rw.0", "rc.0", "h.2", "w.2", "co.2", "rh.1", "rw.1", "rc.1", "h.3", "w.3",
+                             "co.3")),
+             FollowSplit("conv", "h", 1, 2), FollowSplit("conv", "w", 2, 2), FollowSplit("conv", "co", 3, 2),
+             Reorder("conv", T + ("h.2", "w.2", "co.2")), ComputeAt(L, "conv", "co.1"), ComputeInline("pad"),
+             Fuse("conv", ("n", "h.0", "w.0", "co.0")), Annotate("conv", "n@h.0@w.0@co.0", "parallel"),
+             Pragma(L, "n", "auto_unroll_max_step", 512), Annotate(L, "co.3", "vectorize"),
+             Annotate("conv", "co.2", "vectorize")]
+    fn, shapes = workloads.WORKLOADS["T2D"]
+    func_ = lower(ansorc.replay(ansorc.ComputeDAG(fn(*shapes[0])), steps), passes=False)
+    for p in DEFAULT_PASSES:
+        func_ = verify(p(func_), after=p.__name__)
+    for p in CODEGEN_PASSES:
+        func_ = verify(p(func_, Target.from_name("avx512")), after=p.__name__)
