@@ -89,15 +89,15 @@ def scope_facts(sc: Scope) -> tuple:
 EMPTY = (1, 0)  # interval() of an expression no case of which can be evaluated (every case contradicts a guard)
 
 
-def interval(e: Expr, sc: Scope, facts: tuple = ()) -> tuple:
+def interval(e: Expr, sc: Scope, facts: tuple = (), rewrite: bool = True) -> tuple:
     """(lo, hi) of an integer expression, None where unknown: from the loop bounds, tightened by the guard facts
     (see _upper), with each min/max split into its two cases (min(a, b) is a where a <= b, else b). A case whose
-    facts contradict the loop bounds is never evaluated and is left out (EMPTY if all are)."""
+    facts contradict the loop bounds is never evaluated and is left out (EMPTY if all are). rewrite: see _rewrites."""
     lo, hi = None, None
     for ce, cf in _cases(simplify(e, sc.bounds), scope_facts(sc) + facts, depth=3):
         if unreachable(cf, sc.bounds):
             continue  # e.g. the arm of a window's min that would put the access past the guard
-        down, up = _case_interval(ce, cf, sc.bounds, e.dtype)
+        down, up = _case_interval(ce, cf, sc.bounds, e.dtype, rewrite)
         if up is None or down is None:
             return None, None
         lo, hi = (down, up) if lo is None else (min(lo, down), max(hi, up))
@@ -358,7 +358,9 @@ def check_in_bounds(func: PrimFunc) -> None:
                     continue  # the loop extents alone prove it (most accesses): skip the guard analysis
                 if unreachable(scope_facts(sc) + a.facts, sc.bounds):
                     break  # dead code until simplify_stmt removes it, e.g. an unrolled copy under a false guard
-                got = interval(idx, sc, a.facts)
+                got = interval(idx, sc, a.facts, rewrite=False)  # enough for most; the rewrites cost time
+                if got[0] is None or got[1] is None or got[0] < lo or got[1] > hi:
+                    got = interval(idx, sc, a.facts)
                 if got == EMPTY:
                     break  # every case of the index contradicts its guards: never evaluated
                 if got[0] is None or got[1] is None or got[0] < lo or got[1] > hi:
