@@ -89,34 +89,50 @@ def scope_facts(sc: Scope) -> tuple:
 EMPTY = (1, 0)  # interval() of an expression no case of which can be evaluated (every case contradicts a guard)
 
 
-def interval(e: Expr, sc: Scope, facts: tuple = ()) -> tuple:
+def interval(e: Expr, sc: Scope, facts: tuple = (), rewrite: bool = True) -> tuple:
     """(lo, hi) of an integer expression, None where unknown: from the loop bounds, tightened by the guard facts
     (see _upper), with each min/max split into its two cases (min(a, b) is a where a <= b, else b). A case whose
-    facts contradict the loop bounds is never evaluated and is left out (EMPTY if all are)."""
+    facts contradict the loop bounds is never evaluated and is left out (EMPTY if all are). rewrite: see _rewrites."""
     lo, hi = None, None
     for ce, cf in _cases(simplify(e, sc.bounds), scope_facts(sc) + facts, depth=3):
         if unreachable(cf, sc.bounds):
             continue  # e.g. the arm of a window's min that would put the access past the guard
-        down, up = _case_interval(ce, cf, sc.bounds, e.dtype)
+        down, up = _case_interval(ce, cf, sc.bounds, e.dtype, rewrite)
         if up is None or down is None:
             return None, None
         lo, hi = (down, up) if lo is None else (min(lo, down), max(hi, up))
     return EMPTY if lo is None else (lo, hi)
 
 
-def _case_interval(ce: Expr, cf: tuple, bounds: dict, dtype: str, unfuse: bool = True) -> tuple:
-    """(lo, hi) of one min/max-free case, from its linear form over the guard facts; where a term y appears beside
-    y // c or y % c (a fused loop next to its parts), also with y written as c * (y // c) + y % c."""
+def _case_interval(ce: Expr, cf: tuple, bounds: dict, dtype: str, rewrite: bool = True) -> tuple:
+    """(lo, hi) of one min/max-free case, from its linear form over the guard facts, intersected with that of each
+    rewrite (_rewrites) of it: the guards are written over the fused loops that the index has taken apart."""
     lin = _linear(ce)
     flin = [(_linear(d), flo, fhi) for d, flo, fhi in cf]
     lo, hi = _lin_interval(lin, flin, cf, bounds, dtype)
-    parts = _unfuse_map(lin, flin) if unfuse else None
-    if parts:
-        lo2, hi2 = _lin_interval(_unfuse(lin, parts), [(_unfuse(f, parts), a, b) for f, a, b in flin], cf, bounds,
-                                 dtype)
+    for lin2, flin2 in (_rewrites(lin, flin, dtype) if rewrite else ()):
+        lo2, hi2 = _lin_interval(lin2, flin2, cf, bounds, dtype)
         lo = lo2 if lo is None else lo if lo2 is None else max(lo, lo2)
         hi = hi2 if hi is None else hi if hi2 is None else min(hi, hi2)
     return lo, hi
+
+
+def _rewrites(lin: tuple, flin: list, dtype: str):
+    """Equal forms of lin (and its facts): a term y beside y // c or y % c written as c * (y // c) + y % c (a fused
+    loop next to its parts); k * (y // c) + k * m * x as k * ((y + c * m * x) // c) (a fused loop's index taken
+    apart, guarded on the fused value), absorbing every other term whose coefficient k divides."""
+    parts = _unfuse_map(lin, flin)
+    if parts:
+        yield _unfuse(lin, parts), [(_unfuse(f, parts), a, b) for f, a, b in flin]
+    for t, k in lin[0].items():
+        if _is_divmod(t) and t.op == "//":
+            c = t.b.value
+            into = {x: m // k for x, m in lin[0].items() if x is not t and not _is_divmod(x) and m % k == 0}
+            if into:
+                y = simplify(Binary("+", t.a, _from_linear({x: c * m for x, m in into.items()}, 0, dtype), dtype))
+                terms = {x: m for x, m in lin[0].items() if x is not t and x not in into}
+                terms[Binary("//", y, t.b, dtype)] = k
+                yield (terms, lin[1]), flin
 
 
 def _lin_interval(lin: tuple, flin: list, cf: tuple, bounds: dict, dtype: str) -> tuple:
@@ -141,7 +157,7 @@ def _lin_interval(lin: tuple, flin: list, cf: tuple, bounds: dict, dtype: str) -
 
 def _divmod_interval(t: Binary, cf: tuple, bounds: dict, dtype: str) -> tuple:
     """(lo, hi) of y // c or y % c through the interval of y (a fused loop's index taken apart, guarded on y)."""
-    lo, hi = _case_interval(t.a, cf, bounds, dtype, unfuse=False)  # y itself again would unfuse without end
+    lo, hi = _case_interval(t.a, cf, bounds, dtype, rewrite=False)  # y rewritten again might never end
     c = t.b.value
     if t.op == "//":
         return (None, None) if lo is None or hi is None else (lo // c, hi // c)
@@ -158,25 +174,18 @@ def _neg(lin: tuple) -> tuple:
 
 def _unfuse_map(lin: tuple, flin: list) -> dict:
     """{y: c} for each term y of the form or its facts that also appears as y // c or y % c there."""
-    forms = [lin] + [f for f, _, _ in flin]
-    atoms = {t for terms, _ in forms for t in terms}
-    out = {}
-    for t in atoms:
-        if _is_divmod(t) and t.a in atoms:
-            out.setdefault(t.a, t.b.value)
-    return out
+    atoms = dict.fromkeys(t for terms, _ in [lin] + [f for f, _, _ in flin] for t in terms)  # ordered: repeatable
+    return {t.a: t.b.value for t in reversed(atoms) if _is_divmod(t) and t.a in atoms}  # the first c of each y
 
 
 def _unfuse(lin: tuple, parts: dict) -> tuple:
     """lin with each term y of `parts` written as c * (y // c) + y % c."""
-    terms, c = dict(lin[0]), lin[1]
+    terms = dict(lin[0])
     for y, d in parts.items():
-        k = terms.pop(y, 0)
-        if k:
-            for t, m in ((Binary("//", y, Const(d, y.dtype), y.dtype), d * k), (Binary("%", y, Const(d, y.dtype),
-                                                                                      y.dtype), k)):
-                terms[t] = terms.get(t, 0) + m
-    return {t: v for t, v in terms.items() if v}, c
+        k, c = terms.pop(y, 0), Const(d, y.dtype)
+        for t, m in ((Binary("//", y, c, y.dtype), d * k), (Binary("%", y, c, y.dtype), k)):
+            terms[t] = terms.get(t, 0) + m
+    return {t: v for t, v in terms.items() if v}, lin[1]
 
 
 def unreachable(facts: tuple, bounds: dict) -> bool:
@@ -349,7 +358,9 @@ def check_in_bounds(func: PrimFunc) -> None:
                     continue  # the loop extents alone prove it (most accesses): skip the guard analysis
                 if unreachable(scope_facts(sc) + a.facts, sc.bounds):
                     break  # dead code until simplify_stmt removes it, e.g. an unrolled copy under a false guard
-                got = interval(idx, sc, a.facts)
+                got = interval(idx, sc, a.facts, rewrite=False)  # enough for most; the rewrites cost time
+                if got[0] is None or got[1] is None or got[0] < lo or got[1] > hi:
+                    got = interval(idx, sc, a.facts)
                 if got == EMPTY:
                     break  # every case of the index contradicts its guards: never evaluated
                 if got[0] is None or got[1] is None or got[0] < lo or got[1] > hi:

@@ -275,3 +275,20 @@ def test_a_sampled_transposed_conv_with_inlined_padding_verifies_after_every_pas
         func_ = verify(p(func_), after=p.__name__)
     for p in CODEGEN_PASSES:
         func_ = verify(p(func_, Target.from_name("avx512")), after=p.__name__)
+
+
+def test_a_cooperative_fetch_index_is_bounded_through_its_fused_value():
+    """CAP on the GPU (shared-memory fetch of a (3, 2, 16) tile by 64 threads): S[2 * a + b // 32, ...] under the
+    guard 64 * a + b < 96 on the fused value is S[(64 * a + b) // 32, ...], within [0, 2]."""
+    a, b = Var("a"), Var("b")
+    S = Buffer("S", (3, 2, 16), "float32", "shared")
+    idx = (_i("+", _i("*", a, 2), _i("//", b, 32)), _i("%", _i("//", b, 16), 2), _i("%", b, 16))
+    for limit, fails in ((96, False), (97, True)):
+        guard = Compare("<", _i("+", _i("*", a, 64), b), Const(limit))
+        prog = func(Allocate(S, For("a", 2, "serial", For("b", 64, "serial", IfThenElse(guard, Store(
+            "S", idx, Const(0.0, "float32")))))), ())
+        if fails:
+            with pytest.raises(VerifyError, match=r"store of S\[.*index 0 spans \[0, 3\]"):
+                check_in_bounds(prog)
+        else:
+            check_in_bounds(prog)
