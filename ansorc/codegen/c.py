@@ -33,6 +33,7 @@ C_MATH = {
     "int32": {"abs": "abs({0})"}, "int64": {"abs": "llabs({0})"},
 }
 MINMAX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "i32"}
+MAX_INDENT = 40
 STACK_LIMIT_BYTES = 256 * 1024  # local buffers above this go to the heap (OpenMP worker stacks are small)
 
 PRELUDE = """#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
@@ -172,7 +173,8 @@ class CRenderer:
 
     # ------------------------------------------------------------------ statements
     def emit(self, line: str, indent: int):
-        self.lines.append("  " * indent + line)
+        # capped: a chain of n tensors nests n buffer scopes, and full indentation would make the file O(n^2)
+        self.lines.append("  " * min(indent, MAX_INDENT) + line)
 
     def vstmt(self, s: Stmt, ind: int):
         if isinstance(s, VStore):

@@ -7,6 +7,7 @@ attached at an iterator of another stage), and its pragmas. States are immutable
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from .te import ComputeOp
 
@@ -111,7 +112,16 @@ class State:
         return [s.name for s in self.stages if any(t.name == name for t in s.op.inputs)]
 
     def attached_at(self, stage: str, iter_name: str) -> list:
-        return [s.name for s in self.stages if s.compute_at == "attached" and s.attach == (stage, iter_name)]
+        return list(self._attachments.get((stage, iter_name), ()))
+
+    @cached_property
+    def _attachments(self) -> dict:
+        """(stage, iter) -> names of the stages attached there: one pass, not one per loop (linear lowering)."""
+        out: dict = {}
+        for s in self.stages:
+            if s.compute_at == "attached":
+                out.setdefault(tuple(s.attach), []).append(s.name)
+        return out
 
     def is_output(self, name: str) -> bool:
         return self.dag.is_output(name)
