@@ -147,5 +147,11 @@ class State:
 
 
 def replay(dag, steps) -> State:
-    """The only way to build a scheduled State: replay steps on the DAG's initial state."""
+    """The only way to build a scheduled State: replay steps on the DAG's initial state. Steps in canonical
+    names (as logs store them, see canonical.py) are first mapped to this DAG's names."""
+    steps = tuple(steps)
+    if any(str(getattr(st, "stage", getattr(st, "tensor", ""))).startswith("#") for st in steps):
+        from .canonical import rename_steps  # steps.py and canonical.py import this module
+        from .steps import steps_from_json, steps_to_json
+        steps = steps_from_json(rename_steps(dag, steps_to_json(steps), to_canonical=False))
     return State.initial(dag).apply_steps(steps)
