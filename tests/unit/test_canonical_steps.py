@@ -59,3 +59,13 @@ def test_steps_logged_for_one_naming_replay_on_the_renamed_program():
         lower(again)  # a complete, lowerable program
         with pytest.raises(Exception):
             replay(second, st.steps)  # the old names do not exist any more: why logs must not store them
+
+
+@pytest.mark.parametrize("name", ["GMM", "C2D", "SFM"])
+def test_gpu_schedules_with_cache_stages_and_fused_iterators_round_trip(name):
+    task = SearchTask(W.smallest(name), target="cuda")  # sampling needs no GPU
+    for st in sample(task, 10, seed=1):
+        steps = steps_to_json(st.steps)
+        canon = rename_steps(task.dag, steps, to_canonical=True)
+        assert rename_steps(task.dag, canon, to_canonical=False) == steps
+        assert _shape(replay(task.dag, steps_from_json(canon))) == _shape(st)
