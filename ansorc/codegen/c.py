@@ -3,7 +3,8 @@
 `codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops, then
 promote_registers), then renders. ISA differences live in data tables (this file's type/function maps; vector
 intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they compile to plain C `/` and
-`%` when the numerator is provably non-negative, otherwise to small inline helpers.
+`%` when the numerator is provably non-negative and the divisor positive, otherwise to small inline helpers that
+follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ C_MATH = {
     "int32": {"abs": "abs({0})"}, "int64": {"abs": "llabs({0})"},
 }
 MINMAX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "i32"}
+MAX_INDENT = 40
 STACK_LIMIT_BYTES = 256 * 1024  # local buffers above this go to the heap (OpenMP worker stacks are small)
 
 PRELUDE = """#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
@@ -44,10 +46,10 @@ PRELUDE = """#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
 #include <math.h>
 #ifndef ANSORC_PRELUDE
 #define ANSORC_PRELUDE
-static inline int32_t ansorc_floordiv_i32(int32_t a, int32_t b) { int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static inline int32_t ansorc_floormod_i32(int32_t a, int32_t b) { int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-static inline int64_t ansorc_floordiv_i64(int64_t a, int64_t b) { int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static inline int64_t ansorc_floormod_i64(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int32_t ansorc_floordiv_i32(int32_t a, int32_t b) { if (b == 0) return 0; if (b == -1) return (int32_t)(0u - (uint32_t)a); int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t ansorc_floormod_i32(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t ansorc_floordiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)(0ull - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t ansorc_floormod_i64(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 static inline float ansorc_max_f32(float a, float b) { return a > b ? a : b; }
 static inline float ansorc_min_f32(float a, float b) { return a < b ? a : b; }
 static inline double ansorc_max_f64(double a, double b) { return a > b ? a : b; }
@@ -172,7 +174,8 @@ class CRenderer:
 
     # ------------------------------------------------------------------ statements
     def emit(self, line: str, indent: int):
-        self.lines.append("  " * indent + line)
+        # capped: a chain of n tensors nests n buffer scopes, and full indentation would make the file O(n^2)
+        self.lines.append("  " * min(indent, MAX_INDENT) + line)
 
     def vstmt(self, s: Stmt, ind: int):
         if isinstance(s, VStore):

@@ -3,6 +3,7 @@ all render through `render`; a second target is a second renderer chosen here, n
 from __future__ import annotations
 
 from ..ir.dag import ComputeDAG
+from ..ir.deep import run_deep
 from ..ir.lower import lower
 from ..ir.names import c_ident
 from ..ir.state import State, replay
@@ -46,7 +47,9 @@ def render(tensors, schedule=None, name: str = "kernel", target=None) -> Source:
     tgt = resolve_target(target)
     kind = getattr(tgt, "kind", "cpu")
     # CPU programs take the default pass list here; a GPU renderer runs its own (ir/gpu_passes.py)
-    return RENDERERS[kind](lower(state, c_ident(name), passes=kind == "cpu"), tgt)
+    def go():
+        return RENDERERS[kind](lower(state, c_ident(name), passes=kind == "cpu"), tgt)
+    return run_deep(len(state.stages), go)  # the statements nest about one level per stage
 
 
 __all__ = ["render", "resolve_target", "as_dag", "as_state"]

@@ -87,6 +87,10 @@ class _Builder:
         self.taken = set(self.params) | set(self.tensors) | {
             x.id for t in self.tensors.values() if t.definition for x in n.walk(t.definition.value)
             if isinstance(x, n.Name)}
+        # the te tensors built so far, kept up to date (rebuilding these maps for each tensor was quadratic)
+        self.built = {k: v.te for k, v in self.tensors.items() if v.te is not None}
+        self.shapes = {k: t.shape for k, t in self.built.items()}
+        self.names = set(self.tensors)
         lifted = []
         for name in order:
             lifted += self.lower(self.tensors[name])
@@ -209,10 +213,9 @@ class _Builder:
     # ------------------------------------------------------------------ pass 3: lowering
     def lower(self, e: _TensorEntry) -> list:
         d = e.definition
-        shapes = {k: v.te.shape for k, v in self.tensors.items() if v.te is not None}
-        tensors = {k: v.te for k, v in self.tensors.items() if v.te is not None}
-        info = analyze(d, self.params, shapes, set(self.tensors), e.shape, self.filename)
-        lowering = Lowering(d, info, self.params, tensors, self.taken, self.filename)
+        info = analyze(d, self.params, self.shapes, self.names, e.shape, self.filename)
+        lowering = Lowering(d, info, self.params, self.built, self.taken, self.filename)
         e.te = lowering.compute(e.dtype)
+        self.built[e.name], self.shapes[e.name] = e.te, e.te.shape
         return lowering.lifted
 

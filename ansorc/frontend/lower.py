@@ -10,6 +10,7 @@ import math
 
 from ..ir import expr as ir
 from ..ir import te
+from ..ir.bounds import BoundsError
 from . import nodes as n
 from .consts import INT32_MAX, TENSOR_DTYPES
 from .errors import TeError
@@ -114,6 +115,8 @@ class Lowering:
     def te_compute(self, shape: tuple, body, names: list, name: str, at: n.Node) -> te.Tensor:
         try:
             return te.compute(shape, with_signature(body, names), name=name)
+        except BoundsError as e:  # a subscript this file's checker could not judge (non-affine, a tensor value)
+            raise self.fail(f"index out of range: {e}", at) from None
         except (TypeError, ValueError, IndexError) as e:  # the IR's own checks, reported at the definition
             raise self.fail(f"cannot build {name}: {e} (expected a computation the IR accepts)", at) from None
 

@@ -13,6 +13,7 @@ import networkx as nx
 
 from ..errors import AnsorcError
 from .expr import Binary, Call, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
+from .graph import postorder
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
 
@@ -64,16 +65,8 @@ class ComputeDAG:
             raise DagError("the argument list has no computed (output) tensor")
 
     def _dfs_rank(self, ops):
-        order: dict[str, int] = {}
-
-        def visit(name):
-            if name in order:
-                return
-            for inp in ops[name].inputs:
-                visit(inp.name)
-            order[name] = len(order)
-        for t in self.tensors:
-            visit(t.name)
+        names = postorder([t.name for t in self.tensors], lambda n: [i.name for i in ops[n].inputs], key=str)
+        order = {n: k for k, n in enumerate(names)}
         return lambda n: f"{order[n]:08d}"
 
     # ------------------------------------------------------------------ structure

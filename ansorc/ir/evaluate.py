@@ -19,6 +19,7 @@ import numpy as np
 from .dtypes import NP_DTYPE
 from ..errors import AnsorcError
 from .expr import Binary, Call, Cast, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars, is_float, walk
+from .graph import CycleError, postorder
 from .te import ComputeOp, PlaceholderOp, Tensor
 
 
@@ -105,24 +106,14 @@ def _producers(op) -> list:
 
 def _topo(outputs) -> list:
     """Ops in dependency order (producers first); two different ops may not share a name."""
-    order, state, by_name = [], {}, {}
-
-    def visit(op):
-        if state.get(id(op)) == "done":
-            return
-        if state.get(id(op)) == "active":
-            raise EvaluateError(f"evaluate: the graph has a cycle through {op.name!r}")
-        other = by_name.setdefault(op.name, op)
-        if other is not op:
+    try:
+        order = postorder([t.op for t in outputs], _producers)
+    except CycleError as e:
+        raise EvaluateError(f"evaluate: the graph has a cycle through {e.args[0].name!r}") from None
+    by_name = {}
+    for op in order:
+        if by_name.setdefault(op.name, op) is not op:
             raise EvaluateError(f"evaluate: two different tensors are both named {op.name!r}")
-        state[id(op)] = "active"
-        for p in _producers(op):
-            visit(p)
-        state[id(op)] = "done"
-        order.append(op)
-
-    for t in outputs:
-        visit(t.op)
     return order
 
 

@@ -7,7 +7,7 @@ r // c and r % c fold when 0 <= r < c, and comparisons fold when the sign of the
 """
 from __future__ import annotations
 
-from .expr import Binary, Cast, Compare, Const, Expr, Logic, Select, Var, children, const, is_float, rebuild
+from .expr import Binary, Call, Cast, Compare, Const, Expr, Logic, Select, Var, children, const, is_float, rebuild
 
 Bounds = dict  # var name -> (lo, hi) inclusive integers
 
@@ -21,10 +21,17 @@ def bound(e: Expr, bounds: Bounds) -> tuple | None:
     if isinstance(e, Var):
         return bounds.get(e.name)
     if isinstance(e, Cast):
-        return bound(e.value, bounds) if not is_float(e.dtype) else None
+        b = bound(e.value, bounds) if not is_float(e.dtype) else None
+        wraps = b is not None and e.dtype == "int32" and (b[0] < -2**31 or b[1] > 2**31 - 1)
+        return None if wraps else b
     if isinstance(e, Select):
         t, f = bound(e.t, bounds), bound(e.f, bounds)
         return None if t is None or f is None else (min(t[0], f[0]), max(t[1], f[1]))
+    if isinstance(e, Call) and e.name == "abs" and not is_float(e.dtype):
+        a = bound(e.args[0], bounds)
+        if a is None:
+            return None
+        return (a[0], a[1]) if a[0] >= 0 else (-a[1], -a[0]) if a[1] <= 0 else (0, max(-a[0], a[1]))
     if not isinstance(e, Binary) or is_float(e.dtype):
         return None
     a, b = bound(e.a, bounds), bound(e.b, bounds)
@@ -75,6 +82,11 @@ def _linear(e: Expr) -> tuple[dict, int]:
             k = e.a.value
             return ({x: v * k for x, v in t.items()} if k else {}), c * k
     return {e: 1}, 0
+
+
+def linear_form(e: Expr) -> tuple[dict, int]:
+    """A simplified integer expression as ({term: coefficient}, constant)."""
+    return _linear(e)
 
 
 def _merge_div_mod(terms: dict) -> dict:
@@ -261,4 +273,4 @@ def _logic(e: Logic) -> Expr:
     return e
 
 
-__all__ = ["simplify", "bound", "Bounds"]
+__all__ = ["simplify", "bound", "linear_form", "Bounds"]

@@ -7,6 +7,7 @@ attached at an iterator of another stage), and its pragmas. States are immutable
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..errors import AnsorcError
 from .te import ComputeOp
@@ -112,7 +113,16 @@ class State:
         return [s.name for s in self.stages if any(t.name == name for t in s.op.inputs)]
 
     def attached_at(self, stage: str, iter_name: str) -> list:
-        return [s.name for s in self.stages if s.compute_at == "attached" and s.attach == (stage, iter_name)]
+        return list(self._attachments.get((stage, iter_name), ()))
+
+    @cached_property
+    def _attachments(self) -> dict:
+        """(stage, iter) -> names of the stages attached there: one pass, not one per loop (linear lowering)."""
+        out: dict = {}
+        for s in self.stages:
+            if s.compute_at == "attached":
+                out.setdefault(tuple(s.attach), []).append(s.name)
+        return out
 
     def is_output(self, name: str) -> bool:
         return self.dag.is_output(name)
@@ -138,5 +148,11 @@ class State:
 
 
 def replay(dag, steps) -> State:
-    """The only way to build a scheduled State: replay steps on the DAG's initial state."""
+    """The only way to build a scheduled State: replay steps on the DAG's initial state. Steps in canonical
+    names (as logs store them, see canonical.py) are first mapped to this DAG's names."""
+    steps = tuple(steps)
+    if any(str(getattr(st, "stage", getattr(st, "tensor", ""))).startswith("#") for st in steps):
+        from .canonical import rename_steps  # steps.py and canonical.py import this module
+        from .steps import steps_from_json, steps_to_json
+        steps = steps_from_json(rename_steps(dag, steps_to_json(steps), to_canonical=False))
     return State.initial(dag).apply_steps(steps)

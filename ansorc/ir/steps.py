@@ -357,9 +357,32 @@ _DECODE = {"SP": lambda a: Split(a[0], a[1], tuple(a[2])), "FSP": lambda a: Foll
            "RF": lambda a: Rfactor(*a), "AN": lambda a: Annotate(*a), "PR": lambda a: Pragma(*a)}
 
 
+# The JSON fields of each step (after its tag): s str, i int, b bool, n int or None, S [str], I [int],
+# L [positive int or None] (split lengths); fields after "|" may be left out (they have defaults).
+_SCHEMA = {"SP": "ssL", "FSP": "ssii", "FFSP": "ssIi|b", "FU": "sS", "RE": "sS", "CA": "sss", "CI": "s", "CR": "s",
+           "CHW": "s|s", "CHR": "ssS", "RF": "ss|i", "AN": "sss", "PR": "sssn"}
+_FIELD = {"s": lambda x: isinstance(x, str), "i": lambda x: type(x) is int, "b": lambda x: type(x) is bool,
+          "n": lambda x: x is None or type(x) is int,
+          "S": lambda x: isinstance(x, list) and all(isinstance(y, str) for y in x),
+          "I": lambda x: isinstance(x, list) and all(type(y) is int for y in x),
+          "L": lambda x: isinstance(x, list) and all(y is None or (type(y) is int and y >= 1) for y in x)}
+
+
+def _check_fields(data: list) -> None:
+    """A step read from a log is untrusted: wrong field types would fail far from here (or not at all)."""
+    required, _, optional = _SCHEMA[data[0]].partition("|")
+    args = data[1:]
+    if not len(required) <= len(args) <= len(required) + len(optional):
+        raise ScheduleError(f"malformed step {data!r}: expected {len(required)} fields")
+    for kind, x in zip(required + optional, args):
+        if not _FIELD[kind](x):
+            raise ScheduleError(f"malformed step {str(data)[:200]}: field {x!r} has the wrong type")
+
+
 def step_from_json(data):
-    if not isinstance(data, list) or not data or data[0] not in _DECODE:
-        raise ScheduleError(f"not a step: {data!r}")
+    if not isinstance(data, list) or not data or not isinstance(data[0], str) or data[0] not in _DECODE:
+        raise ScheduleError(f"not a step: {str(data)[:200]}")
+    _check_fields(data)
     try:
         return _DECODE[data[0]](data[1:])
     except (TypeError, IndexError) as e:

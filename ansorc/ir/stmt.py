@@ -107,9 +107,13 @@ def stmt_children(s: Stmt) -> tuple:
 
 
 def walk_stmt(s: Stmt):
-    yield s
-    for c in stmt_children(s):
-        yield from walk_stmt(c)
+    """Pre-order. Iterative: nested generators would cost O(depth) per node, and a chain of n tensors nests its
+    buffer scopes n deep."""
+    stack = [s]
+    while stack:
+        s = stack.pop()
+        yield s
+        stack.extend(reversed(stmt_children(s)))
 
 
 def format_stmt(s: Stmt, indent: int = 0) -> str:

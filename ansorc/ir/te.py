@@ -9,10 +9,12 @@ from __future__ import annotations
 import builtins
 import inspect
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 
 from ..errors import ExpressionError
+from .bounds import check_reads
 from .expr import (Call, Const, Expr, IterVar, Read, Reduce, Var, as_expr, binary, check_dtype, const,
                    is_float, logic, select, substitute, walk)
 
@@ -91,7 +93,10 @@ class Tensor:
         return isinstance(other, Tensor) and other.op is self.op
 
 
-def _shape(shape) -> tuple:
+MAX_ELEMENTS = 2**31 - 1  # kernels index with int32: a tensor's flat index must fit
+
+
+def _shape(shape, name: str | None = None) -> tuple:
     if isinstance(shape, int):
         shape = (shape,)
     out = []
@@ -101,11 +106,15 @@ def _shape(shape) -> tuple:
         if isinstance(s, bool) or not isinstance(s, int) or s <= 0:
             raise ExpressionError(f"shape {tuple(shape)!r}: every dimension must be a positive integer, got {s!r}")
         out.append(int(s))
+    if math.prod(out) > MAX_ELEMENTS:
+        what = f"tensor {name!r}" if name else "a tensor"
+        raise ExpressionError(f"{what} of shape {tuple(out)} has {math.prod(out)} elements (expected at most "
+                         f"{MAX_ELEMENTS}: kernels index with 32-bit integers)")
     return tuple(out)
 
 
 def placeholder(shape, dtype: str = "float32", name: str | None = None) -> Tensor:
-    return Tensor(PlaceholderOp(_name(name, "placeholder"), _shape(shape), check_dtype(dtype)))
+    return Tensor(PlaceholderOp(_name(name, "placeholder"), _shape(shape, name), check_dtype(dtype)))
 
 
 def reduce_axis(dom, name: str | None = None) -> IterVar:
@@ -155,7 +164,7 @@ min = _reducer("min")  # noqa: A001
 
 
 def compute(shape, fcompute, name: str | None = None, tag: str = "") -> Tensor:
-    shape = _shape(shape)
+    shape = _shape(shape, name)
     try:
         params = list(inspect.signature(fcompute).parameters)
     except (TypeError, ValueError):
@@ -188,6 +197,7 @@ def compute(shape, fcompute, name: str | None = None, tag: str = "") -> Tensor:
         if isinstance(n, Var) and n.name not in known:
             raise ExpressionError(f"compute {name!r}: the body uses {n.name!r}, which is not an axis of this compute "
                              "(a reduce_axis must be listed in the reducer's axis=)")
+    check_reads(name, axes + reduce_axes, body)  # BoundsError (a ValueError) names the read and its range
     inputs = []
     for r in (n for n in walk(body) if isinstance(n, Read)):
         if r.tensor is not None and r.tensor not in inputs:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from .expr import (Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var, free_vars, reads,
                    substitute)
 from .simplify import _linear, simplify
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
+from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 from .vector import (Broadcast, VBinary, VCall, VCast, VFma, VLanes, VLoad, VReduce, VScatter, VSelect, VStore,
                      map_exprs)
 
@@ -284,10 +284,7 @@ def _stores(s: Stmt) -> list:
 
 
 def _all(s: Stmt):
-    yield s
-    for c in (s.stmts if isinstance(s, Seq) else (s.body,) if isinstance(s, (For, Allocate))
-              else (s.then,) if isinstance(s, IfThenElse) else ()):
-        yield from _all(c)
+    return walk_stmt(s)  # iterative, pre-order
 
 
 def _subst_stmt(s: Stmt, mapping: dict) -> Stmt:

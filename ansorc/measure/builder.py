@@ -4,7 +4,9 @@ Each source becomes its own .so, compiled and linked by one compiler call. Batch
 compiler call saved nothing measurable (docs/measurement.md), and one library per source keeps entry names
 free to repeat and makes the cache a plain file lookup. Two things do save time: the standard headers, above
 all <immintrin.h> (~0.2 s of parsing per call), come from a precompiled header built once per compiler and
-flags; and the largest sources start first, so that one slow compile does not run alone at the end.
+flags; and the largest sources start first, so that one slow compile does not run alone at the end. Cached
+libraries and precompiled headers are used only while their content matches the digest recorded when they were
+built (sealed.py), and temporary files of killed builds are swept.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from typing import Sequence
 from ansorc.codegen.source import Source
 from ansorc.codegen.target import library_flags
 from ansorc.measure.errors import MeasureErrorNo
+from ansorc.measure.sealed import install, intact, sweep_leftovers
 
 DEFAULT_CFLAGS: tuple[str, ...] = library_flags()  # the "native" target's: -O3 -march=native ...
 RUNTIME_CFLAGS: tuple[str, ...] = ("-O2", "-fopenmp", "-shared", "-fPIC", "-std=c99")
@@ -120,25 +123,34 @@ def pch_flags(cc: str, flags: Sequence[str], timeout: float = DEFAULT_BUILD_TIME
     header = folder / "ansorc_pch.h"
     compiled = folder / ("ansorc_pch.h.pch" if "clang" in ident.lower() else "ansorc_pch.h.gch")
     with _pch_lock:
-        # Checked on every batch, not remembered: the cache folder may have been cleared or switched meanwhile.
-        if header.exists() and compiled.exists():
+        # Checked on every batch, not remembered: the cache folder may have been cleared or switched meanwhile;
+        # by content, not existence (the digest of the large .gch is remembered while its file is unchanged).
+        if _text(header) == PCH_HEADER and intact(compiled):
             return ["-include", str(header)]
         if str(folder) in _pch_failed:
             return []
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            if not header.exists() or header.read_text() != PCH_HEADER:
+            sweep_leftovers(folder)
+            if _text(header) != PCH_HEADER:
                 _write_atomically(header, PCH_HEADER)  # never rewritten when present: clang checks its mtime
             tmp = compiled.with_name(f"{compiled.name}.tmp.{os.getpid()}")
             code, _ = _run_compiler([cc, *cflags, "-x", "c-header", "-o", str(tmp), str(header)], timeout)
             if code == 0:
-                os.replace(tmp, compiled)
+                install(tmp, compiled)
                 return ["-include", str(header)]
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
         _pch_failed.add(str(folder))
         return []
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _write_atomically(path: Path, data: str) -> None:
@@ -177,7 +189,7 @@ def _compile_one(source: Source, key: str, build_dir: Path, cc: str, flags: Sequ
         code, output = -1, f"cannot run {cc}: {exc}"
     seconds = time.perf_counter() - start
     if code == 0:
-        os.replace(tmp_lib, lib_path)
+        install(tmp_lib, lib_path)
         return BuildResult(source, str(lib_path), MeasureErrorNo.NO_ERROR, "", seconds, False, repro)
     tmp_lib.unlink(missing_ok=True)
     if code is None:
@@ -198,6 +210,7 @@ def build(sources: Sequence[Source], target_flags: Sequence[str] = DEFAULT_CFLAG
     """
     out_dir = Path(build_dir) if build_dir is not None else default_build_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
+    sweep_leftovers(out_dir)  # temporary files of builders killed mid-compile
     flags = tuple(target_flags)
     keys = [build_key(s, cc, flags) for s in sources]
     results: dict[str, BuildResult] = {}
@@ -206,7 +219,7 @@ def build(sources: Sequence[Source], target_flags: Sequence[str] = DEFAULT_CFLAG
         lib = out_dir / f"{key}.so"
         if key in results or key in todo:
             continue
-        if lib.exists():
+        if intact(lib):  # a library is reused only while its bytes are those this builder installed
             repro = shlex.join([cc, *flags, "-I", str(RUNTIME_DIR), "-o", str(lib), str(out_dir / f"{key}.c")])
             results[key] = BuildResult(source, str(lib), MeasureErrorNo.NO_ERROR, "", 0.0, True, repro)
         else:
@@ -244,7 +257,7 @@ def runtime_library(cc: str = "gcc", cache_dir: str | os.PathLike | None = None)
     text = (RUNTIME_DIR / "timer.c").read_text() + _header_digest() + compiler_id(cc) + " ".join(RUNTIME_CFLAGS)
     lib = root / f"ansorc_runtime_{hashlib.sha256(text.encode()).hexdigest()[:16]}.so"
     with _runtime_lock:
-        if lib.exists():
+        if intact(lib):
             return lib
         root.mkdir(parents=True, exist_ok=True)
         tmp = lib.with_name(f"{lib.name}.tmp.{os.getpid()}")
@@ -253,5 +266,5 @@ def runtime_library(cc: str = "gcc", cache_dir: str | os.PathLike | None = None)
         if code != 0:
             tmp.unlink(missing_ok=True)
             raise RuntimeError(f"cannot build the ansorc runtime:\n{output}\nrepro: {shlex.join(cmd)}")
-        os.replace(tmp, lib)
+        install(tmp, lib)
         return lib

@@ -23,6 +23,7 @@ from ansorc.codegen.source import Source
 from ansorc.codegen.target import Target
 from ansorc.ir.dtypes import NP_DTYPE
 from ansorc.measure.builder import cache_root
+from ansorc.measure.sealed import install, intact
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,12 @@ def cache_dir() -> Path:
 
 def _build_one(source: Source, target: Target, out_dir: Path, timeout: float) -> Program:
     cmd_flags = target.exe_flags
-    key = hashlib.sha256("\0".join([source.key, target.cc, *cmd_flags]).encode()).hexdigest()[:24]
+    text = source.code + driver(source)  # the driver carries the argument sizes, which the kernel may not show
+    key = hashlib.sha256("\0".join([text, target.cc, *cmd_flags]).encode()).hexdigest()[:24]
     exe, src = out_dir / f"{key}.exe", out_dir / f"{key}.c"
-    if exe.exists():
+    if intact(exe):  # trusted by content, not existence (sealed.py)
         return Program(source, str(exe))
-    src.write_text(source.code + driver(source))
+    src.write_text(text)
     tmp = exe.with_name(f"{exe.name}.tmp.{os.getpid()}")
     cmd = [target.cc, *cmd_flags, "-o", str(tmp), str(src), "-lm"]  # -lm last: static links resolve in order
     try:
@@ -52,7 +54,7 @@ def _build_one(source: Source, target: Target, out_dir: Path, timeout: float) ->
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         return Program(source, None, f"{proc.stderr[-4000:]}\nrepro: {shlex.join(cmd)}")
-    os.replace(tmp, exe)
+    install(tmp, exe)
     return Program(source, str(exe))
 
 

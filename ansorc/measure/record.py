@@ -3,8 +3,11 @@
 A line looks like
   {"v": 1, "workload_key": "...", "target": "...", "steps": [...], "costs": [1.2e-3, ...], "error_code": 0,
    "error_msg": "", "all_cost": 0.41, "timestamp": 1732600000.0, "lower_bound": false, "flop": 2.1e9, "note": ""}
-`steps` is opaque here: whatever the schedule's to_json produced. It is kept as canonical JSON text
-(`steps_json`), which is also the key used to skip already-measured schedules.
+`steps` is whatever the schedule's to_json produced, kept as canonical JSON text (`steps_json`), which is also
+the key used to skip already-measured schedules. A log is untrusted input (copied between machines, edited by
+hand, written by older versions): `load` checks each line's fields and step types and skips a bad line with a
+file:line warning, so one record can never break show/tune/compile or distort `best` (NaN or negative costs,
+a timestamp in the future that would outrank every later re-timing).
 
 A log whose name ends in .gz (`x.jsonl.gz`, how logs are committed) is read transparently; appending to one is
 refused, since a tuner resuming it must write an uncompressed working copy (see bench/peers.py).
@@ -17,12 +20,14 @@ import json
 import math
 import os
 import statistics
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Union
 
 from ansorc.errors import AnsorcError
+from ansorc.ir.steps import steps_from_json
 from ansorc.measure.errors import MeasureErrorNo
 
 if TYPE_CHECKING:
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
 
 RECORD_FORMAT_VERSION = 1
 MAX_RECORD_ERROR_CHARS = 2000  # keep logs small; the full message is in the MeasureResult
+FUTURE_SLACK_S = 3600.0        # clock skew tolerated between the machines that share a log
 
 
 class LogError(AnsorcError, ValueError):
@@ -104,14 +110,28 @@ class Record:
             raise ValueError(f"unsupported record format version {version!r}")
         for name, kind in (("workload_key", str), ("target", str), ("steps", list), ("costs", list),
                            ("error_code", int)):
-            if not isinstance(obj.get(name), kind):
+            if not isinstance(obj.get(name), kind) or isinstance(obj[name], bool):
                 raise ValueError(f"field {name!r} missing or not a {kind.__name__}")
-        costs = tuple(float(c) for c in obj["costs"])
+        for name, kind in (("error_msg", str), ("note", str), ("lower_bound", bool)):  # optional
+            if not isinstance(obj.get(name, kind()), kind):
+                raise ValueError(f"field {name!r} is not a {kind.__name__}")
+        steps_from_json(obj["steps"])  # ScheduleError (a ValueError) on a step of the wrong shape or types
+        costs = tuple(_number(c, "costs") for c in obj["costs"])
         flop = obj.get("flop")
+        timestamp = _number(obj.get("timestamp", 0.0), "timestamp")
+        if timestamp > time.time() + FUTURE_SLACK_S:
+            raise ValueError(f"timestamp {timestamp} is in the future")
         return cls(obj["workload_key"], obj["target"], steps_key(obj["steps"]), costs, obj["error_code"],
-                   str(obj.get("error_msg", "")), float(obj.get("all_cost", 0.0)), float(obj.get("timestamp", 0.0)),
-                   bool(obj.get("lower_bound", False)), None if flop is None else float(flop),
-                   str(obj.get("note", "")), version, _resources(obj.get("resources")))
+                   obj.get("error_msg", ""), _number(obj.get("all_cost", 0.0), "all_cost"), timestamp,
+                   obj.get("lower_bound", False), None if flop is None else _number(flop, "flop"),
+                   obj.get("note", ""), version, _resources(obj.get("resources")))
+
+
+def _number(x, name: str) -> float:
+    """A finite, non-negative number (JSON allows NaN and Infinity; a negative cost would win every ranking)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
+        raise ValueError(f"field {name!r}: {x!r} is not a finite non-negative number")
+    return float(x)
 
 
 def _resources(data) -> tuple:
@@ -191,8 +211,9 @@ def load(path: str | os.PathLike) -> list[Record]:
             continue
         try:
             records.append(Record.from_json(raw.decode("utf-8")))
-        except (ValueError, TypeError, UnicodeDecodeError) as exc:
-            warnings.warn(f"{path}:{lineno}: skipped corrupt record ({exc})", stacklevel=2)
+        except (ValueError, TypeError, UnicodeDecodeError, RecursionError, OverflowError) as exc:
+            # RecursionError: JSON nested thousands deep; OverflowError: an integer too large for a float
+            warnings.warn(f"{path}:{lineno}: skipped corrupt record ({str(exc)[:200]})", stacklevel=2)
     return records
 
 

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ..ir.deep import run_deep
 from ..ir.expr import Binary, Call, Cast, Compare, Logic, Read, Select
 from ..ir.lower import lower
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
@@ -331,13 +332,13 @@ def extract_states(states, name: str = "k", raw: bool = False, hw: HardwareParam
     out = []
     for s in states:
         try:
-            func = lower(s, name, passes=False)
+            func = run_deep(len(s.stages), lower, s, name, passes=False)  # nests about one level per stage
             if valid is not None and not valid(func):   # e.g. a GPU program over the device's limits
                 raise ValueError("invalid program")
         except Exception:  # noqa: BLE001 - any lowering failure means "no program"
             out.append(np.zeros((0, N_FEATURES), dtype=np.float32))
             continue
-        out.append(extract(func, raw=raw, hw=hw))
+        out.append(run_deep(len(s.stages), extract, func, raw=raw, hw=hw))
     return out
 
 

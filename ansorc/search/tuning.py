@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from ..codegen.pipeline import render
 from ..ir.evaluate import evaluate, random_inputs
 from ..ir.state import ScheduleError, State, replay
+from ..ir.canonical import rename_steps
 from ..ir.steps import steps_from_json, steps_to_json
 from ..measure.errors import MeasureErrorNo
 from ..measure.record import RETIME_NOTE, Record, RecordLog, best, records_for, resources_of, steps_key
@@ -94,7 +95,7 @@ class TaskTuner:
         self.task, self.options, self.model, self.backend, self.log = task, options, cost_model, backend, log
         self.rng = random.Random(options.seed)
         history = records_for(log.load(), task.workload_key, task.target) if log else []
-        self.measured = {r.steps_json for r in history}
+        self.measured = {_actual_key(task, r) for r in history}  # in this DAG's names, as state_key gives
         self.result = TuneResult(task, None, math.inf, list(history))
         self.best_states = _replay_best(task, history)  # (seconds, state) of measured programs, best first
         if self.best_states:
@@ -134,7 +135,7 @@ class TaskTuner:
         t3 = time.perf_counter()
         recs = self._record(states + [st for st, _ in failed], results + [_failure(msg) for _, msg in failed],
                             [resources_of(b) for b in builds])
-        self.entry_names.update((rec.steps_json, src.entry) for src, rec in zip(sources, recs))
+        self.entry_names.update((steps_key(steps_to_json(st.steps)), src.entry) for src, st in zip(sources, states))
         t4 = time.perf_counter()
         self.model.update(recs)
         r = self.result
@@ -168,14 +169,14 @@ class TaskTuner:
         """Log the batch, and update the measured set, the best programs and the counters. resources: each
         build's compiler report (GPU programs), kept in its record."""
         task, r = self.task, self.result
-        recs = [Record.from_measure(task.workload_key, task.target, steps_to_json(st.steps), res,
+        recs = [Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
                                     task.dag.flop_count) for st, res in zip(states, results)]
         reports = list(resources) + [()] * len(recs)
         recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, reports)]
         if self.log:
             self.log.append(recs)
         for st, rec in zip(states, recs):
-            self.measured.add(rec.steps_json)
+            self.measured.add(steps_key(steps_to_json(st.steps)))
             if rec.ok and not rec.lower_bound:
                 self.best_states.append((rec.median, st))
                 if rec.median < r.best_seconds:
@@ -231,10 +232,20 @@ def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int
     for (_, st), sj, cs, wall, ok, b in zip(top, steps, costs, walls, clean, builds):
         if ok and cs:
             res = MeasureResult(tuple(cs), MeasureErrorNo.NO_ERROR, "", wall + b.build_seconds, session, False, 0)
-            rec = Record.from_measure(task.workload_key, task.target, sj, res, task.dag.flop_count,
-                                      note=RETIME_NOTE)
+            rec = Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
+                                      task.dag.flop_count, note=RETIME_NOTE)
             out.append((rec.median, st, rec))
     return out
+
+
+def canonical_steps(task: SearchTask, state) -> list:
+    """The steps as a log stores them: in structural names, so that they replay after a rename (canonical.py)."""
+    return rename_steps(task.dag, steps_to_json(state.steps), to_canonical=True)
+
+
+def _actual_key(task: SearchTask, rec: Record) -> str:
+    """steps_key of a logged schedule in this task's names (logs before canonical names are already so)."""
+    return steps_key(rename_steps(task.dag, rec.steps, to_canonical=False))
 
 
 def _replay_best(task: SearchTask, history: list) -> list:

@@ -24,7 +24,7 @@ WRITER = textwrap.dedent("""
     for _ in range(batches):
         batch = []
         for _ in range(per_batch):
-            batch.append(Record("wk", "cpu", steps_key([["SP", seq]]), (1e-3, 2e-3), 0, "x" * pad,
+            batch.append(Record("wk", "cpu", steps_key([["SP", "C", "i", [seq + 1]]]), (1e-3, 2e-3), 0, "x" * pad,
                                 note=f"{name}:{seq}"))
             seq += 1
         log.append(batch)
@@ -81,7 +81,7 @@ def test_kill_during_append_loses_only_the_partial_line(tmp_path):
         with open(path, "ab") as f:
             f.write(Record("wk", "cpu", steps_key([]), (1.0,), 0, note="w:broken").to_json().encode()[:50])
     broken_line = path.read_bytes().count(b"\n") + 1
-    RecordLog(path).append([Record("wk", "cpu", steps_key([["after"]]), (1.0,), 0, note="after:0")])
+    RecordLog(path).append([Record("wk", "cpu", steps_key([["CI", "after"]]), (1.0,), 0, note="after:0")])
     records, messages = load_with_warnings(path)
     assert seqs_of(records, "w") == seqs and seqs_of(records, "after") == [0]
     assert [m.split(": ")[0] for m in messages] == [f"{path}:{broken_line}"]

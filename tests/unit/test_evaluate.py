@@ -5,6 +5,7 @@ import pytest
 from ansorc import workloads as W
 from ansorc.ir import te
 from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.te import ComputeOp
 
 F64 = np.float64
 
@@ -220,7 +221,10 @@ def test_select_masks_out_of_range_reads_in_dead_branch():
 
 def test_live_out_of_range_read_raises():
     a = te.placeholder((5,), name="a")
-    b = te.compute((6,), lambda i: a[i] * 2.0, name="b")
+    with pytest.raises(ValueError, match=r"a\[i\].*0\.\.5, outside 0\.\.4"):  # te.compute refuses it...
+        te.compute((6,), lambda i: a[i] * 2.0, name="b")
+    i = te.IterVar(te.var("i"), 6, "S")  # ...and the oracle still catches a graph built around that check
+    b = te.Tensor(ComputeOp("b", (i,), (), a[i.var] * 2.0, None, "float32", (a,)))
     with pytest.raises(IndexError, match=r"a\[5\]"):
         evaluate([b], {"a": np.zeros(5, np.float32)})
 

@@ -253,17 +253,17 @@ def test_types_int_tensors_casts_and_gather():
 param N = 4, M = 3
 input A: float32[N, M]
 input Idx: int32[N]
-output G[i, j] = A[Idx[i], j]
+output G[i, j] = A[Idx[i], j] if 0 <= Idx[i] < N else -1.0   # a gather is only accepted guarded
 output C: float64[N]
 C[i] = Idx[i] * 2 + 1                  # int value into a float64 tensor: implicit
 output T[i] = int32(A[i, 0] * 10.0) % 3
 output F[i, j] = float32(i) / 2 + A[i, j] ** 0.5 * 0.0
 """
     a = np.arange(12, dtype=np.float32).reshape(4, 3)
-    idx = np.array([3, 0, 2, 1], dtype=np.int32)
+    idx = np.array([3, 0, 7, 1], dtype=np.int32)
     prog, (g, c, t, f) = _eval_text(text, {"A": a, "Idx": idx})
     assert [o.dtype for o in prog.outputs] == ["float32", "float64", "int32", "float32"]
-    np.testing.assert_array_equal(g, a[idx])
+    np.testing.assert_array_equal(g, np.where((idx < 4)[:, None], a[np.minimum(idx, 3)], -1.0))
     np.testing.assert_array_equal(c, idx * 2.0 + 1)
     np.testing.assert_array_equal(t, (a[:, 0] * 10).astype(np.int32) % 3)
     assert any(isinstance(e, ir.Call) and e.name == "pow" for e in ir.walk(prog.outputs[3].op.body))

@@ -2,6 +2,8 @@
 import importlib.util
 import json
 import math
+import re
+import time
 import warnings
 from pathlib import Path
 
@@ -12,26 +14,27 @@ from ansorc.measure.record import (RECORD_FORMAT_VERSION, Record, RecordLog, bes
                                    records_for, steps_key)
 
 
-def rec(costs=(1.0,), steps=(("SP", 0, 1, 64, [8]),), wk="wk1", target="llvm -mcpu=native", code=0, lower=False):
+def rec(costs=(1.0,), steps=(("SP", "C", "i", [8]),), wk="wk1", target="llvm -mcpu=native", code=0, lower=False):
     return Record(wk, target, steps_key([list(s) for s in steps]), tuple(costs), code, lower_bound=lower,
                   timestamp=1.5, all_cost=0.25)
 
 
 def test_round_trip_keeps_every_field():
-    r = Record("wk", "cpu", steps_key([["SP", 0, 1, 1024, [32, 8]], {"b": 1, "a": 2}]), (1e-3, 2e-3), 0, "",
+    r = Record("wk", "cpu", steps_key([["SP", "C", "i", [32, 8]], ["PR", "C", "i.0", "auto_unroll_max_step", 16]]),
+               (1e-3, 2e-3), 0, "",
                0.5, 123.25, True, 2.0e9, "first round")
     line = r.to_json()
     assert "\n" not in line
     obj = json.loads(line)
-    assert obj["v"] == RECORD_FORMAT_VERSION and obj["steps"][0] == ["SP", 0, 1, 1024, [32, 8]]
+    assert obj["v"] == RECORD_FORMAT_VERSION and obj["steps"][0] == ["SP", "C", "i", [32, 8]]
     assert obj["lower_bound"] is True and obj["flop"] == 2.0e9
     assert Record.from_json(line) == r
 
 
 def test_steps_are_data_and_canonical():
-    a = rec(steps=(("X", {"b": 1, "a": 2}),))
+    a = rec(steps=(("FU", "C", ["i", "j"]),))
     b = Record.from_json(json.dumps({"v": 1, "workload_key": "wk1", "target": "llvm -mcpu=native",
-                                     "steps": [["X", {"a": 2, "b": 1}]], "costs": [1.0], "error_code": 0}))
+                                     "steps": [["FU", "C", ["i", "j"]]], "costs": [1.0], "error_code": 0}, indent=2))
     assert a.steps_json == b.steps_json
     steps = a.steps
     steps.append("mutated")
@@ -101,7 +104,7 @@ def test_append_after_truncated_line_starts_a_new_line(tmp_path):
 
 
 def test_best_by_median_among_error_free_distinct_schedules():
-    s = [("SP", 0, 0, 64, [i]) for i in range(5)]
+    s = [("SP", "C", "i", [i + 1]) for i in range(5)]
     records = [
         rec(costs=(5.0, 1.0, 6.0), steps=(s[0],)),      # median 5
         rec(costs=(2.0, 2.0, 9.0), steps=(s[1],)),      # median 2
@@ -124,7 +127,7 @@ def test_queries_accept_a_path_or_a_log(tmp_path):
     assert len(records_for(RecordLog(path), "wk2")) == 1
     assert len(records_for(str(path), "wk1", target="cuda")) == 0
     assert measured_steps(path, "wk1") == {rec().steps_json}
-    assert steps_key([list(s) for s in (("SP", 0, 1, 64, [8]),)]) in measured_steps(path)
+    assert steps_key([list(s) for s in (("SP", "C", "i", [8]),)]) in measured_steps(path)
 
 
 def test_error_codes_match_ansor_and_the_worker():
@@ -142,7 +145,7 @@ def test_best_ranks_a_retimed_schedule_by_its_latest_retiming():
     from ansorc.measure.record import RETIME_NOTE
 
     def prog(tile, costs, t, note=""):
-        return replace(rec(costs=costs, steps=(("SP", 0, 1, 64, [tile]),)), timestamp=t, note=note)
+        return replace(rec(costs=costs, steps=(("SP", "C", "i", [tile]),)), timestamp=t, note=note)
     lucky = prog(8, (1.0,), 1.5)             # one lucky early timing
     steady = prog(16, (1.2,), 1.5)
     never_retimed = prog(32, (1.1,), 1.6)    # not among the top when the session ran... yet faster on paper
@@ -158,3 +161,50 @@ def test_best_ranks_a_retimed_schedule_by_its_latest_retiming():
     newer = prog(64, (1.0,), 4.0)
     assert best(logs + session2 + [newer], "wk1")[0] is newer
     assert best([lucky, steady], "wk1")[0].median == 1.0  # without re-timings: the fastest single timing
+
+
+def _line(**fields):
+    obj = {"v": 1, "workload_key": "wk1", "target": "cpu", "steps": [["SP", "C", "i", [4]]], "costs": [1.0],
+           "error_code": 0, "timestamp": 10.0}
+    obj.update(fields)
+    return json.dumps(obj)
+
+
+@pytest.mark.parametrize("bad, why", [
+    ('{"v": 1, "steps": ' + "[" * 100_000 + "]" * 100_000 + "}", "recursion"),   # nesting 100,000 deep
+    (_line(steps=[["SP", "C", "i", [[[[4]]]]]]), "wrong type"),
+    (_line(steps=[["PR", "C", "i", "auto_unroll_max_step", "16"]]), "wrong type"),  # a string pragma value
+    (_line(steps=[["AN", "C", "i"]]), "expected 3 fields"),
+    (_line(steps=[["SP", "C", "i", [0]]]), "wrong type"),
+    (_line(steps=[["ZZ"]]), "not a step"),
+    (_line(steps=[[True, "C"]]), "not a step"),
+    (_line(costs=[float("nan")]), "finite non-negative"),
+    (_line(costs=[-1.0]), "finite non-negative"),
+    (_line(costs=[float("inf")]), "finite non-negative"),
+    (_line(costs=["1.0"]), "finite non-negative"),
+    (_line(all_cost=-3.0), "finite non-negative"),
+    (_line(flop=float("nan")), "finite non-negative"),
+    (_line(timestamp=4102444800.0), "in the future"),                  # 2100-01-01
+    (_line(error_code=True), "error_code"),
+    (_line(lower_bound="no"), "lower_bound"),
+    (_line(error_msg=["x"]), "error_msg"),
+    (_line(costs=[10 ** 400]), "too large|finite"),
+])
+def test_a_bad_record_is_skipped_with_file_and_line_and_the_rest_loads(tmp_path, bad, why):
+    path = tmp_path / "log.jsonl"
+    good = [_line(costs=[2.0], steps=[["SP", "C", "i", [2]]]), _line(costs=[3.0])]
+    path.write_text("\n".join([good[0], bad, good[1]]) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = load(path)
+    assert [r.costs for r in records] == [(2.0,), (3.0,)]
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and messages[0].startswith(f"{path}:2: skipped corrupt record")
+    assert re.search(why, messages[0], re.I), messages[0]
+    assert best(path, "wk1")[0].costs == (2.0,)  # nothing bad outranks the real best
+
+
+def test_a_record_from_a_few_minutes_ahead_is_kept(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text(_line(timestamp=time.time() + 120) + "\n")  # clock skew between machines sharing a log
+    assert len(load(path)) == 1
