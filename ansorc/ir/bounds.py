@@ -10,6 +10,7 @@ proves a subscript equal to it plus a non-negative rest (`0 <= B[i]` proves `A[B
 """
 from __future__ import annotations
 
+from ..errors import AnsorcError
 from .expr import Binary, Compare, Const, Expr, Logic, Read, Select, Var, children, is_float
 from .simplify import bound, linear_form, simplify
 
@@ -17,7 +18,7 @@ INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1), "bool":
 _FLIP = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
 
-class BoundsError(ValueError):
+class BoundsError(AnsorcError, ValueError):
     """A read that cannot be proven inside its tensor (a build-time error)."""
 
 

@@ -82,7 +82,7 @@ def test_compressed_log_loads_like_the_plain_one_and_refuses_appends(tmp_path):
 
     import ansorc
     plain = RecordLog(tmp_path / "log.jsonl")
-    plain.append([rec(costs=(1.0,)), rec(costs=(2.0,), steps=(("SP", 0, 1, 64, [4]),))])
+    plain.append([rec(costs=(1.0,)), rec(costs=(2.0,), steps=(("SP", "C", "i", [4]),))])
     packed = tmp_path / "log.jsonl.gz"
     packed.write_bytes(gzip.compress(plain.path.read_bytes()))
     assert load(packed) == load(plain.path) and len(load(packed)) == 2
