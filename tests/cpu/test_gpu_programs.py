@@ -51,7 +51,7 @@ def _programs(name: str, n: int, seed: int):
         else:
             pytest.fail(f"{name}: sketch {k} gave no valid program in 50 draws")
     valid = []
-    for st in sample_gpu(task, 4 * n, seed=seed, sketches=sketches):
+    for st in sample_gpu(task, 12 * n, seed=seed, sketches=sketches):
         try:
             codegen_cuda(lower(st, "probe", passes=False))
             valid.append(st)
