@@ -18,9 +18,9 @@ _active = [0, 0]               # running deep calls, the recursion limit before 
 
 def run_deep(levels: int, fn, *args, **kwargs):
     """fn(*args, **kwargs), in a big-stack thread when `levels` (the expected nesting) could exceed the limit."""
-    need = levels * FRAMES_PER_LEVEL + 2000
-    if need <= sys.getrecursionlimit() // 2:
+    if levels * FRAMES_PER_LEVEL <= sys.getrecursionlimit() // 2:  # the usual case: a few dozen stages at most
         return fn(*args, **kwargs)
+    need = levels * FRAMES_PER_LEVEL + 2000
     result: list = []
 
     def target():

@@ -297,8 +297,10 @@ class _Ctx:
         if bad is not None:
             live = bad if mask is None else np.logical_and(bad, mask)
             if np.any(live):
+                raw_nd = [_as_nd(r, self.nd) for r in raw]  # the other indices may vary along other axes
                 live = _as_nd(live, self.nd)
+                live = np.broadcast_to(live, np.broadcast_shapes(live.shape, *(r.shape for r in raw_nd)))
                 at = np.unravel_index(np.argmax(live), live.shape)
-                vals = tuple(int(np.broadcast_to(_as_nd(r, self.nd), live.shape)[at]) for r in raw)
+                vals = tuple(int(np.broadcast_to(r, live.shape)[at]) for r in raw_nd)
                 raise EvaluateError(f"evaluate: {e!r} reads {e.name}{list(vals)} outside shape {arr.shape}")
         return arr[tuple(idx)].astype(_wide(e.dtype))

@@ -304,3 +304,12 @@ def test_random_inputs_deterministic():
         np.testing.assert_array_equal(r1[k], r2[k])
         assert r1[k].dtype == np.float32 and -1 <= r1[k].min() and r1[k].max() <= 1
     assert not np.array_equal(random_inputs(ts, 8)["data"], r1["data"])
+
+
+def test_an_out_of_range_read_names_the_point_when_its_indices_vary_along_different_axes():
+    a = te.placeholder((7, 7), name="a")
+    i, j = te.IterVar(te.var("i"), 7, "S"), te.IterVar(te.var("j"), 7, "S")
+    body = a[i.var * 2, j.var]  # built around te.compute's check: only the first index leaves the tensor
+    b = te.Tensor(ComputeOp("b", (i, j), (), body, None, "float32", (a,)))
+    with pytest.raises(IndexError, match=r"reads a\[8, 0\] outside shape \(7, 7\)"):
+        evaluate([b], {"a": np.zeros((7, 7), np.float32)})

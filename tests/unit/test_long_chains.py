@@ -3,6 +3,7 @@ evaluates, lowers, renders and gives features without RecursionError."""
 import sys
 
 import numpy as np
+import pytest
 
 from ansorc.codegen.pipeline import render
 from ansorc.frontend import parse_text
@@ -46,3 +47,17 @@ def test_iterative_statement_walk_keeps_the_pre_order():
     prog = parse_text(_chain_text(5) + "output S[i] = sum(T3[k] * OUT[i]) where k < N\n")
     body = lower(State.initial(ComputeDAG(prog.tensors))).body
     assert [id(s) for s in walk_stmt(body)] == [id(s) for s in _walk_recursive(body)]
+
+
+def test_small_programs_render_inline_and_large_ones_in_the_big_stack_thread():
+    import threading
+
+    from ansorc.ir.deep import run_deep
+    seen = []
+    run_deep(10, lambda: seen.append(threading.current_thread().name))
+    run_deep(10 * sys.getrecursionlimit(), lambda: seen.append(threading.current_thread().name))
+    assert seen == [threading.current_thread().name, "ansorc-deep"]
+    limit = sys.getrecursionlimit()
+    with pytest.raises(ZeroDivisionError):  # errors come back to the caller as they are
+        run_deep(10 * limit, lambda: 1 // 0)
+    assert sys.getrecursionlimit() == limit  # and the limit is restored
