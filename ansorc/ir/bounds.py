@@ -11,7 +11,7 @@ proves a subscript equal to it plus a non-negative rest (`0 <= B[i]` proves `A[B
 from __future__ import annotations
 
 from ..errors import AnsorcError
-from .expr import Binary, Compare, Const, Expr, Logic, Read, Select, Var, children, is_float
+from .expr import Binary, Compare, Expr, Logic, Read, Select, Var, children, is_float
 from .simplify import bound, linear_form, simplify
 
 INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1), "bool": (0, 1)}
