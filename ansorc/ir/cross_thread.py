@@ -7,10 +7,11 @@ then serial reduce loops; nothing may be computed at them.
 """
 from __future__ import annotations
 
-from .expr import Binary, Compare, Const, Logic, Read, Var, free_vars, substitute
+from .expr import Binary, Compare, Const, Read, Var, free_vars, substitute
 from .simplify import simplify
 from .state import ScheduleError
-from .stmt import Allocate, Buffer, For, IfThenElse, Store, ThreadReduce, seq
+from .lower import _guarded
+from .stmt import Allocate, Buffer, For, Store, ThreadReduce, seq
 from .te import _identity
 
 _COMBINE = {"sum": "+", "max": "max", "min": "min"}
@@ -33,7 +34,7 @@ def emit_cross_thread(low, name: str):
     guards = [c(g) for g in info.guards if not (isinstance(g, Const) and g.value)]
     spatial_guards = [g for g in guards if not (free_vars(g) & info.reduce_vars)]
     update = Store(acc.name, zero, Binary(_COMBINE[op.combiner], Read(acc.name, zero, op.dtype), c(value), op.dtype))
-    body = _guard(update, guards)
+    body = _guarded(update, guards)
     for it in reversed(st.iters[pos + 1:]):
         body = For(info.loop_vars[it.name].name, info.ext[it.name], "serial", body)
     thread = info.loop_vars[st.iters[pos].name]
@@ -41,7 +42,7 @@ def emit_cross_thread(low, name: str):
     write = Store(info.buffer.name, tuple(c(info.axis_rel[a.name]) for a in op.axes), Read(acc.name, zero, op.dtype))
     inner = Allocate(acc, seq(Store(acc.name, zero, _identity(op.combiner, op.dtype)), body,
                               ThreadReduce(acc.name, op.combiner, op.dtype, info.ext[st.iters[pos].name]),
-                              _guard(write, [first, *spatial_guards])))
+                              _guarded(write, [first, *spatial_guards])))
     out = For(thread.name, info.ext[st.iters[pos].name], "threadIdx.x", inner)
     pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
     for k in range(pos - 1, -1, -1):
@@ -49,12 +50,3 @@ def emit_cross_thread(low, name: str):
         out = For(info.loop_vars[it.name].name, info.ext[it.name], it.annotation or "serial", out,
                   pragma if k == 0 else 0)
     return out
-
-
-def _guard(s, conds):
-    if not conds:
-        return s
-    cond = conds[0]
-    for g in conds[1:]:
-        cond = Logic("&&", cond, g)
-    return IfThenElse(cond, s)
