@@ -127,11 +127,10 @@ def parallelize(task, state: State, rng: random.Random) -> State:
     return state
 
 
-def add_unroll(task, state: State, rng: random.Random) -> State:
+def add_unroll(task, state: State, rng: random.Random, candidates: tuple = UNROLL_CANDIDATES) -> State:
     for st in state.stages:
         if st.compute_at != "inline" and st.op.combiner and st.iters:
-            state = state.apply(Pragma(st.name, st.iters[0].name, "auto_unroll_max_step",
-                                       rng.choice(UNROLL_CANDIDATES)))
+            state = state.apply(Pragma(st.name, st.iters[0].name, "auto_unroll_max_step", rng.choice(candidates)))
     return state
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 
 from ..ir.state import ScheduleError, SplitRel, State
-from ..ir.steps import Annotate, FollowFusedSplit, Fuse, Pragma, Split
-from .annotate import NON_DIVISOR_PROB, divisors, factor_schemes, sample_lengths
+from ..ir.steps import Annotate, FollowFusedSplit, Fuse, Split
+from .annotate import NON_DIVISOR_PROB, add_unroll, divisors, factor_schemes, sample_lengths
 
 GPU_UNROLL_CANDIDATES = (0, 16, 64, 512, 1024)
 THREAD_CHOICES = (32, 64, 128, 256, 512)   # also the thread counts of a cross-thread reduction
@@ -143,11 +143,7 @@ def cooperative_fetch(task, state: State, rng: random.Random) -> State:
 
 
 def add_unroll_gpu(task, state: State, rng: random.Random) -> State:
-    for st in state.stages:
-        if st.compute_at != "inline" and st.op.combiner and st.iters:
-            state = state.apply(Pragma(st.name, st.iters[0].name, "auto_unroll_max_step",
-                                       rng.choice(GPU_UNROLL_CANDIDATES)))
-    return state
+    return add_unroll(task, state, rng, GPU_UNROLL_CANDIDATES)
 
 
 GPU_INIT_RULES = (bind_threads, cooperative_fetch, add_unroll_gpu)

@@ -4,16 +4,14 @@ target (the CPU policy is the default rules, annotation and mutations)."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 from ..codegen.cuda_target import CudaTarget
 from ..ir.gpu_passes import check_kernel, split_kernels
 from ..ir.state import ScheduleError, State
-from ..ir.steps import Pragma
 from .gpu_annotate import (GPU_UNROLL_CANDIDATES, MAX_VTHREAD, WARP, add_unroll_gpu, bind_threads, cooperative_fetch,
                            fill_tile_sizes_gpu)
 from .gpu_rules import default_gpu_rules
-from .mutate import _replay, mutate_tile_size
+from .mutate import mutate_tile_size, mutate_unroll
 
 GPU_WEIGHTS = {"tile_size": 0.90, "unroll": 0.10}   # Ansor's GPU mutation weights
 
@@ -53,13 +51,7 @@ def mutate_tile_size_gpu(task, state: State, rng: random.Random) -> State | None
 
 
 def mutate_unroll_gpu(task, state: State, rng: random.Random) -> State | None:
-    steps = list(state.steps)
-    cands = [i for i, s in enumerate(steps) if isinstance(s, Pragma)]
-    if not cands:
-        return None
-    i = rng.choice(cands)
-    steps[i] = replace(steps[i], value=rng.choice([v for v in GPU_UNROLL_CANDIDATES if v != steps[i].value]))
-    return _replay(task, steps)
+    return mutate_unroll(task, state, rng, GPU_UNROLL_CANDIDATES)
 
 
 GPU_MUTATORS = {"tile_size": mutate_tile_size_gpu, "unroll": mutate_unroll_gpu}

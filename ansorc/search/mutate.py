@@ -53,13 +53,13 @@ def mutate_tile_size(task, state: State, rng: random.Random) -> State | None:
     return None
 
 
-def mutate_unroll(task, state: State, rng: random.Random) -> State | None:
+def mutate_unroll(task, state: State, rng: random.Random, candidates: tuple = UNROLL_CANDIDATES) -> State | None:
     steps = list(state.steps)
     cands = [i for i, s in enumerate(steps) if isinstance(s, Pragma)]
     if not cands:
         return None
     i = rng.choice(cands)
-    steps[i] = replace(steps[i], value=rng.choice([v for v in UNROLL_CANDIDATES if v != steps[i].value]))
+    steps[i] = replace(steps[i], value=rng.choice([v for v in candidates if v != steps[i].value]))
     return _replay(task, steps)
 
 
