@@ -294,24 +294,12 @@ def annotate_gpu(task, sketch: State, rng: random.Random) -> State:
 
 
 def sample_gpu(task, n: int, seed: int = 0, sketches: list | None = None, max_tries: int | None = None) -> list:
-    """n distinct complete GPU programs (thread-bound, tile sizes within the block limits); same seed, same
-    programs. Shared memory is not checked here (see ir/gpu_passes.check_kernel)."""
-    from .annotate import state_key
-    from .gpu_rules import default_gpu_rules
-    from .sketch import generate_sketches
-    sketches = sketches if sketches is not None else generate_sketches(task, default_gpu_rules())
-    rng = random.Random(seed)
-    out, seen, tries = [], set(), 0
-    limit = max_tries if max_tries is not None else 20 * n + 100
-    while len(out) < n and tries < limit:
-        tries += 1
-        try:
-            st = annotate_gpu(task, sketches[rng.randrange(len(sketches))], rng)
-        except ScheduleError:
-            continue
-        key = state_key(st)
-        if key not in seen:
-            seen.add(key)
-            out.append(st)
-    return out
+    """n distinct complete GPU programs of `task`'s DAG (annotate.sample under the CUDA policy, whatever the
+    task's own target); same seed, same programs. Shared memory is checked when a program is lowered."""
+    from .annotate import sample
+    from .task import SearchTask
+    gpu_task = task if getattr(task.policy, "kind", "") == "cuda" else SearchTask(task.dag, "cuda")
+    return sample(gpu_task, n, seed=seed, sketches=sketches, max_tries=max_tries)
+
+
 __all__ = ["annotate_gpu", "sample_gpu", "GPU_INIT_RULES", "GPU_UNROLL_CANDIDATES"]
