@@ -1,0 +1,63 @@
+"""The contract between the ONNX importer, the operator table, fusion and the library builder.
+
+A `Network` is a whole model as ONE te graph: model inputs are te placeholders, weights are te placeholders whose
+values live in `weights`, every operator is one or more te computes. Fusion cuts this graph into groups; each
+group becomes a ComputeDAG (a task); the library builder emits one function per group and a `model_run` that calls
+them in order, intermediates in one arena.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import AnsorcError
+
+
+class NetError(AnsorcError, ValueError):
+    """A model ansorc cannot take: malformed file, unsupported op/dtype/attribute, missing static shape, wrong
+    input at run time. The message is one line and names the node (op type and node name) and the model."""
+
+
+class UnsupportedError(NetError):
+    """An operator, dtype or attribute outside the support table (ops_table.SUPPORT)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    name: str               # C-safe model name (sanitized)
+    inputs: tuple           # te placeholders of the model's inputs, in ONNX graph-input order
+    outputs: tuple          # te Tensors of the model's outputs, in ONNX graph-output order (never a placeholder)
+    input_names: tuple      # the ONNX names of inputs, same order
+    output_names: tuple     # the ONNX names of outputs, same order
+    output_shapes: tuple    # the ONNX shapes of outputs (a rank-0 output is held as shape (1,) in te)
+    weights: dict = field(default_factory=dict)   # te placeholder name -> np.ndarray (constant, C-contiguous)
+
+    def weight_tensors(self) -> list:
+        """The placeholders holding weights, found by walking the graph from the outputs."""
+        from ..ir.graph import postorder  # noqa: F401 - documented helper location
+        seen, out, stack = set(), [], list(self.outputs)
+        while stack:
+            t = stack.pop()
+            if t.name in seen:
+                continue
+            seen.add(t.name)
+            if t.name in self.weights:
+                out.append(t)
+            stack.extend(t.op.inputs)
+        return sorted(out, key=lambda t: t.name)
+
+
+_C_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def c_name(text: str, prefix: str = "t") -> str:
+    """A C identifier made from a user's name: non [A-Za-z0-9_] characters become '_', never a leading digit, and
+    always prefixed (so no user name can collide with C keywords or the C library: `t_malloc`, `t_expf`)."""
+    body = _C_IDENT.sub("_", str(text))[:48]
+    return f"{prefix}_{body}" if body else prefix
+
+
+def as_array(value) -> np.ndarray:
+    return np.ascontiguousarray(value)
