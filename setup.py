@@ -31,6 +31,9 @@ setup(
         "cffi>=1.15,<3",
         "lightgbm>=4.0,<5",
         "tqdm>=4.60,<5",
+        # whole networks (ansorc.net): import and the onnxruntime peer, pinned
+        "onnx==1.23.2",
+        "onnxruntime==1.30.0",
     ],
     extras_require={
         # ruff pinned: `make lint` must not start failing when a new release adds checks
