@@ -49,6 +49,48 @@ class Network:
         return sorted(out, key=lambda t: t.name)
 
 
+@dataclass(frozen=True)
+class Group:
+    """A fused group of te compute ops: one kernel function of the model library, one task when tuned."""
+    name: str        # C-safe, unique within the network
+    ops: tuple       # names of the te compute ops in the group, in topological order
+    inputs: tuple    # names of tensors the group reads from outside (model inputs, weights, other groups' outputs)
+    outputs: tuple   # names of the group's tensors read outside it or that are model outputs, topological order
+    kind: str = "opaque"  # pattern of its anchor op: elemwise|broadcast|injective|reduction|complex|opaque
+
+
+def tensors_by_name(outputs) -> dict:
+    """Every tensor of the graph reachable from `outputs`, by name."""
+    found, stack = {}, list(outputs)
+    while stack:
+        t = stack.pop()
+        if t.name not in found:
+            found[t.name] = t
+            stack.extend(t.op.inputs)
+    return found
+
+
+def group_dag(net: Network, group: Group):
+    """The ComputeDAG of one group: fresh placeholders (same names, shapes, dtypes) for its inputs, its ops rebuilt
+    to read them, arguments = inputs then outputs. Tensor names are kept, so C argument names are tensor names."""
+    from .. import te
+    from ..ir.dag import ComputeDAG
+    from ..ir.expr import Read, transform
+    from ..ir.te import ComputeOp, Tensor
+    everything = tensors_by_name(net.outputs)
+    new = {n: te.placeholder(everything[n].shape, everything[n].dtype, name=n) for n in group.inputs}
+
+    def reroute(e):
+        return Read(e.name, e.indices, e.dtype, new[e.name]) if isinstance(e, Read) and e.name in new else None
+
+    for name in group.ops:
+        op = everything[name].op
+        body = transform(op.body, reroute)
+        inputs = tuple(new[t.name] for t in op.inputs)
+        new[name] = Tensor(ComputeOp(op.name, op.axes, op.reduce_axes, body, op.combiner, op.dtype, inputs, op.tag))
+    return ComputeDAG([new[n] for n in group.inputs] + [new[n] for n in group.outputs])
+
+
 _C_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 
