@@ -178,8 +178,11 @@ def load(path) -> Kernel:
     except ValueError as e:
         raise ExportError(f"{header}: {e}") from None
     if _library_signature(p, sig["entry"]) != sig:
-        raise ExportError(f"{p.name} does not match {header.name}: the library was built for other arguments "
-                          "(re-export the kernel)")
+        # the dynamic loader hands back a library already open under the same path, even if the file changed
+        again = any(key[0] == str(p.resolve()) for key in _LOADED)
+        raise ExportError(f"{p.name} does not match {header.name}: " + (
+            "this process loaded an earlier library from this path (load the new one in a new process)" if again
+            else "the library was built for other arguments (re-export the kernel)"))
     args = tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"], a["output"]) for a in sig["args"])
     c_file = p.with_name(f"{name}.c")
     source = Source(c_file.read_text(encoding="utf-8", errors="replace") if c_file.exists() else "", sig["entry"],

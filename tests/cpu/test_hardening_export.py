@@ -183,3 +183,13 @@ def test_tensors_named_a_and_A_get_distinct_macros(tmp_path):
                    "_Static_assert(K_B_SIZE == 15 && K_B2_SIZE == 35, \"outputs\");\n"
                    "int main(void) { return 0; }\n")
     subprocess.run(["gcc", "-std=c11", "-Wall", "-Werror", f"-I{tmp_path}", "-fsyntax-only", str(app)], check=True)
+
+
+def test_reloading_a_reexported_library_in_the_same_process_is_refused(tmp_path):
+    """The dynamic loader returns the library already open under a path, so the old code would run with the new
+    header's shapes: the signature check turns that into an error that says why."""
+    export(ansorc.build(workloads.matmul(8, 4, 2)).spec, tmp_path, "mm")
+    assert ansorc.load(tmp_path).args[0].shape == (8, 2)
+    export(ansorc.build(workloads.matmul(64, 32, 16)).spec, tmp_path, "mm")
+    with pytest.raises(ExportError, match="this process loaded an earlier library from this path"):
+        ansorc.load(tmp_path)
