@@ -193,3 +193,16 @@ def test_reloading_a_reexported_library_in_the_same_process_is_refused(tmp_path)
     export(ansorc.build(workloads.matmul(64, 32, 16)).spec, tmp_path, "mm")
     with pytest.raises(ExportError, match="this process loaded an earlier library from this path"):
         ansorc.load(tmp_path)
+
+
+def test_cuda_header_macros_are_distinct_and_its_description_stays_a_comment(tmp_path):
+    from ansorc.codegen.source import ArgSpec, Source
+    from ansorc.export_cuda import cuda_header
+    args = (ArgSpec("a", (3,), "int32", False), ArgSpec("A", (4,), "int64", False),
+            ArgSpec("out", (3,), "float32", True))
+    header = cuda_header(Source("", "k", args, "cuda"), "nvcc k.cu", "evil */ int x;\n#define K_A_DIM0 99")
+    assert "#define K_a_DIM0 3" in header and "#define K_A_DIM0 4" in header and "\n#define K_A_DIM0 99" not in header
+    (tmp_path / "k.h").write_text(header)
+    app = tmp_path / "app.c"
+    app.write_text('#include "k.h"\n_Static_assert(K_a_DIM0 == 3 && K_A_DIM0 == 4 && K_OUT_SIZE == 3, "k");\n')
+    subprocess.run(["gcc", "-std=c11", "-Wall", "-Werror", f"-I{tmp_path}", "-fsyntax-only", str(app)], check=True)
