@@ -10,17 +10,18 @@ runner launches the kernels itself from `Source.launches`. Expressions render ex
 from __future__ import annotations
 
 from ..ir.gpu_passes import check_kernel, gpu_passes, split_kernels
-from ..ir.expr import Binary, Var
+from ..ir.expr import Binary, CheckedIndex, Var
 from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
 from ..ir.te import _identity
 from .c import C_TYPE, PRELUDE, CRenderer
 from .cuda_target import CudaTarget
 from .source import ArgSpec, Launch, Source, Workspace
 
-# The C prelude's helpers as device functions (from its first #include on; the host-only allocator dropped).
+# The C prelude's helpers as device functions (from its first #include on; the host-only allocator and status
+# report dropped).
 CUDA_PRELUDE = "\n".join(line.replace("static inline", "static __device__ __forceinline__")
                          for line in PRELUDE[PRELUDE.index("#include <stdint.h>"):].splitlines()
-                         if "ansorc_alloc" not in line)
+                         if "ansorc_alloc" not in line and "ansorc_checked_index" not in line)
 
 
 class CudaRenderer(CRenderer):
@@ -29,6 +30,10 @@ class CudaRenderer(CRenderer):
     def __init__(self, func: PrimFunc, block: int):
         super().__init__(func, "generic")
         self.block = block
+
+    def checked_index(self, e: CheckedIndex) -> str:
+        # a kernel has no status to return: an out-of-range index is clamped (memory safe) but not reported
+        return f"ansorc_clamp_index({self.expr(e.value)}, {e.extent})"
 
     def stmt(self, s: Stmt, ind: int):
         if isinstance(s, For) and s.kind == "blockIdx.x":

@@ -12,7 +12,7 @@ from functools import cached_property
 import networkx as nx
 
 from ..errors import AnsorcError
-from .expr import Binary, Call, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
+from .expr import Binary, Call, CheckedIndex, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
 from .graph import postorder
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
@@ -127,6 +127,8 @@ def _serialize_expr(e: Expr, canon: dict, vmap: dict):
         return ["const", e.value, e.dtype]
     if isinstance(e, Read):
         return ["read", canon.get(e.name, e.name)] + [_serialize_expr(i, canon, vmap) for i in e.indices]
+    if isinstance(e, CheckedIndex):  # the extent is part of the program: the generic head would drop it
+        return ["checked", e.extent, e.dtype, _serialize_expr(e.value, canon, vmap)]
     head = [type(e).__name__, getattr(e, "op", getattr(e, "name", "")), e.dtype]
     return head + [_serialize_expr(c, canon, vmap) for c in children(e)]
 

@@ -8,6 +8,8 @@ their leading axes so that no intermediate exceeds `chunk_elems` elements.
 
 Reads inside a select branch are only checked where that branch is live: indices are clipped into range and the
 dead lanes masked by np.where, while an out-of-range read in a live lane raises IndexError (a bug in the graph).
+A checked index (an index read from data) out of range in a live lane raises EvaluateError naming the tensor
+it indexes: the input is wrong, as onnxruntime reports for Gather.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import numpy as np
 
 from .dtypes import NP_DTYPE
 from ..errors import AnsorcError
-from .expr import Binary, Call, Cast, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars, is_float, walk
+from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars,
+                   is_float, walk)
 from .graph import CycleError, postorder
 from .te import ComputeOp, PlaceholderOp, Tensor
 
@@ -241,6 +244,7 @@ class _Ctx:
 
     def __init__(self, arrays, grids, nd):
         self.arrays, self.grids, self.nd = arrays, grids, nd
+        self.reading = []   # the tensors whose subscripts are being evaluated (innermost last)
 
     def ev(self, e, mask=None):
         if isinstance(e, Var):
@@ -275,11 +279,32 @@ class _Ctx:
             return _CALL[e.name](*(self.ev(a, mask) for a in e.args))
         if isinstance(e, Read):
             return self.read(e, mask)
+        if isinstance(e, CheckedIndex):
+            return self.checked(e, mask)
         if isinstance(e, Reduce):
             raise EvaluateError("evaluate: a reduction may only be the whole body of a compute")
         raise EvaluateError(f"evaluate: unsupported expression node {type(e).__name__}")
 
+    def checked(self, e: CheckedIndex, mask):
+        v = np.asarray(self.ev(e.value, mask), dtype=np.int64)
+        bad = (v < 0) | (v >= e.extent)
+        live = bad if mask is None else np.logical_and(bad, mask)
+        if np.any(live):
+            at = np.unravel_index(np.argmax(np.broadcast_to(live, np.broadcast_shapes(live.shape, v.shape))),
+                                  np.broadcast_shapes(live.shape, v.shape))
+            value = int(np.broadcast_to(v, np.broadcast_shapes(live.shape, v.shape))[at])
+            where = f"in {self.reading[-1]}" if self.reading else f"in {e!r}"
+            raise EvaluateError(f"evaluate: index {value} out of range {where} (expected 0..{e.extent - 1})")
+        return np.clip(v, 0, e.extent - 1)
+
     def read(self, e: Read, mask):
+        self.reading.append(e.name)
+        try:
+            return self._read(e, mask)
+        finally:
+            self.reading.pop()
+
+    def _read(self, e: Read, mask):
         if e.name not in self.arrays:
             raise EvaluateError(f"evaluate: no array named {e.name!r} (read by {e!r})")
         arr = self.arrays[e.name]
