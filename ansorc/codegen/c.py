@@ -67,9 +67,14 @@ static inline int32_t ansorc_max_i32(int32_t a, int32_t b) { return a > b ? a : 
 static inline int32_t ansorc_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int64_t ansorc_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t ansorc_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int32_t ansorc_clamp_index(int64_t v, int32_t n) { return v < 0 ? 0 : v >= n ? n - 1 : (int32_t)v; }
-static inline int32_t ansorc_checked_index(int64_t v, int32_t n, volatile int* status, int code) { if (v >= 0 && v < n) return (int32_t)v; __atomic_store_n(status, code, __ATOMIC_RELAXED); return v < 0 ? 0 : n - 1; }
 static inline void* ansorc_alloc(size_t bytes) { void* p = NULL; return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL; }
+#endif
+"""
+# only in programs that use it (the C of every other program stays as it was); its own guard, as a library
+# file holds many kernels after one PRELUDE
+CHECKED_PRELUDE = """#ifndef ANSORC_CHECKED_INDEX
+#define ANSORC_CHECKED_INDEX
+static inline int32_t ansorc_checked_index(int64_t v, int32_t n, volatile int* status, int code) { if (v >= 0 && v < n) return (int32_t)v; __atomic_store_n(status, code, __ATOMIC_RELAXED); return v < 0 ? 0 : n - 1; }
 #endif
 """
 
@@ -283,7 +288,9 @@ class CRenderer:
         notes = [f"  /* ansorc_status {self.func.name} {code}: index out of range in {name or 'an index'} */"
                  for name, code in self.check_codes.items()]
         self.lines[1:1] = notes
-        self.lines[:0] = [PRELUDE, simd.prelude(self.isa, "\n".join(self.lines))]
+        body = "\n".join(self.lines)
+        self.lines[:0] = [PRELUDE, *([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
+                          simd.prelude(self.isa, body)]
         self.lines += ["  return ansorc_status;", "}", ""]
         casts = ", ".join(f"({'const ' if k < self.func.n_inputs else ''}{C_TYPE[b.dtype]}*)args[{k}]"
                           for k, b in enumerate(self.func.args))

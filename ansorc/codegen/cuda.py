@@ -17,11 +17,13 @@ from .c import C_TYPE, PRELUDE, CRenderer
 from .cuda_target import CudaTarget
 from .source import ArgSpec, Launch, Source, Workspace
 
-# The C prelude's helpers as device functions (from its first #include on; the host-only allocator and status
-# report dropped).
+# The C prelude's helpers as device functions (from its first #include on; the host-only allocator dropped).
 CUDA_PRELUDE = "\n".join(line.replace("static inline", "static __device__ __forceinline__")
                          for line in PRELUDE[PRELUDE.index("#include <stdint.h>"):].splitlines()
-                         if "ansorc_alloc" not in line and "ansorc_checked_index" not in line)
+                         if "ansorc_alloc" not in line)
+# only in programs with a checked index (ir/expr.CheckedIndex): a kernel returns no status, so it only clamps
+CLAMP_PRELUDE = ("static __device__ __forceinline__ int32_t ansorc_clamp_index(int64_t v, int32_t n) "
+                 "{ return v < 0 ? 0 : v >= n ? n - 1 : (int32_t)v; }")
 
 
 class CudaRenderer(CRenderer):
@@ -156,6 +158,8 @@ def codegen_cuda(func: PrimFunc, target: CudaTarget | None = None) -> Source:
     lines = [CUDA_PRELUDE]
     for k in kernels:
         lines += _render_kernel(func, k, workspaces)
+    if any("ansorc_clamp_index(" in line for line in lines):
+        lines.insert(1, CLAMP_PRELUDE)
     lines += _host_launcher(func, kernels, workspaces)
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, i >= func.n_inputs) for i, b in enumerate(func.args))
     n = len(args) + len(workspaces)
