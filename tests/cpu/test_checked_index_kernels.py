@@ -1,0 +1,144 @@
+"""Compiled kernels with checked indices (te.checked_index, ONNX Gather): they match numpy on in-range indices,
+fail with KernelError naming the tensor on an out-of-range one, and never read outside a buffer (shown under
+AddressSanitizer), for the naive nest and for random schedules from the sampler."""
+import shutil
+
+import numpy as np
+import pytest
+
+import ansorc
+from ansorc import te
+from ansorc.api import generate_source
+from ansorc.codegen.c import STATUS_INDEX
+from ansorc.ir.evaluate import evaluate
+from ansorc.kernel import KernelError
+from ansorc.measure.sanitize import REPORT_MARKERS, SanitizerUnavailable, run_sanitized
+from ansorc.net.ops_common import LowerContext, Node
+from ansorc.net.ops_gather import OPS
+from ansorc.search.annotate import sample
+from ansorc.search.task import HardwareParams, SearchTask
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+RNG = np.random.default_rng(7)
+
+
+def embedding_matmul():
+    """A gathered row feeding a matmul, plus a second lookup whose index changes along the vector axis."""
+    A = te.placeholder((50, 32), name="A")
+    B = te.placeholder((16,), dtype="int32", name="B")
+    W = te.placeholder((32, 48), name="W")
+    k = te.reduce_axis((0, 32), name="k")
+    C = te.compute((16, 48), lambda i, j: te.sum(A[te.checked_index(B[i], 50), k] * W[k, j], axis=k), name="C")
+    D = te.compute((16, 48), lambda i, j: C[i, j] + A[te.checked_index(B[(i + j) % 16] - 1, 50), j % 32],
+                   name="D")
+    feeds = {"A": RNG.random((50, 32), dtype=np.float32), "B": RNG.integers(1, 50, 16).astype(np.int32),
+             "W": RNG.random((32, 48), dtype=np.float32)}
+    return [A, B, W, D], feeds
+
+
+def _sanitized(src, inputs):
+    try:
+        return run_sanitized(src, inputs)
+    except SanitizerUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _reported_index_error(run) -> bool:
+    """The program stopped with the index status (the driver exits 10 + status) and no sanitizer report."""
+    return run.outputs is None and run.report.startswith(f"exit {10 + STATUS_INDEX}:") and \
+        not any(m in run.report for m in REPORT_MARKERS)
+
+
+def test_kernel_matches_numpy_and_an_out_of_range_index_is_a_kernel_error():
+    tensors, feeds = embedding_matmul()
+    ref = evaluate(tensors[-1], feeds)["D"]
+    kern = ansorc.build(tensors, name="emb")
+    args = [ansorc.array(feeds[t.name]) for t in tensors[:3]]
+    np.testing.assert_allclose(kern(*args), ref, rtol=1e-5, atol=1e-5)
+    for bad in (50, -1, 2**31 - 1):
+        b = feeds["B"].copy()
+        b[9] = bad
+        with pytest.raises(KernelError, match="index out of range in A"):
+            kern(args[0], ansorc.array(b), args[2])
+
+
+def test_parallel_threads_report_the_error_and_stay_in_bounds_under_asan():
+    tensors, feeds = embedding_matmul()
+    task = SearchTask(tensors, hw=HardwareParams(num_cores=2))
+    [state] = sample(task, 1, seed=11)
+    src = generate_source(task.dag, state, "emb_par")
+    assert "omp parallel" in src.code
+    inputs = [feeds[t.name] for t in tensors[:3]]
+    run = _sanitized(src, inputs)
+    assert run.report == "", run.report
+    bad = feeds["B"].copy()
+    bad[:] = 1000  # every thread reports at once
+    assert _reported_index_error(_sanitized(src, [inputs[0], bad, inputs[2]]))
+
+
+def test_random_schedules_stay_correct_and_memory_safe():
+    tensors, feeds = embedding_matmul()
+    task = SearchTask(tensors, hw=HardwareParams(num_cores=2))
+    ref = evaluate(tensors[-1], feeds)["D"]
+    inputs = [feeds[t.name] for t in tensors[:3]]
+    bad = feeds["B"].copy()
+    bad[3] = -7
+    states = sample(task, 6, seed=3)
+    assert len(states) == 6
+    for st in states:
+        src = generate_source(task.dag, st, "emb")
+        run = _sanitized(src, inputs)
+        assert run.report == "", f"{st}\n{run.report}"
+        np.testing.assert_allclose(run.outputs[0], ref, rtol=1e-4, atol=1e-4, err_msg=str(st))
+        assert _reported_index_error(_sanitized(src, [inputs[0], bad, inputs[2]])), str(st)
+
+
+@pytest.mark.parametrize("idx_dtype", ["int32", "int64"])
+def test_onnx_gather_compiles_with_negative_indices_wrapping(idx_dtype):
+    data = RNG.standard_normal((6, 5, 4)).astype(np.float32)
+    idx = np.array([[-1, 0], [4, -5], [2, 3]], dtype=idx_dtype)
+    ref = np.take(data, idx, axis=1)  # numpy wraps negative indices as ONNX does
+    node = Node("Gather", "gather_1", {"axis": 1}, (data.shape, idx.shape), ("float32", idx_dtype),
+                (ref.shape,), ("float32",), "m")
+    X = te.placeholder(data.shape, name="X")
+    ind = te.placeholder(idx.shape, dtype=idx_dtype, name="ind")
+    [Y] = OPS["Gather"].lower(node, [X, ind], LowerContext())
+    kern = ansorc.build([X, ind, Y], name="onnx_gather")
+    np.testing.assert_array_equal(kern(ansorc.array(data), ansorc.array(idx)), ref)
+    for bad in (5, -6):
+        with pytest.raises(KernelError, match="index out of range in X"):
+            kern(ansorc.array(data), ansorc.array(np.full(idx.shape, bad, dtype=idx_dtype)))
+
+
+def test_gpu_programs_clamp_in_cuda_and_report_in_the_c_emulation():
+    from ansorc.codegen.cuda import codegen_cuda
+    from ansorc.codegen.gpu_emulate import codegen_gpu_emulation
+    from ansorc.ir.lower import lower
+    from ansorc.ir.state import ScheduleError
+    from ansorc.kernel import Kernel
+    from ansorc.measure.builder import build
+    from ansorc.search.gpu_annotate import sample_gpu
+    from ansorc.search.gpu_rules import default_gpu_rules
+    from ansorc.search.sketch import generate_sketches
+    tensors, feeds = embedding_matmul()
+    task = SearchTask(tensors, "native")
+    checked = 0
+    for st in sample_gpu(task, 8, seed=2, sketches=generate_sketches(task, default_gpu_rules())):
+        func = lower(st, "emb_gpu", passes=False)
+        try:
+            cuda = codegen_cuda(func).code
+        except ScheduleError:
+            continue
+        assert "ansorc_clamp_index(" in cuda and "ansorc_checked_index" not in cuda
+        [res] = build([codegen_gpu_emulation(func)], target_flags=("-O1", "-fopenmp", "-shared", "-fPIC",
+                                                                    "-std=c99"))
+        assert res.ok, res.error_msg[:2000]
+        kern = Kernel(res.source, res.lib_path)
+        args = [ansorc.array(feeds[t.name]) for t in tensors[:3]]
+        np.testing.assert_allclose(kern(*args), evaluate(tensors[-1], feeds)["D"], rtol=1e-4, atol=1e-4)
+        with pytest.raises(KernelError, match="index out of range in A"):
+            kern(args[0], ansorc.array(np.full(16, 99, np.int32)), args[2])
+        checked += 1
+        if checked == 2:
+            break
+    assert checked == 2
