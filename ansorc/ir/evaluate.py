@@ -23,6 +23,7 @@ from ..errors import AnsorcError
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars,
                    is_float, walk)
 from .graph import CycleError, postorder
+from .simplify import linear_form, simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
 
 
@@ -78,21 +79,48 @@ def evaluate(outputs, inputs: dict, *, chunk_elems: int = CHUNK_ELEMS) -> dict:
 
 
 def random_inputs(tensors, seed: int = 0) -> dict:
-    """Random arrays for every placeholder reachable from `tensors`: floats uniform in [-1, 1], ints in [-8, 8]."""
+    """Random arrays for every placeholder reachable from `tensors`: floats uniform in [-1, 1], ints in [-8, 8],
+    except that ints read as checked indices (`A[checked(B[i] + c, n)]`) are drawn so that the index is in range."""
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     rng = np.random.default_rng(seed)
     out = {}
-    for op in _topo(tensors):
+    order = _topo(tensors)
+    index_ranges = _index_ranges(order)
+    for op in order:
         if not isinstance(op, PlaceholderOp):
             continue
-        if is_float(op.dtype):
+        if op.name in index_ranges:
+            lo, hi = index_ranges[op.name]
+            out[op.name] = rng.integers(lo, hi + 1, op.shape).astype(NP_DTYPES[op.dtype])
+        elif is_float(op.dtype):
             out[op.name] = rng.uniform(-1.0, 1.0, op.shape).astype(NP_DTYPES[op.dtype])
         elif op.dtype == "bool":
             out[op.name] = rng.integers(0, 2, op.shape).astype(np.bool_)
         else:
             out[op.name] = rng.integers(-8, 9, op.shape).astype(NP_DTYPES[op.dtype])
     return out
+
+
+def _index_ranges(order) -> dict:
+    """placeholder name -> (lo, hi): values that keep every checked index it feeds in range, where the index is
+    the placeholder's element plus a constant (a select around it, as the ONNX wrap of negative indices, is
+    looked through: its else-arm is the index itself)."""
+    ranges = {}
+    for op in order:
+        if not isinstance(op, ComputeOp):
+            continue
+        for c in (n for n in walk(op.body) if isinstance(n, CheckedIndex)):
+            v = c.value.f if isinstance(c.value, Select) else c.value
+            terms, k = linear_form(simplify(v.value if isinstance(v, Cast) else v))
+            [(t, coef)] = terms.items() if len(terms) == 1 else [(None, 0)]
+            if not (isinstance(t, Read) and coef == 1 and isinstance(getattr(t.tensor, "op", None), PlaceholderOp)):
+                continue
+            lo, hi = ranges.get(t.name, (-2**31, 2**31 - 1))
+            lo, hi = max(lo, -k), min(hi, c.extent - 1 - k)
+            if lo <= hi:
+                ranges[t.name] = (lo, hi)
+    return ranges
 
 
 # ----------------------------------------------------------------------------- graph order

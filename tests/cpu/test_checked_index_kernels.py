@@ -16,10 +16,13 @@ from ansorc.measure.sanitize import REPORT_MARKERS, SanitizerUnavailable, run_sa
 from ansorc.net.ops_common import LowerContext, Node
 from ansorc.net.ops_gather import OPS
 from ansorc.search.annotate import sample
+from ansorc.search.evolution import SearchParams
 from ansorc.search.task import HardwareParams, SearchTask
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 RNG = np.random.default_rng(7)
+FAST = dict(runner_kwargs={"min_repeat_ms": 1, "repeat": 1}, progress=False,
+            params=SearchParams(population=64, generations=2))
 
 
 def embedding_matmul():
@@ -142,3 +145,16 @@ def test_gpu_programs_clamp_in_cuda_and_report_in_the_c_emulation():
         if checked == 2:
             break
     assert checked == 2
+
+
+def test_tuning_a_gather_task_measures_valid_programs(tmp_path):
+    """The tuner's random inputs keep checked indices in range (ONNX wrap of negatives included), so gather
+    programs measure and the best one matches numpy."""
+    data = RNG.standard_normal((3, 64)).astype(np.float32)  # 3 rows: most of -8..8 would be out of range
+    node = Node("Gather", "g", {"axis": 0}, (data.shape, (12,)), ("float32", "int64"), ((12, 64),), ("float32",), "m")
+    X = te.placeholder(data.shape, name="X")
+    ind = te.placeholder((12,), dtype="int64", name="ind")
+    [Y] = OPS["Gather"].lower(node, [X, ind], LowerContext())
+    kern = ansorc.compile([X, ind, Y], trials=4, log=str(tmp_path / "g.jsonl"), per_round=4, **FAST)
+    idx = RNG.integers(-3, 3, 12)
+    np.testing.assert_array_equal(kern(ansorc.array(data), ansorc.array(idx)), np.take(data, idx, axis=0))

@@ -10,7 +10,7 @@ from ansorc.codegen.cuda import CudaRenderer
 from ansorc.errors import ExpressionError
 from ansorc.ir.bounds import BoundsError
 from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.evaluate import EvaluateError, evaluate
+from ansorc.ir.evaluate import EvaluateError, evaluate, random_inputs
 from ansorc.ir.expr import CheckedIndex, Const, Var, walk
 from ansorc.ir.lower import lower
 from ansorc.ir.simplify import bound, simplify
@@ -91,6 +91,21 @@ def test_evaluator_ignores_a_bad_index_in_a_lane_that_is_never_read():
     G = te.compute((4,), lambda i: te.if_then_else(B[i] < 5, A[te.checked_index(B[i], 5)], -1.0), name="G")
     a = np.arange(5, dtype=np.float32)
     np.testing.assert_array_equal(evaluate(G, {"A": a, "B": np.array([4, 9, 0, 7])})["G"], [4, -1, 0, -1])
+
+
+def test_random_inputs_draw_index_tensors_in_range():
+    A = te.placeholder((3, 4), name="A")
+    B = te.placeholder((64,), dtype="int64", name="B")
+    C = te.placeholder((64,), dtype="int32", name="C")
+    G = te.compute((64, 4), lambda i, j: A[te.checked_index(B[i] - 1, 3), j]
+                   + A[te.checked_index(te.if_then_else(C[i] < 0, C[i] + 3, C[i]), 3), j], name="G")
+    x = random_inputs([A, B, C, G], seed=1)
+    assert set(np.unique(x["B"])) == {1, 2, 3} and set(np.unique(x["C"])) == {0, 1, 2}
+    evaluate(G, x)  # no index error
+    a, m = te.placeholder((4, 4), name="a"), te.placeholder((4,), dtype="int32", name="m")
+    plain = te.compute((4, 4), lambda i, j: a[i, j] * m[j].astype("float32"), name="p")
+    both, only = random_inputs([a, m, plain], seed=3), random_inputs([a, m], seed=3)
+    assert all(np.array_equal(both[k], only[k]) for k in only)  # other graphs draw exactly as before
 
 
 # ----------------------------------------------------------------------------- workload key, features
