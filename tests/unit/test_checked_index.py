@@ -11,11 +11,13 @@ from ansorc.errors import ExpressionError
 from ansorc.ir.bounds import BoundsError
 from ansorc.ir.dag import ComputeDAG
 from ansorc.ir.evaluate import EvaluateError, evaluate, random_inputs
-from ansorc.ir.expr import CheckedIndex, Const, Var, walk
+from ansorc.ir.expr import CheckedIndex, Const, Read, Var, walk
 from ansorc.ir.lower import lower
 from ansorc.ir.simplify import bound, simplify
 from ansorc.ir.state import State
 from ansorc.ir.steps import Annotate
+from ansorc.ir.stmt import Buffer, For, PrimFunc, Store
+from ansorc.ir.verify import VerifyError, verify
 from ansorc.ir.vector import VLanes, VLoad, vwalk, walk_all, top_exprs
 from ansorc.ir.vectorize import vectorize_loops
 from ansorc.codegen import simd
@@ -184,3 +186,22 @@ def test_an_index_that_changes_with_the_lane_is_checked_per_lane():
     assert not [n for n in nodes if isinstance(n, VLoad) and n.buffer == "A"]
     lanes = [n for n in nodes if isinstance(n, VLanes)]
     assert lanes and sum(isinstance(x, CheckedIndex) for n in lanes for e in n.elems for x in walk(e)) >= 8
+
+
+# ----------------------------------------------------------------------------- verifier
+
+def _func(extent: int) -> PrimFunc:
+    args = (Buffer("A", (5,), "float32", "arg"), Buffer("B", (4,), "int32", "arg"), Buffer("G", (4,), "float32", "arg"))
+    idx = CheckedIndex(Read("B", (Var("i"),), "int32"), extent)
+    return PrimFunc("k", args, 2, For("i", 4, "serial", Store("G", (Var("i"),), Read("A", (idx,), "float32"))))
+
+
+def test_the_verifier_bounds_a_checked_index_by_its_extent():
+    verify(_func(5))
+    with pytest.raises(VerifyError, match="check_in_bounds"):
+        verify(_func(6))
+
+
+def test_lowered_and_vectorized_gathers_pass_the_verifier():
+    A, B, G = gather(cols=16)
+    verify(_vectorized(G, ComputeDAG([A, B, G])))
