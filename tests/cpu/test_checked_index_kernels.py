@@ -158,3 +158,23 @@ def test_tuning_a_gather_task_measures_valid_programs(tmp_path):
     kern = ansorc.compile([X, ind, Y], trials=4, log=str(tmp_path / "g.jsonl"), per_round=4, **FAST)
     idx = RNG.integers(-3, 3, 12)
     np.testing.assert_array_equal(kern(ansorc.array(data), ansorc.array(idx)), np.take(data, idx, axis=0))
+
+
+def test_a_vector_load_of_a_gathered_row_stays_inside_under_asan():
+    """The row index is checked and clamped once; the contiguous load along the row is then in bounds."""
+    from ansorc.ir.state import State
+    from ansorc.ir.steps import Annotate
+    A = te.placeholder((7, 32), name="A")
+    B = te.placeholder((5,), dtype="int64", name="B")
+    G = te.compute((5, 32), lambda i, j: A[te.checked_index(B[i], 7), j] * 3.0, name="G")
+    st = State.initial(ansorc.ComputeDAG([A, B, G]))
+    st = st.apply(Annotate("G", st.stage("G").iters[-1].name, "vectorize"))
+    src = generate_source([A, B, G], st, "rows")
+    assert "_loadu_ps((A + " in src.code or "vld1q_f32((A + " in src.code, "expected a contiguous row load"
+    a = RNG.standard_normal((7, 32)).astype(np.float32)
+    b = np.array([6, 0, 3, 3, 1])
+    run = _sanitized(src, [a, b])
+    assert run.report == "", run.report
+    np.testing.assert_allclose(run.outputs[0], a[b] * 3.0, rtol=1e-6)
+    for bad in (7, -1, 1 << 40):
+        assert _reported_index_error(_sanitized(src, [a, np.array([6, 0, bad, 3, 1])]))
