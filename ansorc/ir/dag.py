@@ -179,12 +179,19 @@ def _axis_order(read: Read) -> list:
     return out
 
 
+def _is_checked(idx: Expr) -> bool:
+    return any(isinstance(n, CheckedIndex) for n in walk(idx))
+
+
 def is_strictly_inlinable(op) -> bool:
     if not isinstance(op, ComputeOp) or op.combiner:
         return False
     names = [a.name for a in op.axes]
     for node in walk(op.body):
         if isinstance(node, Read):
+            # a gathered subscript (checked index, read from data) is injective like a copy: only the other
+            # subscripts must be simple (the read of the index tensor inside it is checked on its own)
+            node = Read(node.name, tuple(i for i in node.indices if not _is_checked(i)), node.dtype)
             if not _is_simple_access(node, names):
                 return False
             order = _axis_order(node)

@@ -9,7 +9,7 @@ from ansorc.codegen.c import STATUS_INDEX, codegen_c, status_message
 from ansorc.codegen.cuda import CudaRenderer
 from ansorc.errors import ExpressionError
 from ansorc.ir.bounds import BoundsError
-from ansorc.ir.dag import ComputeDAG
+from ansorc.ir.dag import ComputeDAG, is_strictly_inlinable
 from ansorc.ir.evaluate import EvaluateError, evaluate, random_inputs
 from ansorc.ir.expr import CheckedIndex, Const, Read, Var, walk
 from ansorc.ir.lower import lower
@@ -108,6 +108,14 @@ def test_random_inputs_draw_index_tensors_in_range():
     plain = te.compute((4, 4), lambda i, j: a[i, j] * m[j].astype("float32"), name="p")
     both, only = random_inputs([a, m, plain], seed=3), random_inputs([a, m], seed=3)
     assert all(np.array_equal(both[k], only[k]) for k in only)  # other graphs draw exactly as before
+
+
+def test_a_gather_is_inlinable_like_a_copy():
+    A, B, G = gather()
+    assert is_strictly_inlinable(G.op)
+    C = te.placeholder((4, 4), name="C")
+    R = te.compute((4, 16), lambda i, j: A[te.checked_index(B[i], 5), (j * 3) % 16] + C[i % 4, i % 4], name="R")
+    assert not is_strictly_inlinable(R.op)  # the other subscripts still count
 
 
 # ----------------------------------------------------------------------------- workload key, features
