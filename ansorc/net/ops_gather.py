@@ -27,6 +27,8 @@ def _axis(node, rank: int) -> int:
 
 def _const_indices(node, idx: np.ndarray, dim: int, axis: int) -> np.ndarray:
     """The constant indices wrapped into 0..dim-1 (int64); NetError naming the first one out of range."""
+    if str(np.asarray(idx).dtype) not in INDEX_DTYPES:
+        raise node.unsupported(f"indices of dtype {np.asarray(idx).dtype} (expected int32 or int64)")
     v = np.asarray(idx).astype(np.int64)
     bad = (v < -dim) | (v >= dim)
     if bad.any():

@@ -101,8 +101,10 @@ def test_bad_axis_and_index_dtype_are_one_line_errors():
     data = np.zeros((4, 2), np.float32)
     with pytest.raises(NetError, match="axis 2 is out of range for data of rank 2"):
         lower(node("Gather", data.shape, (2,), (2, 2), 2), data, np.array([0, 1]))
-    with pytest.raises(UnsupportedError, match="indices of dtype float32"):
-        lower(node("Gather", data.shape, (2,), (2, 2), 0), data, np.array([0.0, 1.0], np.float32))
+    for runtime_idx in (True, False):
+        with pytest.raises(UnsupportedError, match="indices of dtype float32"):
+            lower(node("Gather", data.shape, (2,), (2, 2), 0), data, np.array([0.0, 1.0], np.float32),
+                  runtime_idx=runtime_idx)
 
 
 @pytest.mark.parametrize("runtime", MODES)
