@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from cffi import FFI
 
-from .codegen.c import prototype
+from .codegen.c import prototype, status_message
 from .codegen.header import read_signature
 from .codegen.source import ArgSpec, Source
 from .errors import AnsorcError, ArgumentError
@@ -141,7 +141,8 @@ class Kernel:
                           AlignmentWarning, stacklevel=2)
         rc = self._fn(*ptrs)
         if rc != 0:
-            raise KernelError(f"kernel {self.name} failed with status {rc} (workspace allocation failed)")
+            raise KernelError(f"kernel {self.name} failed with status {rc} "
+                              f"({status_message(rc, self.source, self.name)})")
         if outputs is not None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return None
