@@ -2,7 +2,9 @@
 line on stderr naming the problem, never a traceback. Run in-process (ansorc.cli.main) so the table stays fast."""
 from __future__ import annotations
 
+import contextlib
 import json
+import resource
 import shlex
 
 import pytest
@@ -86,13 +88,33 @@ def _scratch(d):
         (d / f"{n}.te").write_text(_named(n))
 
 
+@contextlib.contextmanager
+def _address_space_capped(on: bool):
+    """Without the memory check, the huge row would allocate until the machine swaps or the OOM killer comes; under
+    a cap of 4 GiB more than now, it fails fast with a MemoryError instead."""
+    if not on:
+        yield
+        return
+    import ansorc.search.tuner  # noqa: F401 - imported before the cap: libraries map a lot of address space
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        now = int(f.read().split()[0]) * resource.getpagesize()
+    cap = now + 4 * 2**30
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 @pytest.mark.parametrize("argv, fragment, env", [pytest.param(*row[1:], id=row[0]) for row in MISUSE])
 def test_misuse_exits_2_with_one_line(argv, fragment, env, tmp_path, capsys, monkeypatch):
     _scratch(tmp_path)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
-    code = main(shlex.split(argv.format(d=tmp_path)))
+    with _address_space_capped("huge.te" in argv):
+        code = main(shlex.split(argv.format(d=tmp_path)))
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "Traceback" not in out
     lines = err.splitlines()
