@@ -6,25 +6,29 @@ Exit codes scripts can rely on: 0 success, 1 the work failed (no valid program, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
+from .cli_checks import CliError, check_compiler, check_kernel_name, check_log, check_output_dir, printable
 from .errors import AnsorcError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 TARGETS = ("native", "avx512", "avx2", "neon", "generic", "cuda")
 
 
-class CliError(AnsorcError):
-    def __init__(self, message: str, code: int = EXIT_BAD_INPUT):
-        super().__init__(message)
-        self.code = code
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (argparse prints the whole usage first); subcommand parsers are of this class too."""
+
+    def error(self, message: str):
+        raise CliError(f"{printable(message)} (see '{self.prog} --help')")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ansorc", description="Compile and auto-tune tensor expressions (Ansor design).")
+    p = _Parser(prog="ansorc", description="Compile and auto-tune tensor expressions (Ansor design).")
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp, need_log: bool):
@@ -36,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                         help="override a size parameter of the file")
         sp.add_argument("--seed", type=int, default=0)
+        sp.add_argument("--cc", help="C compiler for the kernels: gcc (default) or clang; default $CC")
         sp.add_argument("--quiet", action="store_true", help="no progress display")
         sp.add_argument("--json", action="store_true", help="print one JSON object with the result")
 
@@ -54,11 +59,19 @@ def _parser() -> argparse.ArgumentParser:
 def _load_program(args):
     from .frontend import TeError, load, parse_defines
     try:
-        return load(args.file, parse_defines(args.defines))
+        prog = load(args.file, parse_defines(args.defines))
     except TeError as e:
         raise CliError(str(e)) from None
     except OSError as e:
         raise CliError(f"{args.file}: {e.strerror or e}") from None
+    if args.trials > 0 and not args.target.startswith("cuda"):
+        from .ir.dag import ComputeDAG
+        from .measure.memory import NotEnoughMemoryError, check_fits
+        try:
+            check_fits(ComputeDAG(prog.tensors))
+        except NotEnoughMemoryError as e:
+            raise CliError(str(e)) from None
+    return prog
 
 
 def _target_name(args) -> str:
@@ -87,13 +100,15 @@ def _check_target(target: str):
 def cmd_compile(args) -> dict:
     from .autotune import NoRecordError, compile as compile_kernel
     from .export import export
-    from .ir.names import c_ident, is_c_ident
-    prog = _load_program(args)
+    from .ir.names import c_ident
     name = args.name or c_ident(Path(args.file).stem)
-    if not is_c_ident(name):
-        raise CliError(f"--name {name!r}: not a valid C identifier (letters, digits, _; not a C keyword)")
+    check_kernel_name(name)
+    check_output_dir(args.output)
+    if args.log:
+        check_log(args.log)
     if args.trials < 0:
         raise CliError("--trials must be >= 0")
+    prog = _load_program(args)
     args.target = _target_name(args)
     _check_target(args.target)
     if args.target.startswith("cuda"):
@@ -166,9 +181,10 @@ def _compile_cuda(args, prog, name) -> dict:
 def cmd_tune(args) -> dict:
     from .search.task import SearchTask
     from .search.tuner import tune
-    prog = _load_program(args)
+    check_log(args.log)
     if args.trials < 1:
         raise CliError("--trials must be >= 1 for tune")
+    prog = _load_program(args)
     args.target = _target_name(args)
     _check_target(args.target)
     res = tune(SearchTask(prog.tensors, args.target), trials=args.trials, log=args.log, seed=args.seed,
@@ -181,8 +197,7 @@ def cmd_tune(args) -> dict:
 
 def cmd_show(args) -> dict:
     from .measure.record import RETIME_NOTE, best, load
-    if not Path(args.log).exists():
-        raise CliError(f"{args.log}: no such file")
+    check_log(args.log, must_exist=True)
     rows: dict = {}
     records = load(args.log)
     for r in records:
@@ -213,7 +228,8 @@ def _print_human(command: str, result: dict) -> None:
         for r in result["workloads"]:
             ms = f"{r['best_seconds'] * 1e3:.3f}" if r["best_seconds"] else "-"
             gf = f"{r['best_gflops']:.1f}" if r["best_gflops"] else "-"
-            print(f"{r['workload_key']:34} {r['target']:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}")
+            wk, target = printable(r["workload_key"]), printable(r["target"])  # a log may hold escape sequences
+            print(f"{wk:34} {target:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}")
     elif command == "compile":
         print(f"wrote {', '.join(result['files'].values())}")
         if "GFLOP/s" in result or "GFLOP/s".replace(" ", "_") in result:
@@ -222,19 +238,42 @@ def _print_human(command: str, result: dict) -> None:
         print(f"{result['trials']} trials in {result['log']}; best {result['best_gflops']} GFLOP/s")
 
 
+@contextlib.contextmanager
+def _compiler(cc: str | None):
+    """--cc for the command's duration, through $CC (what Target.from_name reads); $CC itself is checked too."""
+    cc = check_compiler(cc)
+    old = os.environ.get("CC")
+    if cc:
+        os.environ["CC"] = cc
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CC", None)
+        else:
+            os.environ["CC"] = old
+
+
 def main(argv=None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse: 0 for --help, 2 for usage errors
+    except SystemExit as e:  # argparse: 0 for --help
         return int(e.code or 0)
+    except CliError as e:
+        print(f"ansorc: error: {e}", file=sys.stderr)
+        return e.code
     try:
-        result = {"compile": cmd_compile, "tune": cmd_tune, "show": cmd_show}[args.command](args)
+        with _compiler(getattr(args, "cc", None)):
+            result = {"compile": cmd_compile, "tune": cmd_tune, "show": cmd_show}[args.command](args)
     except CliError as e:
         print(f"ansorc: error: {e}", file=sys.stderr)
         return e.code
     except AnsorcError as e:  # any other error ansorc raises for its input or a failed build: one line
         print(f"ansorc: error: {(str(e).splitlines() or [type(e).__name__])[0]}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as e:  # a file the work writes (disk full, permissions changed meanwhile): one line
+        print(f"ansorc: error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("ansorc: interrupted", file=sys.stderr)

@@ -3,12 +3,14 @@
 `Target.from_name("native" | "avx512" | "avx2" | "neon" | "generic")`. "native" reads this machine's ISA
 (/proc/cpuinfo flags on x86-64, NEON on AArch64) and compiles with -march=native; the named ISAs compile with
 their own flags, so an AVX2 kernel can be built and run on an AVX-512 machine, and a NEON kernel is
-cross-compiled with aarch64-linux-gnu-gcc and run under qemu (see measure/cross.py).
+cross-compiled with aarch64-linux-gnu-gcc and run under qemu (see measure/cross.py). Kernels for this machine are
+compiled with $CC when it is set (gcc or clang, or a path to one), else gcc.
 """
 from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,6 +39,10 @@ ISA_SPECS = {
 # (target arch, host arch) -> compiler, and the prefix that runs a program of that arch here
 COMPILERS = {("x86_64", "x86_64"): "gcc", ("aarch64", "aarch64"): "gcc", ("aarch64", "x86_64"): "aarch64-linux-gnu-gcc"}
 RUNNERS = {("aarch64", "x86_64"): ("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu")}
+# Flags a compiler needs on top of a target's, by compiler family (the first of these words in its name).
+# clang's -fopenmp links libomp (Debian: libomp-dev); both accept the ISA flags above.
+COMPILER_FLAGS = {"gcc": (), "clang": ()}
+_PROGRAM = re.compile(r"[A-Za-z0-9_.+/-]+")
 # cpuinfo flags an x86 ISA needs, widest first: native picks the first one the CPU has
 X86_NEEDS = (("avx512", {"avx512f", "fma"}), ("avx2", {"avx2", "fma"}))
 
@@ -75,9 +81,25 @@ def num_cores() -> int:
         return os.cpu_count() or 1
 
 
-def library_flags(isa_flags: tuple = NATIVE_ISA_FLAGS) -> tuple:
+def host_cc() -> str:
+    """The C compiler for this machine's kernels: $CC (one program: a name or a path), else gcc."""
+    cc = os.environ.get("CC", "").strip()
+    if not cc:
+        return "gcc"
+    if not _PROGRAM.fullmatch(cc):
+        raise ValueError(f"CC={cc!r}: expected one compiler program (gcc, clang or a path to one), no options")
+    return cc
+
+
+def compiler_family(cc: str) -> str:
+    """"clang" or "gcc" (anything else is driven like gcc): which of COMPILER_FLAGS applies."""
+    name = os.path.basename(cc)
+    return "clang" if "clang" in name else "gcc"
+
+
+def library_flags(isa_flags: tuple = NATIVE_ISA_FLAGS, cc: str = "gcc") -> tuple:
     """Compiler flags for a kernel shared library: the one place they are written (builder, header, export)."""
-    return ("-O3", *isa_flags, *BASE_FLAGS)
+    return ("-O3", *isa_flags, *BASE_FLAGS, *COMPILER_FLAGS[compiler_family(cc)])
 
 
 @dataclass(frozen=True)
@@ -93,20 +115,22 @@ class Target:
     vector_registers: int = 16
 
     @classmethod
-    def from_name(cls, name: "str | Target" = "native") -> "Target":
+    def from_name(cls, name: "str | Target" = "native", cc: str | None = None) -> "Target":
+        """The target `name`; its kernels for this machine compile with `cc`, else $CC, else gcc."""
         if isinstance(name, Target):
             return name
-        return _from_name(name)
+        return _from_name(name, cc or host_cc())
 
     @property
     def flags(self) -> tuple:
         """Flags for a shared library (what measure.builder.build takes as target_flags)."""
-        return library_flags(self.isa_flags)
+        return library_flags(self.isa_flags, self.cc)
 
     @property
     def exe_flags(self) -> tuple:
         """Flags for a stand-alone program (the cross-check driver); static when it runs under an emulator."""
-        return ("-O3", *self.isa_flags, "-fopenmp", "-std=c99", *(("-static",) if self.run_prefix else ()))
+        return ("-O3", *self.isa_flags, "-fopenmp", "-std=c99", *COMPILER_FLAGS[compiler_family(self.cc)],
+                *(("-static",) if self.run_prefix else ()))
 
     @property
     def is_cross(self) -> bool:
@@ -125,7 +149,7 @@ class Target:
 
 
 @lru_cache(maxsize=None)
-def _from_name(name: str) -> Target:
+def _from_name(name: str, host_compiler: str) -> Target:
     host = host_arch()
     if name == "native":
         isa = host_isas()[0]
@@ -137,9 +161,10 @@ def _from_name(name: str) -> Target:
         raise ValueError(f"unknown target {name!r}; known: native, {', '.join(ISA_SPECS)}")
     spec = ISA_SPECS[isa]
     arch = spec.arch or host
-    cc = COMPILERS.get((arch, host), "gcc" if arch == host else f"{arch}-linux-gnu-gcc")
+    cc = host_compiler if arch == host else COMPILERS.get((arch, host), f"{arch}-linux-gnu-gcc")
     return Target(name, isa, arch, spec.vector_bytes, num_cores(), cc, flags, RUNNERS.get((arch, host), ()),
                   spec.vector_registers)
 
 
-__all__ = ["Target", "IsaSpec", "host_arch", "host_isas", "cpu_flags", "library_flags", "ISA_SPECS"]
+__all__ = ["Target", "IsaSpec", "host_arch", "host_isas", "cpu_flags", "library_flags", "host_cc", "compiler_family",
+           "ISA_SPECS"]

@@ -8,12 +8,14 @@ See docs/expression-language.md for the grammar, the semantics and the list of e
 from __future__ import annotations
 
 import os
+import re
 
 from .check import Program, build_program
 from .errors import TeError, TeSyntaxError
 from .lexer import decode_source
 from .parser import parse
 
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
 MAX_FILE_BYTES = 1 << 20  # an expression file is a few lines; anything this large is a mistake
 
 
@@ -28,14 +30,27 @@ def parse_text(text: str, filename: str = "<string>", defines: dict | None = Non
 
 
 def parse_defines(args) -> dict:
-    """`-D` arguments ("N=1024", ...) as a defines dict; values stay text and are checked against the file."""
+    """`-D` arguments ("N=1024", ...) as a defines dict; values stay text and are checked against the file. Only
+    ASCII digits make a value (int() would also take '١٢٨'), and a name given twice is an error, not the last."""
     defines = {}
     for arg in args or ():
         name, eq, value = str(arg).partition("=")
-        if not eq or not name.strip():
+        name, value = name.strip(), value.strip()
+        if not eq or not name:
             raise TeError(f"-D {arg}: expected NAME=INTEGER, as in -D N=1024", "<command line>")
-        defines[name.strip()] = value.strip()
+        if not _ASCII_INT.fullmatch(value):
+            raise TeError(f"non-integer size: -D {printable_arg(arg)} (expected an integer in ASCII digits, as in "
+                          f"-D {printable_arg(name)}=1024)", "<command line>")
+        if name in defines:
+            raise TeError(f"-D {printable_arg(name)} is given twice ({defines[name]} and {value}; expected it once)",
+                          "<command line>")
+        defines[name] = value
     return defines
+
+
+def printable_arg(text: str) -> str:
+    """A command-line value as it may be echoed in one line: non-printable characters escaped."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 def load(path, defines: dict | None = None) -> Program:

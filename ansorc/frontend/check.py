@@ -117,7 +117,7 @@ class _Builder:
             try:
                 if isinstance(raw, bool):
                     raise TypeError
-                value = int(raw) if isinstance(raw, str) and re.fullmatch(r"\s*[+-]?\d{1,10}\s*", raw) \
+                value = int(raw) if isinstance(raw, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,10}\s*", raw) \
                     else operator.index(raw)
             except (TypeError, ValueError):
                 raise self.fail(f"non-integer size: -D {item.name}={raw} (expected an integer)", item) from None

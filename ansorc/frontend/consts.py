@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import nodes as n
+from ..ir.c_reserved import reserved_reason
 from .errors import TeError
 
 TENSOR_DTYPES = ("float32", "float64", "int32", "int64")
@@ -11,22 +12,16 @@ REDUCERS = ("sum", "max", "min")
 FUNCTIONS = {"sum": (1,), "max": (1, 2), "min": (1, 2), "select": (3,), "pow": (2,),
              **{f: (1,) for f in ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "floor", "ceil")},
              **{t: (1,) for t in TENSOR_DTYPES}}
-C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
-    inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
-    volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert
-    _Thread_local bool true false NULL""".split())
 
 
 def check_name(name: str, what: str, filename: str, line: int, col: int) -> None:
     """A name becomes a C identifier in generated code, so it must be a usable one."""
-    if name in C_KEYWORDS:
-        raise TeError(f"'{name}' is a C keyword and cannot name {what} (expected another name)", filename, line, col)
     if name in FUNCTIONS:
         raise TeError(f"'{name}' is a built-in function and cannot name {what} (expected another name)",
                       filename, line, col)
-    if name.startswith("__") or (name.startswith("_") and name[1:2].isupper()):
-        raise TeError(f"'{name}' is reserved in C (names starting with '__' or '_' and a capital letter; "
-                      "expected another name)", filename, line, col)
+    why = reserved_reason(name)
+    if why:
+        raise TeError(f"'{name}' is {why} and cannot name {what} (expected another name)", filename, line, col)
 
 
 def eval_size(node: n.Node, params: dict, filename: str, what: str) -> int:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 
+from .c_reserved import reserved_reason
+
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if
 inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
 volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic _Generic _Noreturn _Static_assert
@@ -13,7 +15,7 @@ def c_ident(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not s or s[0].isdigit():
         s = "t_" + s
-    if s in C_KEYWORDS or s.startswith("ansorc_") or s.startswith("__"):
+    if s in C_KEYWORDS or reserved_reason(s):  # also what would shadow the C library (expf, int32_t, memset)
         s = "u_" + s
     return s
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ansorc.codegen.source import Source
-from ansorc.codegen.target import library_flags
+from ansorc.codegen.target import host_cc, library_flags
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.sealed import install, intact, sweep_leftovers
 
@@ -201,13 +201,15 @@ def _compile_one(source: Source, key: str, build_dir: Path, cc: str, flags: Sequ
 
 
 def build(sources: Sequence[Source], target_flags: Sequence[str] = DEFAULT_CFLAGS,
-          timeout: float = DEFAULT_BUILD_TIMEOUT, n_parallel: int | None = None, cc: str = "gcc",
+          timeout: float = DEFAULT_BUILD_TIMEOUT, n_parallel: int | None = None, cc: str | None = None,
           build_dir: str | os.PathLike | None = None) -> list[BuildResult]:
-    """Compile every source into <build_dir>/<key>.so, in parallel; results are in the order of `sources`.
+    """Compile every source into <build_dir>/<key>.so with `cc` (default: $CC, else gcc), in parallel; results are
+    in the order of `sources`.
 
     A library already in the cache is reused (cached=True, build_seconds=0). Failed builds are not cached,
     so a fixed compiler or flag is picked up on the next call.
     """
+    cc = cc or host_cc()
     out_dir = Path(build_dir) if build_dir is not None else default_build_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     sweep_leftovers(out_dir)  # temporary files of builders killed mid-compile
@@ -251,8 +253,10 @@ def _with_source(result: BuildResult, source: Source) -> BuildResult:
 _runtime_lock = threading.Lock()
 
 
-def runtime_library(cc: str = "gcc", cache_dir: str | os.PathLike | None = None) -> Path:
-    """The timing runtime (runtime/timer.c) compiled once into a small cached .so; returns its path."""
+def runtime_library(cc: str | None = None, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The timing runtime (runtime/timer.c) compiled once into a small cached .so; returns its path. Built with the
+    kernels' compiler (default: $CC, else gcc), so that a process loads one OpenMP runtime, not libgomp and libomp."""
+    cc = cc or host_cc()
     root = Path(cache_dir) if cache_dir is not None else cache_root() / "runtime"
     text = (RUNTIME_DIR / "timer.c").read_text() + _header_digest() + compiler_id(cc) + " ".join(RUNTIME_CFLAGS)
     lib = root / f"ansorc_runtime_{hashlib.sha256(text.encode()).hexdigest()[:16]}.so"

@@ -89,7 +89,8 @@ def local_backend(target: str, options: TuneOptions):
     if not tgt.runs_here():
         raise TargetUnavailableError(f"target {target!r} cannot be measured on this machine ({tgt.arch}, {tgt.isa}); "
                          "tune on the target machine")
-    return LocalBackend(Runner(config=options.runner), target_flags=options.flags or tgt.flags, cc=tgt.cc)
+    runner = Runner(config=replace(options.runner, cc=tgt.cc))  # the timing runtime too: one OpenMP runtime
+    return LocalBackend(runner, target_flags=options.flags or tgt.flags, cc=tgt.cc)
 
 
 def cuda_backend(target: str, options: TuneOptions):

@@ -19,6 +19,7 @@ from ..ir.state import ScheduleError, State, replay
 from ..ir.canonical import rename_steps
 from ..ir.steps import steps_from_json, steps_to_json
 from ..measure.errors import MeasureErrorNo
+from ..measure.memory import check_fits
 from ..measure.record import RETIME_NOTE, Record, RecordLog, best, records_for, resources_of, steps_key
 from ..measure.runner import MeasureResult, RunnerConfig
 from ..measure.task import MeasureTask
@@ -82,6 +83,7 @@ def make_cost_model(options: TuneOptions):
 
 def measure_task(task: SearchTask, seed: int) -> MeasureTask:
     """Seeded random inputs and the numpy evaluator's outputs for them."""
+    check_fits(task.dag)  # one clear line, not a MemoryError from numpy
     # the outputs let random_inputs see which integer inputs are indices, and draw those in range
     inputs = random_inputs(list(task.dag.inputs) + list(task.dag.outputs), seed)
     reference = evaluate(list(task.dag.outputs), inputs)

@@ -24,6 +24,7 @@ from ansorc.measure.builder import build
 from ansorc.search.annotate import sample
 from ansorc.search.task import SearchTask
 
+from .compilers import COMPILERS
 from .test_schedules import ssrsrs_gmm_steps
 
 PROGRAMS_PER_OP = 5
@@ -202,11 +203,12 @@ def compare(dag, outs, expected, what):
     return errors
 
 
+@pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("isa", ["avx512", "avx2", "generic"])
-def test_random_programs_of_every_operator(isa):
+def test_random_programs_of_every_operator(isa, cc):
     if isa not in host_isas():
         pytest.skip(f"this CPU cannot run {isa} kernels")
-    target = Target.from_name(isa)
+    target = Target.from_name(isa, cc)
     jobs = []
     for name in workloads.WORKLOADS:
         dag, states, inputs, expected = programs(name)

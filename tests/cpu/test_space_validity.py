@@ -12,20 +12,23 @@ from ansorc.measure.runner import Runner
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 
+from .compilers import COMPILERS
+
 FAST_FLAGS = ("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 
 
-def _check(name, n, flags, seed):
+def _check(name, n, flags, seed, cc="gcc"):
     """Candidates run in the measurement worker (as in tuning): a crash is a recorded error, not a dead pytest."""
     task = SearchTask(workloads.smallest(name), hw=HardwareParams(num_cores=2))
     progs = sample(task, n, seed=seed)
     assert len(progs) >= min(n, 20), f"{name}: only {len(progs)} distinct programs"
     sources = [generate_source(task.dag, p, name=f"{name.lower()}_{k}") for k, p in enumerate(progs)]
-    results = build(sources, target_flags=flags, timeout=180)  # validity, not speed: big unrolled bodies build slowly
+    # validity, not speed: big unrolled bodies build slowly
+    results = build(sources, target_flags=flags, timeout=180, cc=cc)
     inputs = random_inputs(task.dag.inputs, 0)
     ref = evaluate(list(task.dag.outputs), inputs)
     with Runner([inputs[t.name] for t in task.dag.inputs], [ref[t.name] for t in task.dag.outputs],
-                min_repeat_ms=0, repeat=1, rtol=1e-4, atol=1e-3, timeout=60) as runner:
+                min_repeat_ms=0, repeat=1, rtol=1e-4, atol=1e-3, timeout=60, cc=cc) as runner:
         measured = runner.run(results)
     for prog, res, m in zip(progs, results, measured):
         assert res.ok, f"{name}: build failed for\n{prog}\n{res.error_msg[:2000]}"
@@ -38,6 +41,7 @@ def test_100_random_programs_match(name):
     _check(name, 100, FAST_FLAGS, seed=11)
 
 
+@pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("name", ["GMM", "C2D", "NRM", "SFM", "DEP", "T2D"])
-def test_random_programs_match_at_o3(name):
-    _check(name, 6, DEFAULT_CFLAGS, seed=5)
+def test_random_programs_match_at_o3(name, cc):
+    _check(name, 6, DEFAULT_CFLAGS, seed=5, cc=cc)
