@@ -1,5 +1,7 @@
-"""ONNX operators lowered to te: Conv, Gemm, MatMul, pooling, normalization, Softmax, reductions.
-Interface: ops_common.py."""
+"""ONNX neural-network operators lowered to te: Conv, ConvTranspose (ops_conv), pooling (ops_pool), normalization
+and softmax (ops_norm), reductions (ops_reduce), Gemm and MatMul (here). Interface: ops_common.py."""
 from __future__ import annotations
 
-OPS: dict = {}  # ONNX op type -> ops_common.OpSpec
+from . import ops_conv
+
+OPS: dict = {**ops_conv.OPS}  # ONNX op type -> ops_common.OpSpec
