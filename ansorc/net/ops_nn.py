@@ -2,6 +2,6 @@
 and softmax (ops_norm), reductions (ops_reduce), Gemm and MatMul (here). Interface: ops_common.py."""
 from __future__ import annotations
 
-from . import ops_conv
+from . import ops_conv, ops_pool
 
-OPS: dict = {**ops_conv.OPS}  # ONNX op type -> ops_common.OpSpec
+OPS: dict = {**ops_conv.OPS, **ops_pool.OPS}  # ONNX op type -> ops_common.OpSpec

@@ -1,0 +1,111 @@
+"""MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (1-D/2-D/3-D, NCHW) lowered to te.
+
+A pool is a padded stage (-inf or 0 on the border) and one max/sum reduction over the kernel taps; an average
+divides by the per-position count in its own element-wise compute. The count depends only on the output
+position and is separable per spatial dim, so it is a product of small per-dim select chains built here from
+the exact counts (ceil_mode, count_include_pad and dilations all included)."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from ..ir import te
+from .ops_util import as_tensor, compute, ints, lowest, spec, zero
+from .ops_window import Window, pad_spatial, taps, window
+
+
+def _prepare(node, ins, ctx):
+    shape = tuple(node.in_shapes[0])
+    nd = len(shape) - 2
+    if not 1 <= nd <= 3:
+        raise node.unsupported(f"input of shape {list(shape)}: only 1-D, 2-D and 3-D pooling is supported")
+    if "kernel_shape" not in node.attrs:
+        raise node.unsupported("attribute kernel_shape is required")
+    kernel = ints(node, "kernel_shape", (), nd)
+    ceil_mode = bool(node.attrs.get("ceil_mode", 0))
+    win = window(node, shape[2:], kernel, ceil_mode)
+    return as_tensor(ins[0], ctx, f"{node.name}_x"), shape, win
+
+
+def _pool(node, padded, win: Window, combiner, name: str):
+    nd = len(win.kernel)
+    rs = [te.reduce_axis((0, k), n) for k, n in zip(win.kernel, ("rd", "rh", "rw")[3 - nd:])]
+
+    def body(n, c, *o):
+        return combiner(padded[(n, c) + tuple(taps(o[d], rs[d], win, d) for d in range(nd))], axis=rs)
+    return compute(padded.shape[:2] + win.out, body, name, "pool")
+
+
+def lower_max_pool(node, ins, ctx):
+    if len(node.out_shapes) > 1:
+        raise node.unsupported("the Indices output is not supported")
+    x, shape, win = _prepare(node, ins, ctx)
+    padded = pad_spatial(x, shape[2:], win, lowest(x.dtype), ctx.name(f"{node.name}_pad"))
+    return [_pool(node, padded, win, te.max, ctx.name(node.name))]
+
+
+def _counts(size: int, win: Window, d: int, include_pad: bool) -> list:
+    """How many taps of each output position along dim d fall inside the input (or inside input + pads)."""
+    lo, hi = (-win.before[d], size + win.after[d]) if include_pad else (0, size)
+    o = np.arange(win.out[d])[:, None]
+    pos = o * win.strides[d] - win.before[d] + np.arange(win.kernel[d])[None, :] * win.dilations[d]
+    return [int(c) for c in ((pos >= lo) & (pos < hi)).sum(axis=1)]
+
+
+def _table(o, values: list):
+    """An int expression equal to values[o]: the most common value, with selects for the others."""
+    common = Counter(values).most_common(1)[0][0]
+    expr = te.const(common, "int32")
+    for i, v in enumerate(values):
+        if v != common:
+            expr = te.if_then_else(o.equal(i), te.const(v, "int32"), expr)
+    return expr
+
+
+def lower_average_pool(node, ins, ctx):
+    x, shape, win = _prepare(node, ins, ctx)
+    include = bool(node.attrs.get("count_include_pad", 0))
+    padded = pad_spatial(x, shape[2:], win, zero(x.dtype), ctx.name(f"{node.name}_pad"))
+    total = _pool(node, padded, win, te.sum, ctx.name(f"{node.name}_sum"))
+    counts = [_counts(n, win, d, include) for d, n in enumerate(shape[2:])]
+    if min(min(c) for c in counts) < 1:
+        raise node.unsupported("a pooling window covers no input element")
+
+    def body(n, c, *o):
+        count = None
+        for d, values in enumerate(counts):
+            term = _table(o[d], values)
+            count = term if count is None else count * term
+        return total[(n, c) + o] / count.astype(x.dtype)
+    return [compute(total.shape, body, ctx.name(node.name), "pool_average")]
+
+
+def _global(node, ins, ctx, combiner):
+    shape = tuple(node.in_shapes[0])
+    if len(shape) < 3:
+        raise node.unsupported(f"input of shape {list(shape)} has no spatial dimension")
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    rs = [te.reduce_axis((0, n), f"r{d}") for d, n in enumerate(shape[2:])]
+    out_shape = shape[:2] + (1,) * len(rs)
+    name = ctx.name(node.name if combiner is te.max else f"{node.name}_sum")
+    return compute(out_shape, lambda n, c, *_: combiner(x[(n, c) + tuple(rs)], axis=rs), name, "pool_global")
+
+
+def lower_global_average_pool(node, ins, ctx):
+    total = _global(node, ins, ctx, te.sum)
+    count = float(np.prod(node.in_shapes[0][2:]))
+    return [compute(total.shape, lambda *i: total[i] / count, ctx.name(node.name), "pool_average")]
+
+
+def lower_global_max_pool(node, ins, ctx):
+    return [_global(node, ins, ctx, te.max)]
+
+
+_POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
+OPS = {
+    "MaxPool": spec(lower_max_pool, attrs=_POOL_ATTRS + ("storage_order",), note="1-D/2-D/3-D; no Indices output"),
+    "AveragePool": spec(lower_average_pool, attrs=_POOL_ATTRS + ("count_include_pad",), note="1-D/2-D/3-D"),
+    "GlobalAveragePool": spec(lower_global_average_pool),
+    "GlobalMaxPool": spec(lower_global_max_pool),
+}
