@@ -2,6 +2,6 @@
 and softmax (ops_norm), reductions (ops_reduce), Gemm and MatMul (here). Interface: ops_common.py."""
 from __future__ import annotations
 
-from . import ops_conv, ops_pool, ops_reduce
+from . import ops_conv, ops_norm, ops_pool, ops_reduce
 
-OPS: dict = {**ops_conv.OPS, **ops_pool.OPS, **ops_reduce.OPS}  # ONNX op type -> ops_common.OpSpec
+OPS: dict = {**ops_conv.OPS, **ops_pool.OPS, **ops_reduce.OPS, **ops_norm.OPS}  # ONNX op type -> ops_common.OpSpec
