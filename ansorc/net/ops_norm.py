@@ -121,6 +121,27 @@ def lower_layer_norm(node, ins, ctx):
     return outs
 
 
+def lower_lrn(node, ins, ctx):
+    """Local response normalization across channels: x / (bias + alpha / size * sum of squares) ** beta, the sum
+    over channels [c - (size-1)//2, c + ceil((size-1)/2)] clipped to the input."""
+    shape = tuple(node.in_shapes[0])
+    if len(shape) < 3 or "size" not in node.attrs:
+        raise node.unsupported(f"needs an input of rank >= 3 (got {list(shape)}) and the size attribute")
+    size = int(node.attrs["size"])
+    alpha, beta = float(node.attrs.get("alpha", 1e-4)), float(node.attrs.get("beta", 0.75))
+    bias = float(node.attrs.get("bias", 1.0))
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    r, lo, C = te.reduce_axis((0, size), "rc"), (size - 1) // 2, shape[1]
+
+    def square(n, c, *rest):
+        ch = c + (r.var - lo) if lo else c + r.var
+        v = x[(n, ch) + rest]
+        return te.sum(te.if_then_else(te.all(ch >= 0, ch < C), v * v, 0.0), axis=r)
+    sq = compute(shape, square, ctx.name(f"{node.name}_sqsum"), "lrn_sum")
+    scale = alpha / size
+    return [compute(shape, lambda *i: x[i] / te.pow(sq[i] * scale + bias, beta), ctx.name(node.name), "lrn")]
+
+
 def _softmax_axes(node, rank: int) -> tuple:
     """opset >= 13: the one `axis`; before: every axis from `axis` on (the input coerced to 2-D)."""
     if opset(node) >= 13:
@@ -155,6 +176,7 @@ OPS = {
     "InstanceNormalization": spec(lower_instance_norm, attrs=("epsilon",)),
     "LayerNormalization": spec(lower_layer_norm, attrs=("axis", "epsilon", "stash_type"),
                                note="Mean/InvStdDev outputs supported"),
+    "LRN": spec(lower_lrn, attrs=("alpha", "beta", "bias", "size"), note="across channels"),
     "Softmax": spec(lower_softmax, attrs=("axis",), note="opset < 13 coerces to 2-D"),
     "LogSoftmax": spec(lower_softmax, attrs=("axis",), note="opset < 13 coerces to 2-D"),
 }

@@ -125,6 +125,12 @@ def test_layer_norm_scale_only_broadcast_and_stat_outputs():
     check_op("LayerNormalization", [r(2, 3, 4) + 2, r(3, 4), r(4)], {"axis": 1}, n_out=3)
 
 
+@pytest.mark.parametrize("xs,attrs", [((1, 7, 4, 5), {"size": 3}), ((2, 5, 3, 2), {"size": 5}),
+                                      ((2, 6, 4, 5), {"size": 5, "alpha": 1e-2, "beta": 0.5, "bias": 2.0})])
+def test_lrn_matches_onnxruntime(xs, attrs):  # onnxruntime takes only odd sizes and 4-D inputs
+    check_op("LRN", [r(*xs) * 3], attrs)
+
+
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
 @pytest.mark.parametrize("opset", [11, 13])
 @pytest.mark.parametrize("axis", [None, -1, 0, 1, 2])
