@@ -7,7 +7,7 @@ conv with the flipped kernel over it (as TVM's conv2d_transpose)."""
 from __future__ import annotations
 
 from ..ir import te
-from .ops_util import as_tensor, compute, ints, spec, zero
+from .ops_nn_util import as_tensor, compute, ints, spec, zero
 from .ops_window import Window, pad_spatial, taps, window
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir import te
 from . import ops_conv, ops_norm, ops_pool, ops_reduce
-from .ops_util import FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, reader, spec, te_shape
+from .ops_nn_util import FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, reader, spec, te_shape
 
 
 def _operand(node, x, trans: bool, ctx, hint):

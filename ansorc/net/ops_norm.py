@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir import te
 from .ops_reduce import reduce_compute, stat_index
-from .ops_util import (as_tensor, broadcast_index, broadcast_shape, compute, norm_axis, opset, reader, spec,
+from .ops_nn_util import (as_tensor, broadcast_index, broadcast_shape, compute, norm_axis, opset, reader, spec,
                        te_shape)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import te
-from .ops_util import compute, ints
+from .ops_nn_util import compute, ints
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Helpers shared by the operator lowerings: attribute checks, axis normalisation, numpy broadcasting, reading a
+"""Helpers shared by the nn operator lowerings (ops_nn, ops_conv, ops_pool, ops_norm, ops_reduce): attribute checks,
 value whatever its form (te Tensor, constant array, rank-0 held as shape (1,)).
 
 The ops_*.py modules use these so that every rejection is one `node.unsupported(...)` line."""
