@@ -1,7 +1,8 @@
-"""Helpers shared by the nn operator lowerings (ops_nn, ops_conv, ops_pool, ops_norm, ops_reduce): attribute checks,
-value whatever its form (te Tensor, constant array, rank-0 held as shape (1,)).
+"""Helpers of the nn operator lowerings (ops_nn, ops_conv, ops_pool, ops_norm, ops_reduce): attribute checks, axis
+normalisation, numpy broadcasting, reading a value whatever its form (te Tensor, constant array, rank-0 held as
+shape (1,)). Every rejection is one `node.unsupported(...)` line.
 
-The ops_*.py modules use these so that every rejection is one `node.unsupported(...)` line."""
+(The element-wise ops keep similar helpers in ops_util.py; the two can merge once both are in.)"""
 from __future__ import annotations
 
 import numpy as np
