@@ -47,3 +47,17 @@ def test_pools_and_gemm_build_and_match_evaluator():
     gemm = _node("Gemm", {"transB": 1, "alpha": 0.5}, [(1, 8), (3, 8), (3,)], (1, 3))
     (g,) = OPS["Gemm"].lower(gemm, [flat, np.ones((3, 8), np.float32), np.arange(3, dtype=np.float32)], ctx)
     check_kernel([x] + _weights(ctx, g) + [g], None, rtol=1e-4, atol=1e-5, name="pools_gemm")
+
+
+def test_batched_matmul_layer_norm_reduce_and_argmax_build_and_match_evaluator():
+    ctx = LowerContext()
+    a, b = te.placeholder((2, 1, 3, 4), name="a"), te.placeholder((3, 4, 5), name="b")
+    (m,) = OPS["MatMul"].lower(_node("MatMul", {}, [(2, 1, 3, 4), (3, 4, 5)], (2, 3, 3, 5)), [a, b], ctx)
+    ln = _node("LayerNormalization", {"axis": -1}, [(2, 3, 3, 5), (5,), (5,)], (2, 3, 3, 5), opset=17)
+    (y,) = OPS["LayerNormalization"].lower(ln, [m, np.linspace(0.5, 1.5, 5, dtype=np.float32),
+                                                np.zeros(5, np.float32)], ctx)
+    red = _node("ReduceMean", {"axes": [1, 3], "keepdims": 0}, [(2, 3, 3, 5)], (2, 3), opset=13)
+    (s,) = OPS["ReduceMean"].lower(red, [y], ctx)
+    arg = Node("ArgMax", "arg", {"axis": 1, "_opset": 13}, ((2, 3),), ("float32",), ((2, 1),), ("int64",), "m")
+    (i,) = OPS["ArgMax"].lower(arg, [s], ctx)
+    check_kernel([a, b] + _weights(ctx, y) + [s, i], None, rtol=1e-4, atol=1e-5, name="mm_ln_argmax")
