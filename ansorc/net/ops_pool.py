@@ -38,11 +38,33 @@ def _pool(node, padded, win: Window, combiner, name: str):
 
 
 def lower_max_pool(node, ins, ctx):
-    if len(node.out_shapes) > 1:
-        raise node.unsupported("the Indices output is not supported")
     x, shape, win = _prepare(node, ins, ctx)
     padded = pad_spatial(x, shape[2:], win, lowest(x.dtype), ctx.name(f"{node.name}_pad"))
-    return [_pool(node, padded, win, te.max, ctx.name(node.name))]
+    out = _pool(node, padded, win, te.max, ctx.name(node.name))
+    if len(node.out_shapes) < 2 or node.out_shapes[1] is None:
+        return [out]
+    return [out, _indices(node, padded, out, shape, win, ctx)]
+
+
+def _indices(node, padded, best, shape, win: Window, ctx):
+    """MaxPool's Indices: the flat NCHW index (storage_order=1: spatial dims column-major) of the smallest-index
+    input element equal to the max of each window; padding never wins."""
+    nd = len(win.kernel)
+    col_major = bool(node.attrs.get("storage_order", 0))
+    rs = [te.reduce_axis((0, k), n) for k, n in zip(win.kernel, ("rd", "rh", "rw")[3 - nd:])]
+    miss = te.const(2**62, "int64")
+
+    def body(n, c, *o):
+        pos = [taps(o[d], rs[d], win, d) for d in range(nd)]
+        coords = [p - b if b else p for p, b in zip(pos, win.before)]
+        inside = te.all(*[q >= 0 for q in coords], *[q < size for q, size in zip(coords, shape[2:])])
+        dims = list(zip(coords, shape[2:]))
+        flat = n * shape[1] + c
+        for q, size in (dims[::-1] if col_major else dims):
+            flat = flat * size + q
+        hit = te.all(inside, padded[(n, c) + tuple(pos)].equal(best[(n, c) + o]))
+        return te.min(te.if_then_else(hit, flat.astype("int64"), miss), axis=rs)
+    return compute(best.shape, body, ctx.name(f"{node.name}_indices"), "pool_indices")
 
 
 def _counts(size: int, win: Window, d: int, include_pad: bool) -> list:
@@ -104,7 +126,7 @@ def lower_global_max_pool(node, ins, ctx):
 
 _POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
 OPS = {
-    "MaxPool": spec(lower_max_pool, attrs=_POOL_ATTRS + ("storage_order",), note="1-D/2-D/3-D; no Indices output"),
+    "MaxPool": spec(lower_max_pool, attrs=_POOL_ATTRS + ("storage_order",), note="1-D/2-D/3-D; Indices output"),
     "AveragePool": spec(lower_average_pool, attrs=_POOL_ATTRS + ("count_include_pad",), note="1-D/2-D/3-D"),
     "GlobalAveragePool": spec(lower_global_average_pool),
     "GlobalMaxPool": spec(lower_global_max_pool),
