@@ -55,7 +55,7 @@ def lower_batch_norm(node, ins, ctx):
     return [compute(shape, body, ctx.name(node.name), "batch_norm")]
 
 
-def _moments(node, x, shape, axes, ctx):
+def moments(node, x, shape, axes, ctx):
     """Sum and sum of squared deviations over `axes` (keepdims=0 layouts), and the count."""
     count = math.prod(shape[a] for a in axes)
     read = reader(x, shape)
@@ -77,7 +77,7 @@ def lower_instance_norm(node, ins, ctx):
     x = as_tensor(ins[0], ctx, f"{node.name}_x")
     sc, bi = _channel_vectors(node, ins[:3], ctx, ("scale", "bias"))
     axes = tuple(range(2, len(shape)))
-    s1, s2, inv = _moments(node, x, shape, axes, ctx)
+    s1, s2, inv = moments(node, x, shape, axes, ctx)
 
     def body(*i):
         st = stat_index(i, axes)
@@ -104,7 +104,7 @@ def lower_layer_norm(node, ins, ctx):
         t, s = as_tensor(v, ctx, f"{node.name}_{what}"), tuple(s)
         params.append(lambda i, t=t, s=s: reader(t, s)(broadcast_index(i, s)))
     axes = tuple(range(axis, rank))
-    s1, s2, inv = _moments(node, x, shape, axes, ctx)
+    s1, s2, inv = moments(node, x, shape, axes, ctx)
 
     def body(*i):
         st = stat_index(i, axes)
@@ -142,7 +142,7 @@ def lower_lrn(node, ins, ctx):
     return [compute(shape, lambda *i: x[i] / te.pow(sq[i] * scale + bias, beta), ctx.name(node.name), "lrn")]
 
 
-def _softmax_axes(node, rank: int) -> tuple:
+def softmax_axes(node, rank: int) -> tuple:
     """opset >= 13: the one `axis`; before: every axis from `axis` on (the input coerced to 2-D)."""
     if opset(node) >= 13:
         return (norm_axis(node, int(node.attrs.get("axis", -1)), rank),)
@@ -153,7 +153,7 @@ def lower_softmax(node, ins, ctx):
     shape = tuple(node.in_shapes[0])
     x = as_tensor(ins[0], ctx, f"{node.name}_x")
     read = reader(x, shape)
-    axes = _softmax_axes(node, len(shape))
+    axes = softmax_axes(node, len(shape))
     mx = reduce_compute(shape, axes, False, te.max, read, ctx.name(f"{node.name}_max"))
     if node.op_type == "LogSoftmax":
         sm = reduce_compute(shape, axes, False, te.sum, lambda i: te.exp(read(i) - mx[stat_index(i, axes)]),

@@ -103,6 +103,35 @@ def lower_average_pool(node, ins, ctx):
     return [compute(total.shape, body, ctx.name(node.name), "pool_average")]
 
 
+def _power(v, p: int):
+    return v * v if p == 2 else te.abs(v) if p == 1 else te.pow(te.abs(v), float(p))
+
+
+def _root(v, p: int):
+    return te.sqrt(v) if p == 2 else v if p == 1 else te.pow(v, 1.0 / p)
+
+
+def lower_lp_pool(node, ins, ctx):
+    """(sum over the window of |x|^p)^(1/p), zero padding: the powers in a stage of their own, then a sum pool."""
+    x, shape, win = _prepare(node, ins, ctx)
+    p = int(node.attrs.get("p", 2))
+    if p < 1:
+        raise node.unsupported(f"p={p} must be positive")
+    powered = compute(shape, lambda *i: _power(x[i], p), ctx.name(f"{node.name}_pow"), "pool_pow")
+    padded = pad_spatial(powered, shape[2:], win, zero(x.dtype), ctx.name(f"{node.name}_pad"))
+    total = _pool(node, padded, win, te.sum, ctx.name(f"{node.name}_sum"))
+    return [compute(total.shape, lambda *i: _root(total[i], p), ctx.name(node.name), "pool_root")]
+
+
+def lower_global_lp_pool(node, ins, ctx):
+    p = int(node.attrs.get("p", 2))
+    shape = tuple(node.in_shapes[0])
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    powered = compute(shape, lambda *i: _power(x[i], p), ctx.name(f"{node.name}_pow"), "pool_pow")
+    total = _global(node, [powered], ctx, te.sum)
+    return [compute(total.shape, lambda *i: _root(total[i], p), ctx.name(node.name), "pool_root")]
+
+
 def _global(node, ins, ctx, combiner):
     shape = tuple(node.in_shapes[0])
     if len(shape) < 3:
@@ -130,4 +159,6 @@ OPS = {
     "AveragePool": spec(lower_average_pool, attrs=_POOL_ATTRS + ("count_include_pad",), note="1-D/2-D/3-D"),
     "GlobalAveragePool": spec(lower_global_average_pool),
     "GlobalMaxPool": spec(lower_global_max_pool),
+    "LpPool": spec(lower_lp_pool, attrs=_POOL_ATTRS + ("p",), note="1-D/2-D/3-D"),
+    "GlobalLpPool": spec(lower_global_lp_pool, attrs=("p",)),
 }

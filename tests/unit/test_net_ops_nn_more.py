@@ -1,0 +1,55 @@
+"""Less common nn operators (ops_norm_more, LpPool, GlobalLpPool) against onnxruntime on random data."""
+import numpy as np
+import pytest
+
+from .nn_harness import check_op
+
+RNG = np.random.default_rng(1)
+
+
+def r(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+def test_rms_norm_matches_onnxruntime(axis):
+    check_op("RMSNormalization", [r(2, 3, 4), r(*(2, 3, 4)[axis:])], {"axis": axis}, opset=23)
+    check_op("RMSNormalization", [r(2, 3, 4), r(4)], {"axis": axis, "epsilon": 1e-3}, opset=23, consts=(1,))
+
+
+@pytest.mark.parametrize("xs,groups", [((2, 6, 3, 4), 3), ((2, 6, 5), 6), ((2, 6, 5), 1)])
+def test_group_norm_matches_onnxruntime(xs, groups):
+    check_op("GroupNormalization", [r(*xs) + 1, r(xs[1]), r(xs[1])], {"num_groups": groups, "epsilon": 1e-3},
+             opset=21)
+
+
+@pytest.mark.parametrize("attrs", [{}, {"axes": [1, 3]}])
+def test_mean_variance_normalization_matches_onnxruntime(attrs):
+    check_op("MeanVarianceNormalization", [r(2, 3, 4, 5)], attrs)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_matches_onnxruntime(axis, p):
+    check_op("LpNormalization", [r(2, 3, 4)], {"axis": axis, "p": p})
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_hardmax_first_maximum_wins(opset, axis):
+    x = RNG.integers(-2, 2, (2, 3, 4)).astype(np.float32)  # ties on purpose
+    got = check_op("Hardmax", [x], {"axis": axis}, opset=opset)[0]
+    assert set(np.unique(got)) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_lp_pool_and_global_lp_pool_match_onnxruntime(p):
+    check_op("LpPool", [r(1, 3, 9, 8)], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "p": p},
+             opset=18)
+    check_op("GlobalLpPool", [r(2, 3, 5, 4)], {"p": p})
+
+
+def test_lp_pool_same_padding_and_dilations():
+    check_op("LpPool", [r(1, 3, 9, 8)], {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
+             opset=18)
+    check_op("LpPool", [r(1, 3, 9)], {"kernel_shape": [3], "strides": [2], "dilations": [2]}, opset=18)
