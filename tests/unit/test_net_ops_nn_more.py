@@ -53,3 +53,13 @@ def test_lp_pool_same_padding_and_dilations():
     check_op("LpPool", [r(1, 3, 9, 8)], {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "SAME_UPPER"},
              opset=18)
     check_op("LpPool", [r(1, 3, 9)], {"kernel_shape": [3], "strides": [2], "dilations": [2]}, opset=18)
+
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij->ji", [(3, 4)]), ("ii->i", [(4, 4)]), ("ii", [(4, 4)]),
+    ("ij->", [(3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("...ij,...jk->...ik", [(2, 1, 3, 4), (2, 3, 4, 5)]),
+    ("i,i", [(5,), (5,)]), ("i,j->ij", [(3,), (4,)]), ("ij,kj", [(3, 4), (5, 4)]), ("...ii->...i", [(2, 3, 3)]),
+    ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("ij...,jk...->ik...", [(3, 4, 2), (4, 5, 2)]),
+])
+def test_einsum_matches_onnxruntime(equation, shapes):
+    check_op("Einsum", [r(*s) for s in shapes], {"equation": equation}, opset=12)
