@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import te
-from . import ops_conv, ops_einsum, ops_norm, ops_norm_more, ops_pool, ops_reduce
+from . import ops_attention, ops_conv, ops_einsum, ops_norm, ops_norm_more, ops_pool, ops_reduce
 from .ops_nn_util import FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, reader, spec, te_shape
 
 
@@ -82,5 +82,6 @@ def lower_matmul(node, ins, ctx):
 OPS: dict = {  # ONNX op type -> ops_common.OpSpec
     "Gemm": spec(lower_gemm, attrs=("alpha", "beta", "transA", "transB"), note="C broadcast, optional"),
     "MatMul": spec(lower_matmul, FLOATS + ("int32", "int64"), note="1-D and batched N-D with broadcasting"),
-    **ops_conv.OPS, **ops_einsum.OPS, **ops_pool.OPS, **ops_norm.OPS, **ops_norm_more.OPS, **ops_reduce.OPS,
+    **ops_attention.OPS, **ops_conv.OPS, **ops_einsum.OPS, **ops_pool.OPS, **ops_norm.OPS, **ops_norm_more.OPS,
+    **ops_reduce.OPS,
 }

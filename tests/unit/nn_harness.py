@@ -41,14 +41,15 @@ def lower_and_run(op_type, inputs, out_shapes, attrs, opset=OPSET, consts=(), ou
     node = Node(op_type, name, {**attrs, "_opset": opset},
                 tuple(None if a is None else tuple(a.shape) for a in inputs),
                 tuple(None if a is None else str(a.dtype) for a in inputs),
-                tuple(tuple(s) for s in out_shapes), tuple(out_dtypes or ["float32"] * len(out_shapes)), "test")
+                tuple(None if s is None else tuple(s) for s in out_shapes),
+                tuple(out_dtypes or ["float32"] * len(out_shapes)), "test")
     outs = SUPPORT[op_type].lower(node, ins, ctx)
-    tensors = [o for o in outs if not isinstance(o, np.ndarray)]
+    tensors = [o for o in outs if o is not None and not isinstance(o, np.ndarray)]
     values = evaluate(tensors, {**feeds, **ctx.weights}) if tensors else {}
     result = []
-    for o, shape in zip(outs, out_shapes):
-        arr = o if isinstance(o, np.ndarray) else values[o.name]
-        result.append(np.asarray(arr).reshape(shape))
+    for o, shape in zip(outs, out_shapes):  # a None shape is an output the node does not produce
+        arr = None if shape is None else o if isinstance(o, np.ndarray) else values[o.name]
+        result.append(None if arr is None else np.asarray(arr).reshape(shape))
     return result, outs
 
 

@@ -43,7 +43,7 @@ def run_case(case) -> tuple:
         shapes = [want[n].shape if n in want else None for n in node.output]
         dtypes = [str(want[n].dtype) if n in want else None for n in node.output]
         try:
-            got, _ = lower_and_run(node.op_type, ins, [s or () for s in shapes], attrs_of(node), _opset(case.model),
+            got, _ = lower_and_run(node.op_type, ins, shapes, attrs_of(node), _opset(case.model),
                                    consts, dtypes, node.name or f"{node.op_type}_0")
         except UnsupportedError as e:
             return "unsupported", str(e)
