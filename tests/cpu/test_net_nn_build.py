@@ -61,3 +61,14 @@ def test_batched_matmul_layer_norm_reduce_and_argmax_build_and_match_evaluator()
     arg = Node("ArgMax", "arg", {"axis": 1, "_opset": 13}, ((2, 3),), ("float32",), ((2, 1),), ("int64",), "m")
     (i,) = OPS["ArgMax"].lower(arg, [s], ctx)
     check_kernel([a, b] + _weights(ctx, y) + [s, i], None, rtol=1e-4, atol=1e-5, name="mm_ln_argmax")
+
+
+def test_causal_grouped_query_attention_with_float_mask_builds_and_matches_evaluator():
+    """-inf causal biases, the fully-masked-row guard and grouped-query heads survive C codegen. (A bool mask
+    would be a uint8 kernel argument: kernel.py's table; check_kernel passes numpy bools.)"""
+    ctx = LowerContext()
+    q, k, v = (te.placeholder(s, name=n) for s, n in (((1, 4, 3, 8), "q"), ((1, 2, 5, 8), "k"), ((1, 2, 5, 8), "v")))
+    node = Node("Attention", "att", {"is_causal": 1, "_opset": 23}, ((1, 4, 3, 8), (1, 2, 5, 8), (1, 2, 5, 8), (3, 5)),
+                ("float32",) * 4, ((1, 4, 3, 8),), ("float32",), "m")
+    (y,) = OPS["Attention"].lower(node, [q, k, v, np.zeros((3, 5), np.float32)], ctx)
+    check_kernel([q, k, v] + _weights(ctx, y) + [y], None, rtol=1e-4, atol=1e-5, name="attention")
