@@ -30,8 +30,10 @@ def _channel_vectors(node, ins, ctx, names):
 
 
 def lower_batch_norm(node, ins, ctx):
-    if node.attrs.get("training_mode", 0) or len(node.out_shapes) > 1:
-        raise node.unsupported("training mode (running statistics outputs) is not supported")
+    if node.attrs.get("training_mode", 0):
+        return _batch_norm_training(node, ins, ctx)
+    if len(node.out_shapes) > 1:
+        raise node.unsupported("running statistics outputs need training_mode=1 (opset >= 14)")
     if not node.attrs.get("spatial", 1) or not node.attrs.get("is_test", 1) and opset(node) < 7:
         raise node.unsupported("only the spatial, inference form is supported")
     shape = tuple(node.in_shapes[0])
@@ -53,6 +55,26 @@ def lower_batch_norm(node, ins, ctx):
         c = i[1]
         return (x[i] - mu(c)) * (sc(c) / te.sqrt(var(c) + eps)) + bi(c)
     return [compute(shape, body, ctx.name(node.name), "batch_norm")]
+
+
+def _batch_norm_training(node, ins, ctx):
+    """training_mode=1 (opset >= 14): normalise with the batch statistics (population variance); the running
+    statistics outputs are input * momentum + batch * (1 - momentum)."""
+    shape = tuple(node.in_shapes[0])
+    if opset(node) < 14 or len(shape) < 2:
+        raise node.unsupported("training mode needs opset >= 14 and an input with a channel dimension")
+    eps, momentum = float(node.attrs.get("epsilon", 1e-5)), float(node.attrs.get("momentum", 0.9))
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    sc, bi, mu, var = _channel_vectors(node, ins, ctx, ("scale", "bias", "mean", "var"))
+    axes = tuple(d for d in range(len(shape)) if d != 1)
+    s1, s2, inv = moments(node, x, shape, axes, ctx)
+    outs = [compute(shape, lambda *i: (x[i] - s1[i[1]] * inv) / te.sqrt(s2[i[1]] * inv + eps) * sc(i[1]) +
+                    bi(i[1]), ctx.name(node.name), "batch_norm")]
+    for k, (old, stat) in enumerate(((mu, lambda c: s1[c] * inv), (var, lambda c: s2[c] * inv)), start=1):
+        if len(node.out_shapes) > k and node.out_shapes[k] is not None:
+            outs.append(compute((shape[1],), lambda c, old=old, stat=stat: old(c) * momentum + stat(c) *
+                                (1.0 - momentum), ctx.name(f"{node.name}_running{k}"), "batch_norm_stat"))
+    return outs
 
 
 def moments(node, x, shape, axes, ctx):
@@ -172,7 +194,7 @@ def lower_softmax(node, ins, ctx):
 OPS = {
     "BatchNormalization": spec(lower_batch_norm, attrs=("epsilon", "momentum", "spatial", "is_test",
                                                         "training_mode", "consumed_inputs"),
-                               note="inference form only"),
+                               note="inference form; training_mode=1 at opset >= 14"),
     "InstanceNormalization": spec(lower_instance_norm, attrs=("epsilon",)),
     "LayerNormalization": spec(lower_layer_norm, attrs=("axis", "epsilon", "stash_type"),
                                note="Mean/InvStdDev outputs supported"),

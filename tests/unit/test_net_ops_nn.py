@@ -113,6 +113,11 @@ def test_batch_norm_matches_onnxruntime(xs, consts):
              opset=15)
 
 
+def test_batch_norm_training_mode_uses_batch_statistics_and_updates_running_ones():
+    check_op("BatchNormalization", [r(2, 3, 4, 5), r(3), r(3), r(3), positive(3)],
+             {"epsilon": 1e-3, "training_mode": 1, "momentum": 0.8}, n_out=3, opset=15)
+
+
 def test_batch_norm_with_constant_statistics_is_one_compute():
     _, outs = lower_and_run("BatchNormalization", [r(1, 3, 4, 4), r(3), r(3), r(3), positive(3)], [(1, 3, 4, 4)],
                             {}, consts=(1, 2, 3, 4))
@@ -252,7 +257,7 @@ def _node(op, attrs, in_shapes, out_shapes, dtype="float32"):
     ("Conv", {}, [(1, 3, 2, 8, 8, 8), (4, 3, 1, 3, 3, 3)], "float32", "3-D"),
     ("MaxPool", {"kernel_shape": [2, 2], "auto_pad": "SAME"}, [(1, 3, 8, 8)], "float32", "auto_pad='SAME'"),
     ("ReduceProd", {}, [(4, 100)], "float32", "ReduceProd"),
-    ("BatchNormalization", {"training_mode": 1}, [(1, 3, 2, 2)] + [(3,)] * 4, "float32", "training"),
+    ("BatchNormalization", {"spatial": 0}, [(1, 3, 2, 2)] + [(3,)] * 4, "float32", "spatial"),
     ("Softmax", {"axis": 5}, [(2, 3)], "float32", "axis 5"),
     ("MatMul", {}, [(3, 4), (5, 6)], "float32", "inner dimensions"),
 ])
