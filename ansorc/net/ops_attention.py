@@ -166,4 +166,4 @@ def _weighted(node, probs, vr, kvh, dv, flat: bool, ctx):
 
 OPS = {"Attention": spec(lower_attention, FLOATS, (
     "is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode", "scale", "softcap", "softmax_precision",
-    "left_window_size", "right_window_size"), "float32/float64; masks float or bool; KV cache; GQA")}
+    "left_window_size", "right_window_size"), "float32/float64; masks float or bool; KV cache; GQA", 3)}

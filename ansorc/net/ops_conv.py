@@ -157,7 +157,8 @@ def lower_conv_transpose(node, ins, ctx):
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 OPS = {
-    "Conv": spec(lower_conv, attrs=_CONV_ATTRS, note="1-D/2-D/3-D, groups (depthwise), optional bias"),
+    "Conv": spec(lower_conv, attrs=_CONV_ATTRS, note="1-D/2-D/3-D, groups (depthwise), optional bias",
+                 required=2),
     "ConvTranspose": spec(lower_conv_transpose, attrs=_CONV_ATTRS + ("output_padding", "output_shape"),
-                          note="1-D/2-D/3-D, groups, optional bias"),
+                          note="1-D/2-D/3-D, groups, optional bias", required=2),
 }

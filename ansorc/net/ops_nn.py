@@ -80,8 +80,9 @@ def lower_matmul(node, ins, ctx):
 
 
 OPS: dict = {  # ONNX op type -> ops_common.OpSpec
-    "Gemm": spec(lower_gemm, attrs=("alpha", "beta", "transA", "transB"), note="C broadcast, optional"),
-    "MatMul": spec(lower_matmul, FLOATS + ("int32", "int64"), note="1-D and batched N-D with broadcasting"),
+    "Gemm": spec(lower_gemm, attrs=("alpha", "beta", "transA", "transB"), note="C broadcast, optional", required=2),
+    "MatMul": spec(lower_matmul, FLOATS + ("int32", "int64"), note="1-D and batched N-D with broadcasting",
+                   required=2),
     **ops_attention.OPS, **ops_conv.OPS, **ops_einsum.OPS, **ops_pool.OPS, **ops_norm.OPS, **ops_norm_more.OPS,
     **ops_reduce.OPS,
 }

@@ -20,9 +20,12 @@ def check_attrs(node, known) -> None:
             raise node.unsupported(f"attribute {key!r} is not supported")
 
 
-def spec(lower, dtypes=FLOATS, attrs=(), note: str = "") -> OpSpec:
-    """An OpSpec whose lowering first checks the first input's dtype and the attribute names."""
+def spec(lower, dtypes=FLOATS, attrs=(), note: str = "", required: int = 1) -> OpSpec:
+    """An OpSpec whose lowering first checks the `required` leading inputs are there, the first input's dtype
+    and the attribute names."""
     def checked(node, ins, ctx):
+        if len(ins) < required or any(x is None for x in ins[:required]) or len(node.in_shapes) < len(ins):
+            raise node.unsupported(f"needs {required} input(s), got {sum(x is not None for x in ins)}")
         dtype = node.in_dtypes[0] if node.in_dtypes else None
         if dtype is not None and dtype not in dtypes:
             raise node.unsupported(f"dtype {dtype} is not supported (supported: {', '.join(dtypes)})")
@@ -57,7 +60,7 @@ def reader(x, shape):
 
 
 def norm_axis(node, axis: int, rank: int) -> int:
-    if not -rank <= axis < max(rank, 1):
+    if not -rank <= axis < rank:
         raise node.unsupported(f"axis {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
 

@@ -194,10 +194,10 @@ def lower_softmax(node, ins, ctx):
 OPS = {
     "BatchNormalization": spec(lower_batch_norm, attrs=("epsilon", "momentum", "spatial", "is_test",
                                                         "training_mode", "consumed_inputs"),
-                               note="inference form; training_mode=1 at opset >= 14"),
-    "InstanceNormalization": spec(lower_instance_norm, attrs=("epsilon",)),
+                               note="inference form; training_mode=1 at opset >= 14", required=5),
+    "InstanceNormalization": spec(lower_instance_norm, attrs=("epsilon",), required=3),
     "LayerNormalization": spec(lower_layer_norm, attrs=("axis", "epsilon", "stash_type"),
-                               note="Mean/InvStdDev outputs supported"),
+                               note="Mean/InvStdDev outputs supported", required=2),
     "LRN": spec(lower_lrn, attrs=("alpha", "beta", "bias", "size"), note="across channels"),
     "Softmax": spec(lower_softmax, attrs=("axis",), note="opset < 13 coerces to 2-D"),
     "LogSoftmax": spec(lower_softmax, attrs=("axis",), note="opset < 13 coerces to 2-D"),

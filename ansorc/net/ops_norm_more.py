@@ -125,9 +125,9 @@ def lower_hardmax(node, ins, ctx):
 
 
 OPS = {
-    "RMSNormalization": spec(lower_rms_norm, FLOATS, ("axis", "epsilon", "stash_type")),
+    "RMSNormalization": spec(lower_rms_norm, FLOATS, ("axis", "epsilon", "stash_type"), required=2),
     "GroupNormalization": spec(lower_group_norm, FLOATS, ("epsilon", "num_groups", "stash_type"),
-                               "scale/bias per group (opset 18) or per channel (21)"),
+                               "scale/bias per group (opset 18) or per channel (21)", 3),
     "MeanVarianceNormalization": spec(lower_mvn, FLOATS, ("axes",)),
     "LpNormalization": spec(lower_lp_norm, FLOATS, ("axis", "p"), "p = 1 or 2"),
     "Hardmax": spec(lower_hardmax, FLOATS, ("axis",), "opset < 13 coerces to 2-D"),

@@ -125,6 +125,8 @@ def lower_lp_pool(node, ins, ctx):
 
 def lower_global_lp_pool(node, ins, ctx):
     p = int(node.attrs.get("p", 2))
+    if p < 1:
+        raise node.unsupported(f"p={p} must be positive")
     shape = tuple(node.in_shapes[0])
     x = as_tensor(ins[0], ctx, f"{node.name}_x")
     powered = compute(shape, lambda *i: _power(x[i], p), ctx.name(f"{node.name}_pow"), "pool_pow")

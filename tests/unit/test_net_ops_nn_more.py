@@ -63,3 +63,45 @@ def test_lp_pool_same_padding_and_dilations():
 ])
 def test_einsum_matches_onnxruntime(equation, shapes):
     check_op("Einsum", [r(*s) for s in shapes], {"equation": equation}, opset=12)
+
+
+FUZZ_TRIALS = 25
+_FUZZ_ATTRS = {
+    "pads": lambda g: [g.randint(-1, 3) for _ in range(g.choice([2, 4, 6]))],
+    "strides": lambda g: [g.randint(0, 3) for _ in range(g.choice([1, 2, 3]))],
+    "dilations": lambda g: [g.randint(0, 3) for _ in range(g.choice([1, 2]))],
+    "kernel_shape": lambda g: [g.randint(0, 4) for _ in range(g.choice([1, 2, 3]))],
+    "group": lambda g: g.randint(0, 4), "axis": lambda g: g.randint(-4, 4), "keepdims": lambda g: g.randint(0, 1),
+    "axes": lambda g: [g.randint(-4, 4) for _ in range(g.randint(0, 3))], "ceil_mode": lambda g: g.randint(0, 1),
+    "auto_pad": lambda g: g.choice(["NOTSET", "SAME_UPPER", "VALID", "X"]), "p": lambda g: g.randint(-1, 3),
+    "size": lambda g: g.randint(0, 4), "num_groups": lambda g: g.randint(0, 4), "transA": lambda g: g.randint(0, 1),
+    "equation": lambda g: g.choice(["ij,jk->ik", "ii", "i->j", "ab", "...i,...i", "I"]),
+    "q_num_heads": lambda g: g.randint(0, 4), "kv_num_heads": lambda g: g.randint(0, 4),
+}
+
+
+def test_random_shapes_and_attributes_give_results_or_one_line_errors():
+    """Every op over random ranks, shapes and attribute values (many invalid): a lowering or one AnsorcError
+    line, never another exception."""
+    import random
+
+    from ansorc.errors import AnsorcError
+    from ansorc.ir import te
+    from ansorc.net.ops_common import LowerContext, Node
+    from ansorc.net.ops_nn import OPS
+    g, crashes = random.Random(0), []
+    for op, sp in sorted(OPS.items()):
+        for _ in range(FUZZ_TRIALS):
+            shapes = [tuple(g.randint(1, 5) for _ in range(g.randint(0, 5))) for _ in range(g.randint(1, 5))]
+            attrs = {k: _FUZZ_ATTRS[k](g) for k in sp.attrs if k in _FUZZ_ATTRS and g.random() < 0.6}
+            ins = [te.placeholder(s or (1,), name=f"x{i}") if g.random() < 0.7 else np.zeros(s, np.float32)
+                   for i, s in enumerate(shapes)]
+            node = Node(op, "n", {**attrs, "_opset": g.choice([11, 13, 18, 23])}, tuple(shapes),
+                        ("float32",) * len(shapes), ((1,),), ("float32",), "m")
+            try:
+                sp.lower(node, ins, LowerContext())
+            except AnsorcError as e:
+                assert "\n" not in str(e)
+            except Exception as e:  # noqa: BLE001 - collected and reported
+                crashes.append(f"{op} {attrs} {shapes}: {type(e).__name__}: {e}")
+    assert not crashes, crashes[:5]
