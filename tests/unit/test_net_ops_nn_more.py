@@ -105,3 +105,25 @@ def test_random_shapes_and_attributes_give_results_or_one_line_errors():
             except Exception as e:  # noqa: BLE001 - collected and reported
                 crashes.append(f"{op} {attrs} {shapes}: {type(e).__name__}: {e}")
     assert not crashes, crashes[:5]
+
+
+@pytest.mark.parametrize("op,shapes,attrs", [
+    ("Conv", [(1, 3, 8, 8), (4, 3, 3, 3), (4,)], {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ("ConvTranspose", [(1, 3, 5, 5), (3, 2, 3, 3)], {"strides": [2, 2]}),
+    ("MaxPool", [(1, 3, 8, 8)], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ("AveragePool", [(1, 3, 8, 8)], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ("LayerNormalization", [(2, 3, 4), (4,), (4,)], {}),
+    ("Gemm", [(3, 4), (5, 4), (5,)], {"transB": 1, "alpha": 0.5}),
+    ("ReduceL2", [(2, 3, 4)], {"axes": [1]}),
+])
+def test_float64_lowerings_match_onnx_reference_closely(op, shapes, attrs):
+    from onnx import TensorProto
+    from onnx.reference import ReferenceEvaluator
+
+    from .nn_harness import lower_and_run, model_of
+    ins = [RNG.standard_normal(s) for s in shapes]
+    want = ReferenceEvaluator(model_of(op, ins, 1, attrs, 17, [TensorProto.DOUBLE])).run(
+        None, {f"x{i}": a for i, a in enumerate(ins)})[0]
+    got, outs = lower_and_run(op, ins, [want.shape], attrs, 17, (), ["float64"])
+    assert outs[0].dtype == "float64"
+    np.testing.assert_allclose(got[0], want, rtol=1e-10, atol=1e-12)
