@@ -57,16 +57,16 @@ def _axes(node, ins, shape) -> tuple | None:
     return norm_axes(node, given.ravel().tolist(), len(shape))
 
 
-# per op: (source of the reduction, combiner, what follows it given (value, count, dtype)), None = nothing
+# per op: (source of the reduction, combiner, what follows it given (value, count)); None: nothing follows
 _SIMPLE = {
     "ReduceSum": (lambda v: v, te.sum, None),
-    "ReduceMean": (lambda v: v, te.sum, lambda s, n, dt: s / float(n)),
+    "ReduceMean": (lambda v: v, te.sum, lambda s, n: s / float(n)),
     "ReduceMax": (lambda v: v, te.max, None),
     "ReduceMin": (lambda v: v, te.min, None),
     "ReduceSumSquare": (lambda v: v * v, te.sum, None),
     "ReduceL1": (lambda v: te.abs(v), te.sum, None),
-    "ReduceL2": (lambda v: v * v, te.sum, lambda s, n, dt: te.sqrt(s)),
-    "ReduceLogSum": (lambda v: v, te.sum, lambda s, n, dt: te.log(s)),
+    "ReduceL2": (lambda v: v * v, te.sum, lambda s, n: te.sqrt(s)),
+    "ReduceLogSum": (lambda v: v, te.sum, lambda s, n: te.log(s)),
 }
 
 
@@ -79,7 +79,7 @@ def lower_reduce(node, ins, ctx):
     axes = () if axes is None else axes
     count = math.prod(shape[a] for a in axes)
     if node.op_type == "ReduceLogSumExp":
-        return [_log_sum_exp(node, x, read, shape, axes, keep, ctx)]
+        return [_log_sum_exp(node, read, shape, axes, keep, ctx)]
     if node.op_type == "ReduceProd":
         return [_prod(node, read, shape, axes, keep, ctx)]
     source, combiner, post = _SIMPLE[node.op_type]
@@ -87,21 +87,18 @@ def lower_reduce(node, ins, ctx):
     red = reduce_compute(shape, axes, keep, combiner, lambda i: source(read(i)), name)
     if post is None:
         return [red]
-    return [compute(red.shape, lambda *i: post(red[i], count, x.dtype), ctx.name(node.name), "reduce_post")]
+    return [compute(red.shape, lambda *i: post(red[i], count), ctx.name(node.name), "reduce_post")]
 
 
-def _log_sum_exp(node, x, read, shape, axes, keep, ctx):
+def _log_sum_exp(node, read, shape, axes, keep, ctx):
     """log(sum(exp(x - max))) + max: the shift keeps exp from overflowing."""
     mx = reduce_compute(shape, axes, False, te.max, read, ctx.name(f"{node.name}_max"))
     s = reduce_compute(shape, axes, keep, te.sum, lambda i: te.exp(read(i) - mx[stat_index(i, axes)]),
                        ctx.name(f"{node.name}_sum"))
     out = reduced_shape(shape, axes, keep)
 
-    def body(*idx):
-        full = list(idx)
-        if keep:
-            return te.log(s[idx]) + mx[stat_index(full, axes)]
-        return te.log(s[idx]) + mx[idx]
+    def body(*idx):  # mx is laid out without the reduced dims
+        return te.log(s[idx]) + mx[stat_index(idx, axes) if keep else idx]
     return compute(te_shape(out), body, ctx.name(node.name), "reduce_post")
 
 
