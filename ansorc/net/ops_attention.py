@@ -114,15 +114,16 @@ def lower_attention(node, ins, ctx):
     outs = [_weighted(node, probs, vr, kvh, v[3], len(shapes[0]) == 3, ctx)]
     wanted = lambda n: len(node.out_shapes) > n and node.out_shapes[n] is not None  # noqa: E731
     for n, (present, rd, view) in enumerate(((present_k, kr, k), (present_v, vr, v)), start=1):
-        if wanted(n):
-            outs.append(present if present is not None else compute(
-                (B, view[1], view[2], view[3]), lambda b, h, j, d, rd=rd: rd(b, h, j, d),
-                ctx.name(f"{node.name}_present{n}"), "kv_cache"))
+        if not wanted(n):
+            outs.append(None)  # keeps later outputs at their ONNX positions
+            continue
+        outs.append(present if present is not None else compute(
+            (B, view[1], view[2], view[3]), lambda b, h, j, d, rd=rd: rd(b, h, j, d),
+            ctx.name(f"{node.name}_present{n}"), "kv_cache"))
     if wanted(3):
         mode = int(node.attrs.get("qk_matmul_output_mode", 0))
         if mode not in (0, 1, 2, 3):
             raise node.unsupported(f"qk_matmul_output_mode={mode}")
-        outs += [None] * (3 - len(outs))
         # mode 0 is the scaled product before softcap (onnxruntime; onnx's reference applies softcap to it too,
         # its tests never combine the two), 1 after softcap, 2 with the bias, 3 the probabilities
         raw = (lambda *i: scores[i] * scale) if mode == 0 else capped

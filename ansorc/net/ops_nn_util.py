@@ -30,7 +30,8 @@ def spec(lower, dtypes=FLOATS, attrs=(), note: str = "", required: int = 1) -> O
         if dtype is not None and dtype not in dtypes:
             raise node.unsupported(f"dtype {dtype} is not supported (supported: {', '.join(dtypes)})")
         check_attrs(node, attrs)
-        return lower(node, ins, ctx)
+        outs = list(lower(node, ins, ctx))
+        return outs[:max(len(node.out_shapes), 1)]  # optional outputs not asked for are None, none past the end
     checked.__name__ = getattr(lower, "__name__", "lower")
     checked.__doc__ = lower.__doc__
     return OpSpec(checked, tuple(dtypes), tuple(attrs), note)

@@ -71,7 +71,9 @@ def _batch_norm_training(node, ins, ctx):
     outs = [compute(shape, lambda *i: (x[i] - s1[i[1]] * inv) / te.sqrt(s2[i[1]] * inv + eps) * sc(i[1]) +
                     bi(i[1]), ctx.name(node.name), "batch_norm")]
     for k, (old, stat) in enumerate(((mu, lambda c: s1[c] * inv), (var, lambda c: s2[c] * inv)), start=1):
-        if len(node.out_shapes) > k and node.out_shapes[k] is not None:
+        if len(node.out_shapes) <= k or node.out_shapes[k] is None:
+            outs.append(None)  # not asked for; keeps later outputs at their ONNX positions
+        else:
             outs.append(compute((shape[1],), lambda c, old=old, stat=stat: old(c) * momentum + stat(c) *
                                 (1.0 - momentum), ctx.name(f"{node.name}_running{k}"), "batch_norm_stat"))
     return outs

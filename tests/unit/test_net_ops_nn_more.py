@@ -127,3 +127,19 @@ def test_float64_lowerings_match_onnx_reference_closely(op, shapes, attrs):
     got, outs = lower_and_run(op, ins, [want.shape], attrs, 17, (), ["float64"])
     assert outs[0].dtype == "float64"
     np.testing.assert_allclose(got[0], want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("op,ins,attrs,opset", [
+    ("LayerNormalization", [(2, 3, 4), (4,), (4,)], {}, 17),
+    ("BatchNormalization", [(2, 3, 4), (3,), (3,), (3,), (3,)], {"training_mode": 1}, 15),
+    ("Attention", [(1, 2, 3, 8), (1, 2, 5, 8), (1, 2, 5, 8), (3, 7), (1, 2, 2, 8), (1, 2, 2, 8)], {}, 23),
+])
+def test_an_optional_output_left_out_keeps_the_next_one_in_place(op, ins, attrs, opset):
+    """Outputs (Y, <omitted>, Z): the lowering returns None in the middle, Z stays third."""
+    from .nn_harness import lower_and_run, model_of, run_ort
+    arrays = [np.abs(r(*s)) + 0.5 for s in ins]
+    want = run_ort(model_of(op, arrays, 3, attrs, opset), arrays)
+    got, outs = lower_and_run(op, arrays, [want[0].shape, None, want[2].shape], attrs, opset)
+    assert outs[1] is None and len(outs) == 3
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-5)
