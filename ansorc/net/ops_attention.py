@@ -7,6 +7,8 @@ sum-reduce, divide, as workloads.sfm); Y = P V. 3-D inputs are read as (batch, s
 query attention reads kv head h // (q_heads / kv_heads). past_key/past_value are concatenated in front of K/V."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir import te
 from .ops_nn_util import FLOATS, as_tensor, broadcast_index, compute, lowest, reader, spec
 from .ops_reduce import reduce_compute
@@ -75,52 +77,62 @@ def _bias(node, ins, ctx, sq, skv, offset_past):
     return bias
 
 
-def lower_attention(node, ins, ctx):
-    shapes = [None if s is None else tuple(s) for s in node.in_shapes] + [None] * 7
-    ins = list(ins) + [None] * (7 - len(ins))
+@dataclass(frozen=True)
+class _Parts:
+    """The inputs read as 4-D (batch, heads, seq, size) functions, with the caches and the head mapping."""
+    q: tuple            # (reader, heads, seq, size) of Q
+    k: tuple            # the same for K / V as given (before the cache)
+    v: tuple
+    kr: object          # reader of the keys attended to (past + new)
+    vr: object
+    present: tuple      # present_key / present_value computes (None without a cache)
+    skv: int            # keys attended to
+    past_len: int
+    kvh: object         # q head -> kv head
+
+
+def _parts(node, ins, shapes, ctx) -> _Parts:
     if len(shapes[0]) not in (3, 4) or len(shapes[1]) != len(shapes[0]) or len(shapes[2]) != len(shapes[0]):
         raise node.unsupported("Q, K and V must all be 3-D or all 4-D")
     if (ins[4] is None) != (ins[5] is None):
         raise node.unsupported("past_key and past_value must be given together")
     q_, k_, v_ = (as_tensor(x, ctx, f"{node.name}_{n}") for x, n in zip(ins[:3], "qkv"))
-    q = _view(node, q_, shapes[0], node.attrs.get("q_num_heads"))
     kv_heads = node.attrs.get("kv_num_heads")
-    k = _view(node, k_, shapes[1], kv_heads)
-    v = _view(node, v_, shapes[2], kv_heads)
-    (qr, hq, sq, dq), hk = q, k[1]
-    if hq % hk or k[1] != v[1] or k[3] != dq or k[2] != v[2]:
+    q = _view(node, q_, shapes[0], node.attrs.get("q_num_heads"))
+    k, v = _view(node, k_, shapes[1], kv_heads), _view(node, v_, shapes[2], kv_heads)
+    if q[1] % k[1] or k[1] != v[1] or k[3] != q[3] or k[2] != v[2]:
         raise node.unsupported(f"heads/sizes of Q {list(shapes[0])}, K {list(shapes[1])}, V {list(shapes[2])} "
                                "do not match")
     past = [None if x is None else as_tensor(x, ctx, f"{node.name}_past{n}") for x, n in zip(ins[4:6], "kv")]
     kr, present_k, skv = _present(node, k, past[0], shapes[4], ctx, "present_key")
     vr, present_v, _ = _present(node, v, past[1], shapes[5], ctx, "present_value")
-    rep = hq // hk
+    rep = q[1] // k[1]
     kvh = (lambda h: h) if rep == 1 else (lambda h: h // rep)
+    return _Parts(q, k, v, kr, vr, (present_k, present_v), skv, shapes[4][2] if past[0] is not None else 0, kvh)
+
+
+def lower_attention(node, ins, ctx):
+    shapes = [None if s is None else tuple(s) for s in node.in_shapes] + [None] * 7
+    ins = list(ins) + [None] * (7 - len(ins))
+    p = _parts(node, ins, shapes, ctx)
+    (qr, hq, sq, dq), B = p.q, shapes[0][0]
     scale = node.attrs.get("scale")
     scale = float(scale) if scale is not None else 1.0 / float(dq) ** 0.5
     softcap = float(node.attrs.get("softcap", 0.0) or 0.0)
-    B = shapes[0][0]
     r = te.reduce_axis((0, dq), "d")
-    scores = compute((B, hq, sq, skv), lambda b, h, i, j: te.sum(qr(b, h, i, r.var) * kr(b, kvh(h), j, r.var), axis=r),
+    scores = compute((B, hq, sq, p.skv),
+                     lambda b, h, i, j: te.sum(qr(b, h, i, r.var) * p.kr(b, p.kvh(h), j, r.var), axis=r),
                      ctx.name(f"{node.name}_scores"), "attention_scores")
 
     def capped(*i):
         s = scores[i] * scale
         return te.tanh(s / softcap) * softcap if softcap > 0 else s
-    bias = _bias(node, ins, ctx, sq, skv, shapes[4][2] if past[0] is not None else 0)
-    logits = compute((B, hq, sq, skv), lambda *i: capped(*i) + bias(*i) if bias is not None else capped(*i),
+    bias = _bias(node, ins, ctx, sq, p.skv, p.past_len)
+    logits = compute(scores.shape, lambda *i: capped(*i) + bias(*i) if bias is not None else capped(*i),
                      ctx.name(f"{node.name}_logits"), "attention_logits")
     probs = _softmax(node, logits, ctx)
-    outs = [_weighted(node, probs, vr, kvh, v[3], len(shapes[0]) == 3, ctx)]
-    wanted = lambda n: len(node.out_shapes) > n and node.out_shapes[n] is not None  # noqa: E731
-    for n, (present, rd, view) in enumerate(((present_k, kr, k), (present_v, vr, v)), start=1):
-        if not wanted(n):
-            outs.append(None)  # keeps later outputs at their ONNX positions
-            continue
-        outs.append(present if present is not None else compute(
-            (B, view[1], view[2], view[3]), lambda b, h, j, d, rd=rd: rd(b, h, j, d),
-            ctx.name(f"{node.name}_present{n}"), "kv_cache"))
-    if wanted(3):
+    outs = [_weighted(node, probs, p.vr, p.kvh, p.v[3], len(shapes[0]) == 3, ctx)] + _presents(node, p, B, ctx)
+    if len(node.out_shapes) > 3 and node.out_shapes[3] is not None:
         mode = int(node.attrs.get("qk_matmul_output_mode", 0))
         if mode not in (0, 1, 2, 3):
             raise node.unsupported(f"qk_matmul_output_mode={mode}")
@@ -129,6 +141,20 @@ def lower_attention(node, ins, ctx):
         raw = (lambda *i: scores[i] * scale) if mode == 0 else capped
         outs.append(probs if mode == 3 else logits if mode == 2 else
                     compute(logits.shape, raw, ctx.name(f"{node.name}_qk"), "attention_qk"))
+    return outs
+
+
+def _presents(node, p: _Parts, B: int, ctx) -> list:
+    """present_key / present_value when asked for (None in their place otherwise, so later outputs keep their
+    ONNX positions); without a cache they are K / V as 4-D."""
+    outs = []
+    for n, (present, rd, view) in enumerate(zip(p.present, (p.kr, p.vr), (p.k, p.v)), start=1):
+        if len(node.out_shapes) <= n or node.out_shapes[n] is None:
+            outs.append(None)
+        else:
+            outs.append(present if present is not None else compute(
+                (B, view[1], view[2], view[3]), lambda b, h, j, d, rd=rd: rd(b, h, j, d),
+                ctx.name(f"{node.name}_present{n}"), "kv_cache"))
     return outs
 
 
