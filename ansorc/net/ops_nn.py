@@ -19,42 +19,45 @@ def _operand(node, x, trans: bool, ctx, hint):
 
 
 def lower_gemm(node, ins, ctx):
+    """Y = alpha * A' B' + beta * C: the product in workloads.matmul's form, then one epilogue compute (none when
+    alpha is 1 and there is no C; constant factors are folded into constant operands)."""
     sa, sb = (tuple(s) for s in node.in_shapes[:2])
     if len(sa) != 2 or len(sb) != 2:
         raise node.unsupported(f"inputs of shapes {list(sa)} and {list(sb)} should both be 2-D")
     ta, tb = bool(node.attrs.get("transA", 0)), bool(node.attrs.get("transB", 0))
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
-    M, K = (sa[1], sa[0]) if ta else sa
-    K2, N = (sb[1], sb[0]) if tb else sb
+    (M, K), (K2, N) = (sa[::-1] if ta else sa), (sb[::-1] if tb else sb)
     if K != K2:
         raise node.unsupported(f"inner dimensions differ: A {list(sa)} (transA={int(ta)}), B {list(sb)} "
                                f"(transB={int(tb)})")
     b_in = ins[1]
-    if isinstance(b_in, np.ndarray) and alpha != 1.0:  # fold alpha into a constant B
+    if isinstance(b_in, np.ndarray) and alpha != 1.0:
         b_in, alpha = (b_in * alpha).astype(b_in.dtype), 1.0
     a, ta = _operand(node, ins[0], ta, ctx, f"{node.name}_A")
     b, tb = _operand(node, b_in, tb, ctx, f"{node.name}_B")
+    c_in = ins[2] if len(ins) > 2 and beta != 0.0 else None
     k = te.reduce_axis((0, K), "k")
-    mm = te.compute((M, N), lambda i, j: te.sum((a[k, i] if ta else a[i, k]) * (b[j, k] if tb else b[k, j]),
-                                                axis=k), name=ctx.name(node.name if len(ins) < 3 else
-                                                                        f"{node.name}_mm"), tag="dense")
-    c_in = ins[2] if len(ins) > 2 else None
-    if (c_in is None or beta == 0.0) and alpha == 1.0:
-        return [mm]
-    out = mm if alpha == 1.0 else None
-    if c_in is None or beta == 0.0:
-        return [te.compute((M, N), lambda i, j: mm[i, j] * alpha, name=ctx.name(node.name), tag="gemm_scale")]
+    last = c_in is None and alpha == 1.0
+    mm = te.compute((M, N), lambda i, j: te.sum((a[k, i] if ta else a[i, k]) * (b[j, k] if tb else b[k, j]), axis=k),
+                    name=ctx.name(node.name if last else f"{node.name}_mm"), tag="dense")
+    return [mm if last else _gemm_epilogue(node, mm, alpha, c_in, beta, ctx)]
+
+
+def _gemm_epilogue(node, mm, alpha: float, c_in, beta: float, ctx):
+    shape = mm.shape
+    if c_in is None:
+        return te.compute(shape, lambda i, j: mm[i, j] * alpha, name=ctx.name(node.name), tag="gemm_scale")
     sc = tuple(node.in_shapes[2])
-    if broadcast_shape(node, (M, N), sc) != (M, N):
-        raise node.unsupported(f"C of shape {list(sc)} does not broadcast to ({M}, {N})")
+    if broadcast_shape(node, shape, sc) != shape:
+        raise node.unsupported(f"C of shape {list(sc)} does not broadcast to {shape}")
     if isinstance(c_in, np.ndarray) and beta != 1.0:
         c_in, beta = (c_in * beta).astype(c_in.dtype), 1.0
     c = reader(as_tensor(c_in, ctx, f"{node.name}_C"), sc)
 
     def body(i, j):
-        prod = mm[i, j] if out is not None else mm[i, j] * alpha
-        return prod + (c(broadcast_index((i, j), sc)) if beta == 1.0 else c(broadcast_index((i, j), sc)) * beta)
-    return [te.compute((M, N), body, name=ctx.name(node.name), tag="gemm_bias")]
+        prod, add = mm[i, j], c(broadcast_index((i, j), sc))
+        return (prod if alpha == 1.0 else prod * alpha) + (add if beta == 1.0 else add * beta)
+    return te.compute(shape, body, name=ctx.name(node.name), tag="gemm_bias")
 
 
 def lower_matmul(node, ins, ctx):
