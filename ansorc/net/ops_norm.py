@@ -1,4 +1,4 @@
-"""BatchNormalization (inference), InstanceNormalization, LayerNormalization, Softmax and LogSoftmax lowered to te.
+"""BatchNormalization, InstanceNormalization, LayerNormalization, LRN, Softmax and LogSoftmax lowered to te.
 
 Statistics are reductions into their own computes (mean, then the variance around it: two passes, as numpy and
 onnxruntime, so large offsets do not cancel); the normalisation is one element-wise compute. Softmax is
@@ -10,9 +10,9 @@ import math
 import numpy as np
 
 from ..ir import te
-from .ops_reduce import reduce_compute, stat_index
 from .ops_nn_util import (as_tensor, broadcast_index, broadcast_shape, compute, norm_axis, opset, reader, spec,
-                       te_shape)
+                          te_shape)
+from .ops_reduce import reduce_compute, stat_index
 
 
 def _channel_vectors(node, ins, ctx, names):
