@@ -1,0 +1,164 @@
+"""Conv and ConvTranspose (1-D/2-D/3-D, NCHW as ONNX gives it) lowered to te.
+
+A conv is a padded-input stage (select on the border, inlined by the search) and one multiply-add reduction over
+(input channel of the group, kernel taps), as workloads.c2d/c1d/c3d/dep; the bias is its own element-wise compute
+so that fusion treats it like any epilogue. ConvTranspose dilates and pads its input into one stage and runs a
+conv with the flipped kernel over it (as TVM's conv2d_transpose)."""
+from __future__ import annotations
+
+from ..ir import te
+from .ops_nn_util import as_tensor, compute, ints, spec, zero
+from .ops_window import Window, pad_spatial, taps, window
+
+
+def _shapes(node):
+    xs, ws = tuple(node.in_shapes[0]), tuple(node.in_shapes[1])
+    nd = len(xs) - 2
+    if not 1 <= nd <= 3 or len(ws) != len(xs):
+        raise node.unsupported(f"input of shape {list(xs)} and weight of shape {list(ws)}: only 1-D, 2-D and 3-D "
+                               "convolutions are supported")
+    kernel = ints(node, "kernel_shape", ws[2:], nd)
+    if kernel != ws[2:]:
+        raise node.unsupported(f"kernel_shape {list(kernel)} differs from the weight's {list(ws[2:])}")
+    group = int(node.attrs.get("group", 1))
+    if group < 1:
+        raise node.unsupported(f"group={group} must be positive")
+    return xs, ws, nd, group
+
+
+def _channel(co, rc, per_group_out: int, per_group_in: int, group: int):
+    """The input channel that output channel `co` reads at reduction index `rc` (None: no channel axis)."""
+    if group == 1:
+        return 0 if rc is None else rc
+    first = co if per_group_out == 1 else co // per_group_out
+    if per_group_in == 1:
+        return first
+    return first * per_group_in + rc.var
+
+
+def _add_bias(node, out, b, ctx):
+    if b is None:
+        return out
+    bias = as_tensor(b, ctx, f"{node.name}_bias")
+    if tuple(bias.shape) != (out.shape[1],):
+        raise node.unsupported(f"bias of shape {list(bias.shape)} should be ({out.shape[1]},)")
+    return compute(out.shape, lambda n, c, *s: out[(n, c) + s] + bias[c], ctx.name(f"{node.name}_bias_add"),
+                   "bias_add")
+
+
+def _conv(node, padded, w, win: Window, group: int, name: str):
+    """out[n, co, o...] = sum_{rc, r...} padded[n, ci(co, rc), o*s + r*d ...] * w[co, rc, r...]."""
+    nd = len(win.kernel)
+    M, cg = w.shape[0], w.shape[1]
+    rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
+    rs = [te.reduce_axis((0, k), n) for k, n in zip(win.kernel, ("rd", "rh", "rw")[3 - nd:])]
+    shape = (padded.shape[0], M) + win.out
+
+    def body(n, co, *o):
+        ci = _channel(co, rc, M // group, cg, group)
+        src = padded[(n, ci) + tuple(taps(o[d], rs[d], win, d) for d in range(nd))]
+        wv = w[(co, rc if rc is not None else 0) + tuple(rs)]
+        return te.sum(src * wv, axis=([rc] if rc is not None else []) + rs)
+    return compute(shape, body, name, f"conv{nd}d_nchw")
+
+
+def lower_conv(node, ins, ctx):
+    xs, ws, nd, group = _shapes(node)
+    x, w = as_tensor(ins[0], ctx, f"{node.name}_x"), as_tensor(ins[1], ctx, f"{node.name}_w")
+    C, M, cg = xs[1], ws[0], ws[1]
+    if C % group or M % group or cg * group != C:
+        raise node.unsupported(f"group={group} does not match {C} input channels, {M} output channels and a "
+                               f"weight of {cg} channels per group")
+    win = window(node, xs[2:], ws[2:])
+    padded = pad_spatial(x, xs[2:], win, zero(x.dtype), ctx.name(f"{node.name}_pad"))
+    out = _conv(node, padded, w, win, group, ctx.name(node.name))
+    return [_add_bias(node, out, ins[2] if len(ins) > 2 else None, ctx)]
+
+
+# ----------------------------------------------------------------------------- ConvTranspose
+
+def _transpose_pads(node, sizes, kernel, strides, dilations):
+    """(before, after, output sizes) of a ConvTranspose, by the ONNX rules for pads, output_shape, auto_pad."""
+    nd = len(sizes)
+    out_pad = ints(node, "output_padding", (0,) * nd, nd)
+    full = [s * (n - 1) + op + d * (k - 1) + 1 for s, n, op, d, k in zip(strides, sizes, out_pad, dilations, kernel)]
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    wanted = node.attrs.get("output_shape")
+    if wanted is None and auto in ("SAME_UPPER", "SAME_LOWER"):
+        wanted = [n * s for n, s in zip(sizes, strides)]
+    if auto not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise node.unsupported(f"auto_pad={auto!r} is not supported")
+    if wanted is not None:
+        wanted = [int(v) for v in list(wanted)[-nd:]]
+        # a larger output_shape gets no pads: its extra positions see no input (onnxruntime clamps the same way)
+        total = [max(0, f - o) for f, o in zip(full, wanted)]
+        big = [t - t // 2 for t in total]
+        before = [t // 2 for t in total] if auto == "SAME_UPPER" else big
+        return tuple(before), tuple(t - b for t, b in zip(total, before)), tuple(wanted)
+    pads = ints(node, "pads", (0,) * 2 * nd, 2 * nd) if auto == "NOTSET" else (0,) * 2 * nd
+    out = tuple(f - b - a for f, b, a in zip(full, pads[:nd], pads[nd:]))
+    return pads[:nd], pads[nd:], out
+
+
+def _dilate_pad(x, sizes, kernel, strides, dilations, before, out, name):
+    """U[n, c, y...] = x[n, c, (y - P)/s ...] where that is an integer inside x, else 0 (P = d*(k-1) - before)."""
+    front = [d * (k - 1) - b for d, k, b in zip(dilations, kernel, before)]
+    shape = tuple(x.shape[:2]) + tuple(o + d * (k - 1) for o, d, k in zip(out, dilations, kernel))
+
+    def body(n, c, *ys):
+        conds, src = [], [n, c]
+        for y, p, s, size, ext in zip(ys, front, strides, sizes, shape[2:]):
+            last = p + (size - 1) * s       # the last position holding an input element
+            if p > 0:
+                conds.append(y >= p)
+            if last < ext - 1:
+                conds.append(y <= last)
+            shifted = y - p if p else y
+            if s > 1:
+                conds.append((shifted % s).equal(0))
+                shifted = shifted // s
+            src.append(shifted)
+        read = x[tuple(src)]
+        return te.if_then_else(te.all(*conds), read, zero(x.dtype)) if conds else read
+    if all(p == 0 for p in front) and all(s == 1 for s in strides) and shape[2:] == tuple(sizes):
+        return x
+    return compute(shape, body, name, "pad")
+
+
+def lower_conv_transpose(node, ins, ctx):
+    xs, ws, nd, group = _shapes(node)
+    x, w = as_tensor(ins[0], ctx, f"{node.name}_x"), as_tensor(ins[1], ctx, f"{node.name}_w")
+    C, mg = xs[1], ws[1]
+    if ws[0] != C or C % group:
+        raise node.unsupported(f"weight of shape {list(ws)} does not match {C} input channels and group={group}")
+    kernel = ws[2:]
+    strides = ints(node, "strides", (1,) * nd, nd)
+    dilations = ints(node, "dilations", (1,) * nd, nd)
+    before, _, out = _transpose_pads(node, xs[2:], kernel, strides, dilations)
+    if min(out) < 1:
+        raise node.unsupported(f"output size {list(out)} is empty")
+    u = _dilate_pad(x, xs[2:], kernel, strides, dilations, before, out, ctx.name(f"{node.name}_dilate"))
+    cg = C // group
+    rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
+    rs = [te.reduce_axis((0, k), n) for k, n in zip(kernel, ("rd", "rh", "rw")[3 - nd:])]
+    win = Window(kernel, (1,) * nd, dilations, (0,) * nd, (0,) * nd, out)
+
+    def body(n, co, *o):
+        g = co if mg == 1 else co // mg
+        ci = (0 if cg == 1 else rc) if group == 1 else (g if cg == 1 else g * cg + rc.var)
+        src = u[(n, ci) + tuple(taps(o[d], rs[d], win, d) for d in range(nd))]
+        flipped = tuple(k - 1 - r.var for k, r in zip(kernel, rs))
+        local = 0 if mg == 1 else (co if group == 1 else co % mg)
+        wv = w[(ci, local) + flipped]
+        return te.sum(src * wv, axis=([rc] if rc is not None else []) + rs)
+    conv = compute((xs[0], mg * group) + out, body, ctx.name(node.name), f"conv{nd}d_transpose_nchw")
+    return [_add_bias(node, conv, ins[2] if len(ins) > 2 else None, ctx)]
+
+
+_CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+OPS = {
+    "Conv": spec(lower_conv, attrs=_CONV_ATTRS, note="1-D/2-D/3-D, groups (depthwise), optional bias",
+                 required=2),
+    "ConvTranspose": spec(lower_conv_transpose, attrs=_CONV_ATTRS + ("output_padding", "output_shape"),
+                          note="1-D/2-D/3-D, groups, optional bias", required=2),
+}

@@ -1,0 +1,95 @@
+"""Sliding-window geometry shared by Conv and the pools: output sizes and pads from ONNX's auto_pad, pads,
+strides, dilations and ceil_mode, and the padded-input stage (a select on the border, inlinable, as the
+workloads' "pad" computes)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import te
+from .ops_nn_util import compute, ints
+
+
+@dataclass(frozen=True)
+class Window:
+    kernel: tuple
+    strides: tuple
+    dilations: tuple
+    before: tuple      # pads in front, per spatial dim
+    after: tuple       # pads at the end as ONNX gives them (the window may stop short of them)
+    out: tuple         # output sizes
+
+    def span(self, d: int) -> int:
+        return self.dilations[d] * (self.kernel[d] - 1) + 1
+
+    def needed(self, d: int) -> int:
+        """Extent of the padded input the windows read along spatial dim d."""
+        return (self.out[d] - 1) * self.strides[d] + self.span(d)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def window(node, sizes, kernel, ceil_mode: bool = False) -> Window:
+    """The window of a Conv/pool node over spatial `sizes` with `kernel` (attributes read from node.attrs)."""
+    nd = len(sizes)
+    strides = ints(node, "strides", (1,) * nd, nd)
+    dilations = ints(node, "dilations", (1,) * nd, nd)
+    pads = ints(node, "pads", (0,) * 2 * nd, 2 * nd)
+    if min(strides + dilations + kernel) < 1 or min(pads) < 0:
+        raise node.unsupported(f"strides {list(strides)}, dilations {list(dilations)}, kernel {list(kernel)} must "
+                               f"be positive and pads {list(pads)} non-negative")
+    auto = node.attrs.get("auto_pad", "NOTSET")
+    spans = [d * (k - 1) + 1 for d, k in zip(dilations, kernel)]
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        out = tuple(_ceil_div(n, s) for n, s in zip(sizes, strides))
+        total = [max(0, (o - 1) * s + sp - n) for o, s, sp, n in zip(out, strides, spans, sizes)]
+        small = [t // 2 for t in total]
+        before = tuple(small) if auto == "SAME_UPPER" else tuple(t - h for t, h in zip(total, small))
+        after = tuple(t - b for t, b in zip(total, before))
+    elif auto in ("NOTSET", "VALID"):
+        before, after = (pads[:nd], pads[nd:]) if auto == "NOTSET" else ((0,) * nd, (0,) * nd)
+        out = tuple(_out_size(n + b + a, sp, s, b + n, ceil_mode)
+                    for n, b, a, sp, s in zip(sizes, before, after, spans, strides))
+    else:
+        raise node.unsupported(f"auto_pad={auto!r} is not supported")
+    if min(out) < 1:
+        raise node.unsupported(f"input size {list(sizes)} with kernel {list(kernel)} leaves no output")
+    return Window(tuple(kernel), strides, dilations, before, after, out)
+
+
+def _out_size(padded: int, span: int, stride: int, last_start: int, ceil_mode: bool) -> int:
+    if not ceil_mode:
+        return (padded - span) // stride + 1
+    out = _ceil_div(padded - span, stride) + 1
+    # a window that would start inside the end padding is dropped (ONNX, onnxruntime and PyTorch agree)
+    return out - 1 if (out - 1) * stride >= last_start else out
+
+
+def pad_spatial(x, sizes, win: Window, fill, name: str):
+    """x (N, C, *sizes) padded to cover every window read: `fill` outside the input, or x itself when no read
+    leaves the input."""
+    before = win.before
+    after = tuple(win.needed(d) - b - n for d, (b, n) in enumerate(zip(before, sizes)))
+    if not any(before) and max(after) <= 0:
+        return x
+    shape = tuple(x.shape[:2]) + tuple(n + b + a for n, b, a in zip(sizes, before, after))
+
+    def body(n, c, *pos):
+        conds, src = [], [n, c]
+        for p, size, b, a in zip(pos, sizes, before, after):
+            if b:
+                conds.append(p >= b)
+            if a > 0:
+                conds.append(p < b + size)
+            src.append(p - b if b else p)
+        read = x[tuple(src)]
+        return te.if_then_else(te.all(*conds), read, fill) if conds else read
+    return compute(shape, body, name, "pad")
+
+
+def taps(o, r, win: Window, d: int):
+    """Position in the padded input of output o, tap r along spatial dim d (no `* 1` nodes)."""
+    s, dil = win.strides[d], win.dilations[d]
+    r = r.var if hasattr(r, "var") else r
+    return (o if s == 1 else o * s) + (r if dil == 1 else r * dil)
