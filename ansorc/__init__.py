@@ -12,5 +12,5 @@ from .search.tuner import tune
 from .search.multi import tune_tasks
 
 __all__ = ["te", "ComputeDAG", "State", "replay", "build", "generate_source", "Kernel", "load", "apply_best",
-           "compile", "tune", "tune_tasks", "empty", "array", "AlignmentWarning", "KernelSpec", "AnsorcError", "BuildError",
-           "ExportError", "KernelError", "NoRecordError", "DagError", "ScheduleError"]
+           "compile", "tune", "tune_tasks", "empty", "array", "AlignmentWarning", "KernelSpec", "AnsorcError",
+           "BuildError", "ExportError", "KernelError", "NoRecordError", "DagError", "ScheduleError"]
