@@ -14,9 +14,8 @@ from .codegen.header import read_signature
 from .codegen.source import ArgSpec, Source
 from .errors import AnsorcError, ArgumentError
 from .export import ExportError, export
+from .ir.dtypes import NP_DTYPE  # bool is numpy's one-byte bool_ (uint8_t in C)
 from .spec import KernelSpec
-
-NP_DTYPE = {"float32": np.float32, "float64": np.float64, "int32": np.int32, "int64": np.int64, "bool": np.uint8}
 
 
 ALIGN = 64  # bytes: a cache line and an AVX-512 vector; the tuner measures on buffers aligned to it
