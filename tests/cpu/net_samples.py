@@ -1,0 +1,66 @@
+"""Hand-built Networks for the library tests (until the importer and fusion land): te graphs with weights as
+placeholders, each te compute op its own Group, in topological order."""
+from __future__ import annotations
+
+import numpy as np
+
+from ansorc import te
+from ansorc.ir.dag import ComputeDAG
+from ansorc.ir.te import ComputeOp
+from ansorc.net.network import Group, Network, tensors_by_name
+
+
+def one_group_per_op(net: Network) -> list:
+    """Every te compute op its own group, in a topological order of the whole graph."""
+    everything = tensors_by_name(net.outputs)
+    dag = ComputeDAG([*net.inputs, *[everything[n] for n in sorted(net.weights)], *dict.fromkeys(net.outputs)])
+    ops = [op for op in dag.ops if isinstance(op, ComputeOp)]
+    readers = {op.name: [o.name for o in ops if any(i.name == op.name for i in o.inputs)] for op in ops}
+    outs = {t.name for t in net.outputs}
+    return [Group(f"g{k}_{op.name}", (op.name,), tuple(dict.fromkeys(i.name for i in op.inputs)), (op.name,),
+                  "opaque") for k, op in enumerate(ops) if readers[op.name] or op.name in outs]
+
+
+def conv_mlp_softmax(seed: int = 0, n: int = 2, c: int = 3, hw: int = 8, co: int = 4, classes: int = 5) -> Network:
+    """conv 3x3 pad 1 (pad stage + reduction) + bias + relu -> flatten -> matmul + bias -> softmax (4 stages)."""
+    rng = np.random.default_rng(seed)
+    x = te.placeholder((n, c, hw, hw), "float32", name="x")
+    w = te.placeholder((co, c, 3, 3), "float32", name="w_conv")
+    b = te.placeholder((co,), "float32", name="b_conv")
+    fc = te.placeholder((co * hw * hw, classes), "float32", name="w_fc")
+    fb = te.placeholder((classes,), "float32", name="b_fc")
+    pad = te.compute((n, c, hw + 2, hw + 2), lambda i, j, h, v: te.if_then_else(
+        te.all(h >= 1, h <= hw, v >= 1, v <= hw), x[i, j, h - 1, v - 1], 0.0), name="pad")
+    rc, rh, rw = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, 3), "rh"), te.reduce_axis((0, 3), "rw")
+    conv = te.compute((n, co, hw, hw), lambda i, o, h, v: te.sum(pad[i, rc, h + rh, v + rw] * w[o, rc, rh, rw],
+                                                                  axis=[rc, rh, rw]), name="conv")
+    relu = te.compute((n, co, hw, hw), lambda i, o, h, v: te.max(conv[i, o, h, v] + b[o], 0.0), name="relu")
+    flat = te.compute((n, co * hw * hw), lambda i, k: relu[i, k // (hw * hw), k // hw % hw, k % hw], name="flat")
+    rk = te.reduce_axis((0, co * hw * hw), "rk")
+    dense = te.compute((n, classes), lambda i, j: te.sum(flat[i, rk] * fc[rk, j], axis=[rk]), name="dense")
+    logits = te.compute((n, classes), lambda i, j: dense[i, j] + fb[j], name="logits")
+    rj = te.reduce_axis((0, classes), "rj")
+    mx = te.compute((n,), lambda i: te.max(logits[i, rj], axis=[rj]), name="mx")
+    ex = te.compute((n, classes), lambda i, j: te.exp(logits[i, j] - mx[i]), name="ex")
+    rs = te.reduce_axis((0, classes), "rs")
+    sm = te.compute((n,), lambda i: te.sum(ex[i, rs], axis=[rs]), name="sm")
+    prob = te.compute((n, classes), lambda i, j: ex[i, j] / sm[i], name="prob")
+    weights = {"w_conv": rng.standard_normal((co, c, 3, 3)).astype(np.float32) * 0.3,
+               "b_conv": rng.standard_normal(co).astype(np.float32) * 0.1,
+               "w_fc": rng.standard_normal((co * hw * hw, classes)).astype(np.float32) * 0.1,
+               "b_fc": rng.standard_normal(classes).astype(np.float32) * 0.1}
+    return Network("convnet", (x,), (prob, relu), ("input:0",), ("prob", "features"),
+                   ((n, classes), (n, co, hw, hw)), weights)
+
+
+def chain(length: int = 6, size: int = 4096) -> Network:
+    """x -> f1 -> f2 -> ... -> out, element-wise, alternating ops; two intermediates are alive at a time."""
+    x = te.placeholder((size,), "float32", name="x")
+    s = te.placeholder((size,), "float32", name="scale")
+    t = x
+    for k in range(length):
+        prev = t
+        t = te.compute((size,), (lambda i, p=prev: p[i] * s[i] + 1.0) if k % 2 == 0
+                       else (lambda i, p=prev: te.max(p[i], 0.5)), name=f"f{k}")
+    w = {"scale": np.linspace(-1.0, 1.0, size, dtype=np.float32)}
+    return Network("chain", (x,), (t,), ("x",), ("y",), ((size,),), w)
