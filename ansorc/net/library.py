@@ -168,6 +168,9 @@ def _run_function(net: Network, m: str, calls: list) -> tuple:
         if first.setdefault(t.name, k) != k:
             copies.append(f"  memcpy(out{k}, out{first[t.name]}, {_size(t)}u);")
     body = [proto + " {", "  if (!ansorc_net_ready) return 7;", *calls, *copies, "  return 0;", "}", ""]
+    casts = [f"({'const ' * (k < len(net.inputs))}{C_TYPE[t.dtype]}*)args[{k}]"
+             for k, t in enumerate((*net.inputs, *net.outputs))]
+    body += [f"int {m}_run_packed(void** args) {{", f"  return {m}_run({', '.join(casts)});", "}", ""]
     return proto + ";", "\n".join(body)
 
 

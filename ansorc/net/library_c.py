@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from string import Template
 
+from ..ir.dtypes import ITEMSIZE
+
 # status codes of <model>_init and <model>_run; model.py turns them into messages
 STATUS = {"OK": 0, "ERR_OPEN": 1, "ERR_FORMAT": 2, "ERR_SIZE": 3, "ERR_MISMATCH": 4, "ERR_CHECKSUM": 5,
           "ERR_NOMEM": 6, "ERR_NOT_INIT": 7, "ERR_KERNEL": 8}
@@ -160,10 +162,30 @@ def header(m: str, run_proto: str, signature: dict, build_line: str) -> str:
             for d in t["te_shape"]:
                 size *= d
             lines.append(f"#define {m.upper()}_{tag}{k}_SIZE {size}")
-    lines += ["", f"int {m}_init(const char* weights_path);", run_proto, f"void {m}_free(void);",
+    lines += _generic_names(m, sig)
+    lines += ["", f"int {m}_init(const char* weights_path);", run_proto,
+              f"int {m}_run_packed(void** args);  /* args[i]: input i, then the outputs */", f"void {m}_free(void);",
               f"extern const char {m}_signature[];  /* the ansorc-network JSON above */", "",
               "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
+
+
+def _generic_names(m: str, sig: dict) -> list:
+    """Model-independent aliases, so that one driver source (examples/embed_net) embeds any model's header."""
+    args = [*sig["inputs"], *sig["outputs"]]
+    nbytes = []
+    for t in args:
+        n = ITEMSIZE[t["dtype"]]
+        for d in t["te_shape"]:
+            n *= d
+        nbytes.append(f"{n}u")
+    return ["", "#ifndef ANSORC_MODEL_INIT  /* the first model header included defines them */",
+            f"#define ANSORC_MODEL_NAME \"{m}\"", f"#define ANSORC_MODEL_INIT {m}_init",
+            f"#define ANSORC_MODEL_RUN_PACKED {m}_run_packed", f"#define ANSORC_MODEL_FREE {m}_free",
+            f"#define ANSORC_MODEL_NUM_INPUTS {len(sig['inputs'])}",
+            f"#define ANSORC_MODEL_NUM_OUTPUTS {len(sig['outputs'])}",
+            f"#define ANSORC_MODEL_ARG_BYTES {{{', '.join(nbytes)}}}",
+            f"#define ANSORC_MODEL_ARG_DTYPES {{{', '.join(json.dumps(t['dtype']) for t in args)}}}", "#endif"]
 
 
 def read_network_signature(header_text: str) -> dict:

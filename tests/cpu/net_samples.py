@@ -53,14 +53,20 @@ def conv_mlp_softmax(seed: int = 0, n: int = 2, c: int = 3, hw: int = 8, co: int
                    ((n, classes), (n, co, hw, hw)), weights)
 
 
+def _fma(p, s, name):
+    return te.compute(p.shape, lambda i: p[i] * s[i] + 1.0, name=name)
+
+
+def _clip(p, name):
+    return te.compute(p.shape, lambda i: te.max(p[i], 0.5), name=name)
+
+
 def chain(length: int = 6, size: int = 4096) -> Network:
     """x -> f1 -> f2 -> ... -> out, element-wise, alternating ops; two intermediates are alive at a time."""
     x = te.placeholder((size,), "float32", name="x")
     s = te.placeholder((size,), "float32", name="scale")
     t = x
     for k in range(length):
-        prev = t
-        t = te.compute((size,), (lambda i, p=prev: p[i] * s[i] + 1.0) if k % 2 == 0
-                       else (lambda i, p=prev: te.max(p[i], 0.5)), name=f"f{k}")
+        t = _fma(t, s, f"f{k}") if k % 2 == 0 else _clip(t, f"f{k}")
     w = {"scale": np.linspace(-1.0, 1.0, size, dtype=np.float32)}
     return Network("chain", (x,), (t,), ("x",), ("y",), ((size,),), w)

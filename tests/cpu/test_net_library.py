@@ -1,0 +1,145 @@
+"""The model library (ansorc/net/library.py, model.py, api.py) on hand-built networks, naive schedules."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ansorc.ir.evaluate import evaluate
+from ansorc.ir.state import State
+from ansorc.net import Model
+from ansorc.net.api import build_model, schedule_groups
+from ansorc.net.arena import overlaps, plan_arena
+from ansorc.net.network import NetError, group_dag
+
+from .net_samples import chain, conv_mlp_softmax, one_group_per_op
+
+
+def naive(net, groups):
+    return {g.name: State.initial(group_dag(net, g)) for g in groups}
+
+
+def reference(net, inputs):
+    arrays = dict(net.weights)
+    arrays.update({t.name: x for t, x in zip(net.inputs, inputs)})
+    got = evaluate(list(net.outputs), arrays)
+    return [got[t.name] for t in net.outputs]
+
+
+@pytest.fixture(scope="module")
+def convnet():
+    net = conv_mlp_softmax()
+    groups = one_group_per_op(net)
+    model = build_model(net, groups, naive(net, groups))
+    yield net, groups, model
+    model.close()
+
+
+def test_model_matches_the_evaluator(convnet):
+    net, _, model = convnet
+    rng = np.random.default_rng(1)
+    for _ in range(2):  # twice: the arena's contents from the first run must not leak into the second
+        x = rng.standard_normal(net.inputs[0].shape).astype(np.float32)
+        outs = model(x)
+        assert isinstance(outs, list) and len(outs) == 2
+        for got, want, shape in zip(outs, reference(net, [x]), net.output_shapes):
+            assert got.shape == shape
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_wrong_inputs_name_the_input_and_shapes(convnet):
+    net, _, model = convnet
+    x = np.zeros(net.inputs[0].shape, np.float32)
+    with pytest.raises(NetError, match=r"input 'input:0' must have shape \(2, 3, 8, 8\), got \(2, 3, 8, 7\)"):
+        model(x[..., :7])
+    with pytest.raises(NetError, match="input 'input:0' must be float32, got float64"):
+        model(x.astype(np.float64))
+    with pytest.raises(NetError, match="takes 1 inputs"):
+        model(x, x)
+    np.testing.assert_allclose(model(np.asfortranarray(x))[0], model(x)[0])  # made contiguous, same result
+
+
+def test_exported_model_loads_and_matches(convnet, tmp_path):
+    net, _, model = convnet
+    paths = model.export(tmp_path / "out")
+    assert sorted(p.split("/")[-1] for p in paths.values()) == ["convnet.c", "convnet.h", "convnet.weights",
+                                                                "libconvnet.so"]
+    x = np.random.default_rng(2).standard_normal(net.inputs[0].shape).astype(np.float32)
+    with Model.load(tmp_path / "out") as again:
+        for a, b in zip(again(x), model(x)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_two_models_of_one_library_keep_their_own_state(convnet):
+    net, _, model = convnet
+    other = Model(model.files, model.signature)
+    x = np.ones(net.inputs[0].shape, np.float32)
+    want = model(x)
+    other.close()  # frees the other copy's weights, not this one's
+    for a, b in zip(model(x), want):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(NetError, match="closed"):
+        other(x)
+
+
+def corrupt(src, dst, how):
+    data = bytearray(open(src, "rb").read())
+    if how == "truncated":
+        data = data[:len(data) - 100]
+    elif how == "flipped":
+        data[-80] ^= 0x40            # a weight's byte: the checksum catches it
+    elif how == "magic":
+        data[0:8] = b"NOTANSRC"
+    elif how == "count":
+        data[12] += 1
+    open(dst, "wb").write(bytes(data))
+
+
+@pytest.mark.parametrize("how,message", [("truncated", "truncated"), ("flipped", "checksum"),
+                                         ("magic", "not an ansorc weights file"), ("count", "another model"),
+                                         ("missing", "cannot open")])
+def test_bad_weights_file_is_a_clean_error(convnet, tmp_path, how, message):
+    _, _, model = convnet
+    files = dict(model.files)
+    files["weights"] = str(tmp_path / "bad.weights")
+    if how != "missing":
+        corrupt(model.files["weights"], files["weights"], how)
+    with pytest.raises(NetError, match=message):
+        Model(files, model.signature)
+
+
+def test_arena_is_smaller_than_the_intermediates_on_a_chain():
+    net = chain(length=6, size=4096)
+    groups = one_group_per_op(net)
+    with build_model(net, groups, naive(net, groups)) as model:
+        sig = model.signature
+        # five intermediates of 16 KiB; at most two are alive at once
+        assert sig["intermediate_bytes"] == 5 * 4096 * 4
+        assert sig["arena_bytes"] == 2 * 4096 * 4
+        x = np.linspace(-2, 2, 4096, dtype=np.float32)
+        np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-6)
+
+
+def test_default_schedules_share_one_kernel_per_workload():
+    net = chain(length=6, size=256)
+    groups = one_group_per_op(net)
+    schedules, tasks = schedule_groups(net, groups)
+    assert sorted(t.weight for t in tasks) == [3, 3]   # f0/f2/f4 (fma) and f1/f3/f5 (max): two workloads
+    with build_model(net, groups, schedules, tasks=tasks) as model:
+        assert model.signature["kernels"] == len(tasks) and model.signature["groups"] == 6
+        assert model.tasks == tasks
+        x = np.linspace(-2, 2, 256, dtype=np.float32)
+        np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-6)
+
+
+def test_arena_plan_never_overlaps_live_buffers():
+    from ansorc.net.arena import Interval
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        ivs = []
+        for k in range(12):
+            first = int(rng.integers(0, 10))
+            ivs.append(Interval(f"t{k}", int(rng.integers(1, 5000)), first, first + int(rng.integers(0, 4))))
+        plan = plan_arena(ivs)
+        assert overlaps(plan, ivs) == []
+        assert all(off % 64 == 0 for off in plan.offsets.values())
+        assert plan.size <= plan.naive_size
