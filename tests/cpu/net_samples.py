@@ -70,3 +70,25 @@ def chain(length: int = 6, size: int = 4096) -> Network:
         t = _fma(t, s, f"f{k}") if k % 2 == 0 else _clip(t, f"f{k}")
     w = {"scale": np.linspace(-1.0, 1.0, size, dtype=np.float32)}
     return Network("chain", (x,), (t,), ("x",), ("y",), ((size,),), w)
+
+
+def convnet_fused_groups(net: Network) -> list:
+    """conv_mlp_softmax cut as fusion would: conv+bias+relu, flatten+dense+bias, the four softmax stages."""
+    return [Group("g0_conv", ("pad", "conv", "relu"), ("x", "w_conv", "b_conv"), ("relu",), "complex"),
+            Group("g1_dense", ("flat", "dense", "logits"), ("relu", "w_fc", "b_fc"), ("logits",), "complex"),
+            Group("g2_softmax", ("mx", "ex", "sm", "prob"), ("logits",), ("prob",), "reduction")]
+
+
+def row_reductions(rows: int = 4, cols: int = 16) -> tuple:
+    """(network, groups, vectorize) : two different row sums whose reduce axes a schedule vectorizes, so that
+    both kernels call the same horizontal-sum helper."""
+    x = te.placeholder((rows, cols), "float32", name="x")
+    k1 = te.reduce_axis((0, cols), "k1")
+    s1 = te.compute((rows,), lambda i: te.sum(x[i, k1], axis=[k1]), name="s1")
+    y = te.compute((rows, cols), lambda i, j: x[i, j] * s1[i], name="y")
+    k2 = te.reduce_axis((0, cols), "k2")
+    s2 = te.compute((rows,), lambda i: te.sum(y[i, k2] * y[i, k2], axis=[k2]), name="s2")
+    net = Network("rows", (x,), (s2,), ("x",), ("s2",), ((rows,),), {})
+    groups = [Group("g0", ("s1",), ("x",), ("s1",)), Group("g1", ("y",), ("x", "s1"), ("y",)),
+              Group("g2", ("s2",), ("y",), ("s2",))]
+    return net, groups, {"g0": ("s1", "k1"), "g2": ("s2", "k2")}

@@ -11,7 +11,7 @@ from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.arena import overlaps, plan_arena
 from ansorc.net.network import NetError, group_dag
 
-from .net_samples import chain, conv_mlp_softmax, one_group_per_op
+from .net_samples import chain, conv_mlp_softmax, convnet_fused_groups, one_group_per_op, row_reductions
 
 
 def naive(net, groups):
@@ -143,3 +143,45 @@ def test_arena_plan_never_overlaps_live_buffers():
         assert overlaps(plan, ivs) == []
         assert all(off % 64 == 0 for off in plan.offsets.values())
         assert plan.size <= plan.naive_size
+
+
+def sampled(net, groups, seed: int) -> dict:
+    """A random valid program per group from the search space (parallel, vectorized, tiled, cached ...)."""
+    from ansorc.search.annotate import sample
+    from ansorc.search.task import SearchTask
+    out = {}
+    for k, g in enumerate(groups):
+        [state] = sample(SearchTask(group_dag(net, g), "native"), 1, seed=seed + k)
+        out[g.name] = state
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fused_groups_with_sampled_programs_share_one_unit(seed):
+    """Several vectorized kernels in one C file: the prelude and the SIMD helpers appear once."""
+    net = conv_mlp_softmax(seed=seed)
+    groups = convnet_fused_groups(net)
+    with build_model(net, groups, sampled(net, groups, 10 * seed)) as model:
+        code = open(model.files["c"]).read()
+        helpers = [ln for ln in code.splitlines() if ln.startswith("static inline")]
+        assert len(helpers) == len(set(helpers))
+        x = np.random.default_rng(seed).standard_normal(net.inputs[0].shape).astype(np.float32)
+        for got, want in zip(model(x), reference(net, [x])):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_two_kernels_calling_one_simd_helper_share_its_definition():
+    from ansorc.ir.state import replay
+    from ansorc.ir.steps import Annotate
+    net, groups, vec = row_reductions()
+    schedules = {g.name: replay(group_dag(net, g), [Annotate(*vec[g.name], "vectorize")] if g.name in vec else [])
+                 for g in groups}
+    with build_model(net, groups, schedules) as model:
+        code = open(model.files["c"]).read()
+        defs = [ln for ln in code.splitlines() if ln.startswith("static inline") and "ansorc_reduce_" in ln]
+        calls = [ln for ln in code.splitlines() if "ansorc_reduce_" in ln and not ln.startswith("static")]
+        if not defs:
+            pytest.skip("this machine's ISA has no vector class for a horizontal sum")
+        assert len(defs) == 1 and len(calls) == 2
+        x = np.random.default_rng(4).standard_normal(net.inputs[0].shape).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-4)
