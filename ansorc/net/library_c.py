@@ -112,11 +112,12 @@ int ${m}_init(const char* weights_path) {
 
 
 def c_string(text: str) -> str:
-    """A C string literal holding `text` (UTF-8): anything but plain printable ASCII as a 3-digit octal escape."""
+    """A C string literal holding `text` (UTF-8): anything but plain printable ASCII as a 3-digit octal escape
+    (quotes, backslashes, and '?' and '*' too: no trigraph, no comment end where the string is quoted)."""
     out = []
     for b in str(text).encode():
         ch = chr(b)
-        out.append(ch if (ch.isalnum() or ch in " _.-:/,;()[]{}<>=+#@!?^~|&") and b < 128 else f"\\{b:03o}")
+        out.append(ch if (ch.isalnum() or ch in " _.-:/,;()[]{}<>=+#@!^~|&") and b < 128 else f"\\{b:03o}")
     return '"' + "".join(out) + '"'
 
 

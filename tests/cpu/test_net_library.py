@@ -8,7 +8,6 @@ from ansorc.ir.evaluate import evaluate
 from ansorc.ir.state import State
 from ansorc.net import Model
 from ansorc.net.api import build_model, schedule_groups
-from ansorc.net.arena import overlaps, plan_arena
 from ansorc.net.network import NetError, group_dag
 
 from .net_samples import chain, conv_mlp_softmax, convnet_fused_groups, one_group_per_op, row_reductions
@@ -129,20 +128,6 @@ def test_default_schedules_share_one_kernel_per_workload():
         assert model.tasks == tasks
         x = np.linspace(-2, 2, 256, dtype=np.float32)
         np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-6)
-
-
-def test_arena_plan_never_overlaps_live_buffers():
-    from ansorc.net.arena import Interval
-    rng = np.random.default_rng(3)
-    for _ in range(50):
-        ivs = []
-        for k in range(12):
-            first = int(rng.integers(0, 10))
-            ivs.append(Interval(f"t{k}", int(rng.integers(1, 5000)), first, first + int(rng.integers(0, 4))))
-        plan = plan_arena(ivs)
-        assert overlaps(plan, ivs) == []
-        assert all(off % 64 == 0 for off in plan.offsets.values())
-        assert plan.size <= plan.naive_size
 
 
 def sampled(net, groups, seed: int) -> dict:
