@@ -245,6 +245,9 @@ def write_library(outdir, lib: Library, so_path, weights: dict) -> dict:
 
 def copy_library(outdir, name: str, files: dict) -> dict:
     """The four files of a written library (paths by kind, as write_library returns them) copied to `outdir`."""
+    missing = [str(files.get(k)) for k in ("c", "h", "so", "weights") if not Path(files.get(k) or "").is_file()]
+    if missing:
+        raise LibraryError(f"model {name!r}: cannot export, missing {', '.join(missing)}")
     paths = _paths(outdir, name)
     for kind, dst in paths.items():
         if Path(files[kind]).resolve() != dst.resolve():

@@ -138,7 +138,10 @@ class Model:
                 self._closed = True
 
     def __del__(self):
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit cffi may already be gone; nothing left to free
+            pass
 
     def __enter__(self):
         return self

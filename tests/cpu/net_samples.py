@@ -92,3 +92,15 @@ def row_reductions(rows: int = 4, cols: int = 16) -> tuple:
     groups = [Group("g0", ("s1",), ("x",), ("s1",)), Group("g1", ("y",), ("x", "s1"), ("y",)),
               Group("g2", ("s2",), ("y",), ("s2",))]
     return net, groups, {"g0": ("s1", "k1"), "g2": ("s2", "k2")}
+
+
+def mixed_dtypes(size: int = 37) -> Network:
+    """int64 and float64 inputs, a float64 weight, a bool output, and one output listed twice."""
+    a = te.placeholder((size,), "int64", name="a")
+    b = te.placeholder((1,), "float64", name="b")          # a rank-0 ONNX input, held as (1,)
+    w = te.placeholder((size,), "float64", name="w")
+    f = te.compute((size,), lambda i: a[i].astype("float64") * w[i] + b[0], name="f")
+    mask = te.compute((size,), lambda i: f[i] > 0.0, name="mask")
+    weights = {"w": np.linspace(-1, 1, size)}
+    return Network("mixed", (a, b), (f, mask, f), ("a", "b"), ("f", "mask", "f_again"),
+                   ((size,), (size,), (size,)), weights)

@@ -13,16 +13,29 @@ from ansorc.measure.sanitize import REPORT_MARKERS, RUN_ENV, SANITIZE_FLAGS
 from ansorc.net.api import build_model
 from ansorc.net.network import group_dag
 
-from .net_samples import conv_mlp_softmax, one_group_per_op
+from .net_samples import conv_mlp_softmax, convnet_fused_groups, one_group_per_op
 
 MAIN = Path(__file__).resolve().parents[2] / "examples" / "embed_net" / "main.c"
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def sampled(net, groups, seed: int) -> dict:
+    from ansorc.search.annotate import sample
+    from ansorc.search.task import SearchTask
+    return {g.name: sample(SearchTask(group_dag(net, g), "native"), 1, seed=seed + k)[0] for k, g in enumerate(groups)}
+
+
+@pytest.fixture(scope="module", params=["naive", "sampled"])
+def exported(request, tmp_path_factory):
+    """The test network's library: each op its own kernel, naive loops; or fused groups, random programs of the
+    search space (vectorized, parallel, tiled): the sanitizer checks their vector accesses too."""
     net = conv_mlp_softmax(seed=5)
-    groups = one_group_per_op(net)
-    model = build_model(net, groups, {g.name: State.initial(group_dag(net, g)) for g in groups})
+    if request.param == "naive":
+        groups = one_group_per_op(net)
+        schedules = {g.name: State.initial(group_dag(net, g)) for g in groups}
+    else:
+        groups = convnet_fused_groups(net)
+        schedules = sampled(net, groups, 20)
+    model = build_model(net, groups, schedules)
     out = tmp_path_factory.mktemp("embed")
     paths = model.export(out / "lib")
     yield net, model, out, paths
@@ -84,7 +97,7 @@ def test_library_runs_clean_under_asan(exported):
     x.tofile(out / "xa.bin")
     proc = run_app(exe, paths["weights"], out / "asan", out / "xa.bin", env=env)
     assert proc.returncode == 0 and not any(m in proc.stderr for m in REPORT_MARKERS), proc.stderr[-3000:]
-    for got, want in zip(outputs(model, out / "asan"), model(x)):
+    for got, want in zip(outputs(model, out / "asan"), model(x)):  # -O0 here: same results up to rounding
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     data = Path(paths["weights"]).read_bytes()
     for name, blob in (("short", data[:len(data) // 2]), ("header", data[:20]), ("empty", b"")):

@@ -10,7 +10,8 @@ from ansorc.net import Model
 from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.network import NetError, group_dag
 
-from .net_samples import chain, conv_mlp_softmax, convnet_fused_groups, one_group_per_op, row_reductions
+from .net_samples import (chain, conv_mlp_softmax, convnet_fused_groups, mixed_dtypes, one_group_per_op,
+                          row_reductions)
 
 
 def naive(net, groups):
@@ -170,3 +171,18 @@ def test_two_kernels_calling_one_simd_helper_share_its_definition():
         assert len(defs) == 1 and len(calls) == 2
         x = np.random.default_rng(4).standard_normal(net.inputs[0].shape).astype(np.float32)
         np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-4)
+
+
+def test_dtypes_rank0_inputs_and_a_repeated_output():
+    net = mixed_dtypes()
+    groups = one_group_per_op(net)
+    with build_model(net, groups, naive(net, groups)) as model:
+        a = np.arange(-18, 19, dtype=np.int64)
+        f, mask, again = model(a, np.array(0.25))   # a rank-0 array for the (1,) input
+        want = reference(net, [a, np.array([0.25])])
+        assert f.dtype == np.float64 and mask.dtype == np.bool_
+        np.testing.assert_allclose(f, want[0], rtol=1e-12)
+        np.testing.assert_array_equal(mask, want[1])
+        np.testing.assert_array_equal(again, f)
+        with pytest.raises(NetError, match="input 'a' must be int64, got int32"):
+            model(a.astype(np.int32), np.array(0.25))
