@@ -71,36 +71,38 @@ def _size(t) -> int:
     return n
 
 
-def _bindings(net: Network, groups, everything: dict) -> tuple:
-    """(C expression of each tensor a kernel call passes, arena plan, weight order)."""
-    where = net.name
-    produced = {}
+def _producers(net: Network, groups) -> dict:
+    """Tensor name -> index of the group computing it; every group input must exist before the group runs."""
+    produced, inputs = {}, {t.name for t in net.inputs}
     for i, g in enumerate(groups):
+        for n in g.inputs:
+            if n not in net.weights and n not in inputs and n not in produced:
+                raise LibraryError(f"model {net.name!r}: group {g.name!r} reads {n!r} before any group computes it")
         for n in g.outputs:
             if n in produced:
-                raise LibraryError(f"model {where!r}: tensor {n!r} is an output of two groups")
+                raise LibraryError(f"model {net.name!r}: tensor {n!r} is an output of two groups")
             produced[n] = i
+    for k, t in enumerate(net.outputs):
+        if t.name not in produced:
+            raise LibraryError(f"model {net.name!r}: output {net.output_names[k]!r} is computed by no group")
+    return produced
+
+
+def _bindings(net: Network, groups, everything: dict) -> tuple:
+    """(C expression of each tensor a kernel call passes, arena plan, weight order)."""
+    produced = _producers(net, groups)
     inputs = {t.name: k for k, t in enumerate(net.inputs)}
     outputs = {}
     for k, t in enumerate(net.outputs):
         outputs.setdefault(t.name, k)
-        if t.name not in produced:
-            raise LibraryError(f"model {where!r}: output {net.output_names[k]!r} is computed by no group")
-    last, used_weights = {}, set()
-    for i, g in enumerate(groups):
-        for n in g.inputs:
-            if n in net.weights:
-                used_weights.add(n)
-            elif n not in inputs and produced.get(n, i) >= i:
-                raise LibraryError(f"model {where!r}: group {g.name!r} reads {n!r} before any group computes it")
-            last[n] = i
+    last = {n: i for i, g in enumerate(groups) for n in g.inputs}  # the last reader wins
     intervals = [Interval(n, _size(everything[n]), i, max(i, last.get(n, i)))
                  for n, i in produced.items() if n not in outputs]
     arena = plan_arena(intervals)
-    order = tuple(sorted(used_weights))
+    order = tuple(sorted({n for g in groups for n in g.inputs if n in net.weights}))
     wpos = {n: k for k, n in enumerate(order)}
     expr = {}
-    for n in {*produced, *inputs, *used_weights}:
+    for n in {*produced, *inputs, *order}:
         ct = C_TYPE[everything[n].dtype]
         expr[n] = (f"in{inputs[n]}" if n in inputs else f"out{outputs[n]}" if n in outputs
                    else f"(const {ct}*)ansorc_net_w[{wpos[n]}]" if n in wpos
@@ -190,7 +192,7 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     if not isinstance(tgt, Target):
         raise LibraryError(f"model {net.name!r}: whole-model libraries are built for CPU targets, not {target!r}")
     m = model_ident(name or net.name)
-    everything = tensors_by_name(net.outputs)
+    everything = tensors_by_name([*net.outputs, *net.inputs])  # an unused input still has a parameter
     expr, arena, order = _bindings(net, groups, everything)
     helpers, bodies, calls, n_kernels = _kernels(groups, schedules, tgt, m, expr, everything)
     wfile = layout(net.weights, order)

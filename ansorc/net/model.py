@@ -2,8 +2,8 @@
 
 The library keeps its weights and arena in globals (one model per library, as its C API promises), so every
 Model dlopens its own private copy of lib<model>.so: two Models of one library never share (or free) each
-other's state. Libraries are never dlclosed (see kernel.py: unloading libgomp users crashes later); `close`
-frees the weights and the arena, which is what matters.
+other's state. Libraries are never unloaded (see _LOADED); `close` frees the weights and the arena, which is
+what matters.
 """
 from __future__ import annotations
 
@@ -24,6 +24,12 @@ from .library_c import MESSAGES, read_network_signature
 from .network import NetError
 
 
+# Every loaded copy stays referenced: cffi dlcloses a library whose object is collected, and unloading one that
+# ran OpenMP code while libgomp's worker threads live crashes the process later (kernel.py keeps its own too).
+_LOADED: list = []
+_NAMES: set = set()
+
+
 def _prototypes(sig: dict) -> str:
     m = sig["model"]
     params = [f"const {C_TYPE[t['dtype']]}*" for t in sig["inputs"]]
@@ -33,9 +39,14 @@ def _prototypes(sig: dict) -> str:
 
 
 def _private_copy(so_path) -> str:
-    """A copy of the library under a fresh name: dlopen of a path already open returns the same handle."""
-    fd, tmp = tempfile.mkstemp(prefix="ansorc_model_", suffix=".so")
-    os.close(fd)
+    """A copy of the library under a name never loaded before: dlopen of a name already loaded returns that
+    library (and its state), even when the file behind the name is another one."""
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix="ansorc_model_", suffix=".so")
+        os.close(fd)
+        if tmp not in _NAMES:  # an unlinked copy's name may come back from mkstemp
+            break
+    _NAMES.add(tmp)
     shutil.copyfile(so_path, tmp)
     return tmp
 
@@ -57,6 +68,7 @@ class Model:
         copy = _private_copy(self.files["so"])
         try:
             self._lib = self._ffi.dlopen(copy)
+            _LOADED.append((self._ffi, self._lib))
         except OSError as exc:
             raise NetError(f"model {self.name!r}: cannot load {self.files['so']}: {exc}") from None
         finally:
