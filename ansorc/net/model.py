@@ -46,6 +46,7 @@ def _private_copy(so_path) -> str:
         os.close(fd)
         if tmp not in _NAMES:  # an unlinked copy's name may come back from mkstemp
             break
+        os.unlink(tmp)
     _NAMES.add(tmp)
     shutil.copyfile(so_path, tmp)
     return tmp
