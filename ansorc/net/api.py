@@ -19,13 +19,18 @@ from .network import NetError, Network, group_dag
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """One task of a model: the groups sharing one workload key, and where their schedule came from."""
-    name: str
-    workload_key: str
+    """One task of a compiled model: the groups sharing one workload, and where their program came from. Its
+    fields are tasks.NetTask's plus `schedule`, so `tasks.task_table` prints it."""
+    dag: object          # the ComputeDAG of the task's first group
     weight: int          # how many groups run this workload
-    groups: tuple        # their names
-    flops: float         # of one group
+    groups: tuple        # their names, in execution order
+    flops: float         # of one run of the task
+    name: str
     schedule: str        # "log" | "default" | "naive"
+
+    @property
+    def workload_key(self) -> str:
+        return self.dag.workload_key
 
 
 def _default_schedule(dag, target: Target) -> tuple:
@@ -72,8 +77,9 @@ def schedule_groups(net: Network, groups, log=None, target="native") -> tuple:
             state, how = _default_schedule(dags[0], tgt)
         for g, _ in members:
             schedules[g.name] = state
-        tasks.append(TaskInfo(f"task{k}_{members[0][0].name}", key, len(members), tuple(g.name for g, _ in members),
-                              dags[0].flop_count, how))
+        anchor = members[0][0].name.split("_", 1)[-1]
+        tasks.append(TaskInfo(dags[0], len(members), tuple(g.name for g, _ in members), dags[0].flop_count,
+                              f"t{k}_{anchor}", how))
     return schedules, tasks
 
 

@@ -9,6 +9,7 @@ Groups with the same workload and schedule share one kernel function.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -56,10 +57,24 @@ class Library:
         return f"{self.target.cc} {shlex.join(self.target.flags)} -o lib{self.name}.so {self.name}.c -lm"
 
 
+EXPORTED = ("_init", "_run", "_run_packed", "_free", "_signature")
+
+
+def _taken(symbol: str) -> bool:
+    """A symbol this process already has (libc, libm, libgomp, Python): a model exporting it would replace it,
+    e.g. a model named "sem" exporting sem_init."""
+    try:
+        return hasattr(ctypes.CDLL(None), symbol)
+    except OSError:
+        return False
+
+
 def model_ident(name: str) -> str:
-    """A C identifier for a model's symbols from a user's model name (`<ident>_init` must be a valid name)."""
+    """A C identifier for a model's symbols from a user's model name: `<ident>_init` etc. must be valid and must
+    not be a name the C library already defines."""
     s = re.sub(r"[^A-Za-z0-9_]", "_", str(name))[:48]
-    if not s or s[0].isdigit() or s in C_KEYWORDS or s.startswith(("ansorc_", "__")):
+    if (not s or s[0].isdigit() or s in C_KEYWORDS or s.startswith(("ansorc_", "__"))
+            or any(_taken(s + suffix) for suffix in EXPORTED)):
         s = "m_" + s
     return s
 

@@ -81,7 +81,8 @@ def test_arena_random_lifetimes_never_overlap():
 
 
 @pytest.mark.parametrize("name,want", [("resnet18", "resnet18"), ("9lives", "m_9lives"), ("int", "m_int"),
-                                       ("my model.onnx", "my_model_onnx"), ("", "m_"), ("ansorc_x", "m_ansorc_x")])
+                                       ("my model.onnx", "my_model_onnx"), ("", "m_"), ("ansorc_x", "m_ansorc_x"),
+                                       ("sem", "m_sem"), ("pthread_mutex", "m_pthread_mutex")])  # sem_init ...
 def test_model_ident_is_a_safe_c_prefix(name, want):
     assert model_ident(name) == want
 
