@@ -52,9 +52,6 @@ class Library:
     def source(self) -> Source:
         return Source(self.code, f"{self.name}_run", (), "c")
 
-    @property
-    def build_line(self) -> str:
-        return f"{self.target.cc} {shlex.join(self.target.flags)} -o lib{self.name}.so {self.name}.c -lm"
 
 
 EXPORTED = ("_init", "_run", "_run_packed", "_free", "_signature")
@@ -67,6 +64,11 @@ def _taken(symbol: str) -> bool:
         return hasattr(ctypes.CDLL(None), symbol)
     except OSError:
         return False
+
+
+def build_line(name: str, target: Target) -> str:
+    """The command that builds lib<name>.so from <name>.c as build_library does (for the header)."""
+    return f"{target.cc} {shlex.join(target.flags)} -o lib{name}.so {name}.c -lm"
 
 
 def model_ident(name: str) -> str:
@@ -216,8 +218,7 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     sig_text = c_string(json.dumps(sig, separators=(",", ":")))
     code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE),
                       f"const char {m}_signature[] = {sig_text};", "", run])
-    lib = Library(m, code, "", sig, order, arena, tgt)
-    return Library(m, code, header(m, proto, sig, lib.build_line), sig, order, arena, tgt)
+    return Library(m, code, header(m, proto, sig, build_line(m, tgt)), sig, order, arena, tgt)
 
 
 def build_library(lib: Library, cc: str | None = None, extra_flags=()) -> Path:

@@ -145,7 +145,7 @@ def header(m: str, run_proto: str, signature: dict, build_line: str) -> str:
              f" *   int {m}_run(inputs..., outputs...);      run the model (after init; one call at a time)",
              f" *   void {m}_free(void);                     release what init took (init may be called again)",
              " * init and run return 0 on success, else one of the status codes below. Arrays are dense, row-major,",
-             " * in the model's input and output order:"]
+             " * any alignment, outputs not overlapping inputs; in the model's input and output order:"]
     for kind in ("inputs", "outputs"):
         for k, t in enumerate(sig[kind]):
             lines.append(f" *   {kind[:-1]} {k}: {t['dtype']}{list(t['shape'])}  {_comment_json(t['name'])}")

@@ -115,6 +115,7 @@ def test_arena_is_smaller_than_the_intermediates_on_a_chain():
         # five intermediates of 16 KiB; at most two are alive at once
         assert sig["intermediate_bytes"] == 5 * 4096 * 4
         assert sig["arena_bytes"] == 2 * 4096 * 4
+        assert sig["kernels"] == 2   # naive programs of one workload are one kernel (f0, f2, f4 and f1, f3, f5)
         x = np.linspace(-2, 2, 4096, dtype=np.float32)
         np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-6)
 
