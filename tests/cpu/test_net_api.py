@@ -18,7 +18,7 @@ from ansorc.net.network import NetError, group_dag
 from ansorc.search.annotate import sample
 from ansorc.search.task import SearchTask
 
-from .net_samples import conv_mlp_softmax, convnet_fused_groups, one_group_per_op
+from tests.net_samples import conv_mlp_softmax, convnet_fused_groups, one_group_per_op
 
 
 def check(net, model, seed=0):

@@ -13,7 +13,7 @@ from ansorc.measure.sanitize import REPORT_MARKERS, RUN_ENV, SANITIZE_FLAGS
 from ansorc.net.api import build_model
 from ansorc.net.network import group_dag
 
-from .net_samples import conv_mlp_softmax, convnet_fused_groups, one_group_per_op
+from tests.net_samples import conv_mlp_softmax, convnet_fused_groups, one_group_per_op
 
 MAIN = Path(__file__).resolve().parents[2] / "examples" / "embed_net" / "main.c"
 

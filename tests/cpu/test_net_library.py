@@ -10,7 +10,7 @@ from ansorc.net import Model
 from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.network import NetError, group_dag
 
-from .net_samples import (chain, conv_mlp_softmax, convnet_fused_groups, mixed_dtypes, one_group_per_op,
+from tests.net_samples import (chain, conv_mlp_softmax, convnet_fused_groups, mixed_dtypes, one_group_per_op,
                           row_reductions)
 
 
