@@ -187,3 +187,17 @@ def test_dtypes_rank0_inputs_and_a_repeated_output():
         np.testing.assert_array_equal(again, f)
         with pytest.raises(NetError, match="input 'a' must be int64, got int32"):
             model(a.astype(np.int32), np.array(0.25))
+
+
+def test_a_compiler_failure_is_one_line_with_the_source_path():
+    import dataclasses
+
+    from ansorc.net.library import LibraryError, build_library, emit_library
+    net = chain(length=2, size=64)
+    groups = one_group_per_op(net)
+    lib = emit_library(net, groups, naive(net, groups))
+    broken = dataclasses.replace(lib, code=lib.code + "\nthis is not C;\n")
+    with pytest.raises(LibraryError) as err:
+        build_library(broken)
+    message = str(err.value)
+    assert "\n" not in message and "error" in message and "source:" in message
