@@ -18,6 +18,7 @@ import numpy as np
 from cffi import FFI
 
 from ..ir.dtypes import C_TYPE, NP_DTYPE
+from ..ir.names import is_c_ident
 from ..kernel import empty
 from .library import copy_library
 from .library_c import MESSAGES, read_network_signature
@@ -89,6 +90,8 @@ class Model:
             if len(heads) != 1:
                 raise NetError(f"{folder}: expected one exported model, found {len(heads)}; pass its name")
             name = heads[0].stem
+        if not is_c_ident(str(name)):  # a model name, never a path
+            raise NetError(f"{folder}: {name!r} is not a model name (a C identifier)")
         files = {"c": folder / f"{name}.c", "h": folder / f"{name}.h", "so": folder / f"lib{name}.so",
                  "weights": folder / f"{name}.weights"}
         missing = [str(p) for k, p in files.items() if k != "c" and not p.exists()]

@@ -67,6 +67,10 @@ def test_exported_model_loads_and_matches(convnet, tmp_path):
     with Model.load(tmp_path / "out") as again:
         for a, b in zip(again(x), model(x)):
             np.testing.assert_array_equal(a, b)
+    with pytest.raises(NetError, match="not a model name"):
+        Model.load(tmp_path / "out", "../out/convnet")
+    with pytest.raises(NetError, match="missing"):
+        Model.load(tmp_path / "out", "other")
 
 
 def test_two_models_of_one_library_keep_their_own_state(convnet):
