@@ -7,6 +7,7 @@ what matters.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -60,7 +61,9 @@ class Model:
         self._closed = True
         self.files = {k: str(v) for k, v in files.items()}
         self.signature = signature or read_network_signature(Path(self.files["h"]).read_text())
-        self.name = self.signature["model"]
+        self.name = self.signature.get("model", "")
+        if not is_c_ident(self.name) or not all(t.get("dtype") in C_TYPE for t in self._tensors()):
+            raise NetError(f"{self.files.get('h')}: not a valid ansorc-network signature")
         self.tasks = list(tasks)
         if owned_dir is not None:  # a compile's scratch folder goes when the Model does
             self._cleanup = weakref.finalize(self, shutil.rmtree, owned_dir, True)
@@ -75,11 +78,23 @@ class Model:
             raise NetError(f"model {self.name!r}: cannot load {self.files['so']}: {exc}") from None
         finally:
             os.unlink(copy)  # the mapping stays; nothing is left behind
+        self._check_signature()
         self._run = getattr(self._lib, f"{self.name}_run")
         rc = getattr(self._lib, f"{self.name}_init")(self.files["weights"].encode())
         if rc != 0:
             raise NetError(f"model {self.name!r}: {self.files['weights']}: {MESSAGES.get(rc, f'status {rc}')}")
         self._closed = False
+
+    def _tensors(self) -> list:
+        return [*self.signature.get("inputs", []), *self.signature.get("outputs", [])]
+
+    def _check_signature(self) -> None:
+        """The library's own signature must be the one its arrays are checked against: a header edited or taken
+        from another build would otherwise make run read and write past the arrays."""
+        text = self._ffi.string(getattr(self._lib, f"{self.name}_signature")).decode()
+        if json.loads(text) != self.signature:
+            raise NetError(f"model {self.name!r}: {self.files['so']} was built for other inputs or outputs than "
+                           f"{self.files.get('h', 'its signature')} describes")
 
     @classmethod
     def load(cls, outdir, name: str | None = None) -> "Model":

@@ -71,6 +71,10 @@ def test_exported_model_loads_and_matches(convnet, tmp_path):
         Model.load(tmp_path / "out", "../out/convnet")
     with pytest.raises(NetError, match="missing"):
         Model.load(tmp_path / "out", "other")
+    header = tmp_path / "out" / "convnet.h"
+    header.write_text(header.read_text().replace('"shape":[2,3,8,8]', '"shape":[2,3,8,9]'))
+    with pytest.raises(NetError, match="built for other inputs or outputs"):
+        Model.load(tmp_path / "out")
 
 
 def test_two_models_of_one_library_keep_their_own_state(convnet):
