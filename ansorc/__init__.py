@@ -9,7 +9,8 @@ from .export import ExportError
 from .spec import KernelSpec
 from .autotune import NoRecordError, apply_best, compile  # noqa: A004
 from .search.tuner import tune
+from .search.multi import tune_tasks
 
 __all__ = ["te", "ComputeDAG", "State", "replay", "build", "generate_source", "Kernel", "load", "apply_best",
-           "compile", "tune", "empty", "array", "AlignmentWarning", "KernelSpec", "AnsorcError", "BuildError",
+           "compile", "tune", "tune_tasks", "empty", "array", "AlignmentWarning", "KernelSpec", "AnsorcError", "BuildError",
            "ExportError", "KernelError", "NoRecordError", "DagError", "ScheduleError"]

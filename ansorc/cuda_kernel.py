@@ -55,6 +55,34 @@ def _host_array(obj, spec) -> np.ndarray:
     return arr
 
 
+def _device_range(obj, spec):
+    """(first byte, end byte) of a GPU array's memory; None for a host object."""
+    iface = getattr(obj, "__cuda_array_interface__", None)
+    if iface is None:
+        return None
+    start = int(iface["data"][0])
+    return start, start + spec.size * np.dtype(numpy_dtype(spec.dtype)).itemsize
+
+
+def _overlap(a, b, spec_a, spec_b) -> bool:
+    ra, rb = _device_range(a, spec_a), _device_range(b, spec_b)
+    if ra is not None and rb is not None:
+        return ra[0] < rb[1] and rb[0] < ra[1]
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+
+
+def check_no_overlap(args, specs, name: str) -> None:
+    """Kernel arguments are `restrict`, and outputs are copied back one by one: no output may share memory
+    with another argument (GPU arrays compared by device address range, numpy arrays by their buffers)."""
+    for j, out in enumerate(args):
+        if not specs[j].is_output:
+            continue
+        for k, other in enumerate(args):
+            if k != j and _overlap(out, other, specs[j], specs[k]):
+                raise CudaKernelError(f"{name}: output {specs[j].name} overlaps argument {k} ({specs[k].name}) "
+                                      "in memory; pass separate arrays")
+
+
 class CudaKernel:
     def __init__(self, source: Source, cubin_path: str, spec=None):
         if source.lang != "cuda":
@@ -79,6 +107,7 @@ class CudaKernel:
         if len(args) not in (n_in, n_all):
             raise CudaKernelError(f"{self.name} takes {n_in} inputs (and optionally {n_all - n_in} outputs), "
                                   f"got {len(args)} arguments")
+        check_no_overlap(args, src.args, self.name)
         dev = _device()
         functions = self._load(dev)
         owned, pointers, copy_back, results = [], [], [], []

@@ -2,13 +2,14 @@
 exported library as one."""
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
 import numpy as np
 from cffi import FFI
 
-from .codegen.c import prototype
+from .codegen.c import prototype, status_message
 from .codegen.header import read_signature
 from .codegen.source import ArgSpec, Source
 from .errors import AnsorcError, ArgumentError
@@ -61,6 +62,18 @@ def _load(source: Source, lib_path: str):
         ffi.cdef(prototype(source))
         _LOADED[key] = (ffi, ffi.dlopen(lib_path))
     return _LOADED[key]
+
+
+def _check_no_overlap(arrays, specs) -> None:
+    """Arguments are `restrict`: an output sharing memory with any other argument gives wrong results."""
+    for j, (out, spec) in enumerate(zip(arrays, specs)):
+        if not spec.is_output:
+            continue
+        for k, other in enumerate(arrays):
+            # C-contiguous arrays occupy one interval each, so the cheap bounds test is exact here
+            if k != j and np.may_share_memory(out, other):
+                raise ArgumentError(f"output argument {j} ({spec.name}) overlaps argument {k} ({specs[k].name}) "
+                                    "in memory; pass separate arrays (copy the input)")
 
 
 class Kernel:
@@ -116,6 +129,8 @@ class Kernel:
         misaligned = []
         for k, (arr, spec) in enumerate(zip(arrays, specs)):
             self._check(arr, spec, k)
+        _check_no_overlap(arrays, specs)
+        for arr, spec in zip(arrays, specs):
             ptrs.append(self._ffi.cast("void*", arr.ctypes.data))
             if arr.ctypes.data % ALIGN:
                 misaligned.append(spec.name)
@@ -126,7 +141,8 @@ class Kernel:
                           AlignmentWarning, stacklevel=2)
         rc = self._fn(*ptrs)
         if rc != 0:
-            raise KernelError(f"kernel {self.name} failed with status {rc} (workspace allocation failed)")
+            raise KernelError(f"kernel {self.name} failed with status {rc} "
+                              f"({status_message(rc, self.source, self.name)})")
         if outputs is not None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return None
@@ -159,10 +175,33 @@ def load(path) -> Kernel:
     if not header.exists():
         raise ExportError(f"{p}: the header {header.name} must be next to the library")
     try:
-        sig = read_signature(header.read_text())
+        sig = read_signature(header.read_text(encoding="utf-8", errors="replace"))
     except ValueError as e:
         raise ExportError(f"{header}: {e}") from None
-    args = tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"], bool(a["output"])) for a in sig["args"])
+    if _library_signature(p, sig["entry"]) != sig:
+        # the dynamic loader hands back a library already open under the same path, even if the file changed
+        again = any(key[0] == str(p.resolve()) for key in _LOADED)
+        raise ExportError(f"{p.name} does not match {header.name}: " + (
+            "this process loaded an earlier library from this path (load the new one in a new process)" if again
+            else "the library was built for other arguments (re-export the kernel)"))
+    args = tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"], a["output"]) for a in sig["args"])
     c_file = p.with_name(f"{name}.c")
-    source = Source(c_file.read_text() if c_file.exists() else "", sig["entry"], args)
+    source = Source(c_file.read_text(encoding="utf-8", errors="replace") if c_file.exists() else "", sig["entry"],
+                    args)
     return Kernel(source, str(p.resolve()))
+
+
+def _library_signature(lib_path: Path, entry: str):
+    """The signature the library carries (<entry>_ansorc_signature()), parsed; ExportError if it has none."""
+    ffi = FFI()
+    ffi.cdef(f"const char* {entry}_ansorc_signature(void);")
+    try:
+        lib = ffi.dlopen(str(lib_path.resolve()))
+        fn = getattr(lib, f"{entry}_ansorc_signature")
+    except (OSError, AttributeError):
+        raise ExportError(f"{lib_path}: not a library exported by this ansorc (no {entry}_ansorc_signature); "
+                          "re-export the kernel") from None
+    try:
+        return json.loads(ffi.string(fn()).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise ExportError(f"{lib_path}: its {entry}_ansorc_signature() is not valid JSON") from None

@@ -5,12 +5,18 @@ promote_registers), then renders. ISA differences live in data tables (this file
 intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they compile to plain C `/` and
 `%` when the numerator is provably non-negative and the divisor positive, otherwise to small inline helpers that
 follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
+
+A checked index (an index read from data, ir/expr.CheckedIndex) renders as `ansorc_checked_index`: out of
+range, it stores the status of the tensor it indexes (race-free: an atomic store, as OpenMP threads may report at
+once) and returns the clamped index, so the read stays inside its buffer. STATUS_* are the return codes;
+`status_message` turns one back into words, from the comments the renderer writes into the function.
 """
 from __future__ import annotations
 
 import math
+import re
 
-from ..ir.expr import Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var
+from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
 from ..ir.passes import run_passes
 from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
@@ -36,6 +42,9 @@ C_MATH = {
 MINMAX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "i32"}
 MAX_INDENT = 40
 STACK_LIMIT_BYTES = 256 * 1024  # local buffers above this go to the heap (OpenMP worker stacks are small)
+STATUS_ALLOC = 1        # a workspace allocation failed
+STATUS_INDEX = 2        # the first "index out of range" code; each indexed tensor of a function gets its own
+_STATUS_NOTE = re.compile(r"/\* ansorc_status (\w+) (\d+): ([^*]*) \*/")
 
 PRELUDE = """#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
 #undef _POSIX_C_SOURCE
@@ -61,6 +70,13 @@ static inline int64_t ansorc_min_i64(int64_t a, int64_t b) { return a < b ? a : 
 static inline void* ansorc_alloc(size_t bytes) { void* p = NULL; return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL; }
 #endif
 """
+# only in programs that use it (the C of every other program stays as it was); its own guard, as a library
+# file holds many kernels after one PRELUDE
+CHECKED_PRELUDE = """#ifndef ANSORC_CHECKED_INDEX
+#define ANSORC_CHECKED_INDEX
+static inline int32_t ansorc_checked_index(int64_t v, int32_t n, volatile int* status, int code) { if (v >= 0 && v < n) return (int32_t)v; __atomic_store_n(status, code, __ATOMIC_RELAXED); return v < 0 ? 0 : n - 1; }
+#endif
+"""
 
 
 def _float_literal(v: float, dtype: str) -> str:
@@ -82,6 +98,8 @@ class CRenderer:
         self.bounds: dict = {}
         self.lines: list[str] = []
         self.tmp = 0   # counter for scatter temporaries
+        self.indexing: list = []       # the buffers whose subscripts are being rendered (innermost last)
+        self.check_codes: dict = {}    # indexed buffer (None: not a subscript) -> its out-of-range status
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Expr) -> str:
@@ -111,6 +129,8 @@ class CRenderer:
             return table[e.name].format(*[self.expr(a) for a in e.args])
         if isinstance(e, Read):
             return f"{e.name}[{self.flat_index(e.name, e.indices)}]"
+        if isinstance(e, CheckedIndex):
+            return self.checked_index(e)
         raise NotImplementedError(f"cannot render {type(e).__name__}")
 
     def binary(self, e: Binary) -> str:
@@ -125,6 +145,19 @@ class CRenderer:
             return f"ansorc_{fn}_{'i64' if e.dtype == 'int64' else 'i32'}({a}, {b})"
         return f"({a} {e.op} {b})"
 
+    def checked_index(self, e: CheckedIndex) -> str:
+        name = self.indexing[-1] if self.indexing else None
+        code = self.check_codes.setdefault(name, STATUS_INDEX + len(self.check_codes))
+        return f"ansorc_checked_index({self.expr(e.value)}, {e.extent}, &ansorc_status, {code})"
+
+    def subscript(self, name: str, e: Expr) -> str:
+        """Render e as a subscript of buffer `name` (a checked index in it reports `name`)."""
+        self.indexing.append(name)
+        try:
+            return self.expr(e)
+        finally:
+            self.indexing.pop()
+
     def flat_index(self, name: str, indices: tuple) -> str:
         shape = self.buffers[name].shape
         flat, stride = None, 1
@@ -134,7 +167,7 @@ class CRenderer:
             stride *= n
         if flat is None:
             return "0"
-        return self.expr(simplify(flat, self.bounds))
+        return self.subscript(name, simplify(flat, self.bounds))
 
     # ------------------------------------------------------------------ vector expressions (simd.py tables)
     def intr(self, op: str, like: Expr, **kw) -> str:
@@ -144,7 +177,7 @@ class CRenderer:
         return self.intr("set1", e, a=self.expr(e.value))
 
     def vload(self, e: VLoad) -> str:
-        return self.intr("load", e, p=f"({e.buffer} + {self.expr(e.index)})")
+        return self.intr("load", e, p=f"({e.buffer} + {self.subscript(e.buffer, e.index)})")
 
     def vlanes(self, e: VLanes) -> str:
         # a compound literal keeps this an expression: the arms of a select stay lazy
@@ -252,7 +285,12 @@ class CRenderer:
     def render(self) -> str:
         self.lines = [self.signature() + " {", "  volatile int ansorc_status = 0;"]
         self.stmt(self.func.body, 1)
-        self.lines[:0] = [PRELUDE, simd.prelude(self.isa, "\n".join(self.lines))]
+        notes = [f"  /* ansorc_status {self.func.name} {code}: index out of range in {name or 'an index'} */"
+                 for name, code in self.check_codes.items()]
+        self.lines[1:1] = notes
+        body = "\n".join(self.lines)
+        self.lines[:0] = [PRELUDE, *([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
+                          simd.prelude(self.isa, body)]
         self.lines += ["  return ansorc_status;", "}", ""]
         casts = ", ".join(f"({'const ' if k < self.func.n_inputs else ''}{C_TYPE[b.dtype]}*)args[{k}]"
                           for k, b in enumerate(self.func.args))
@@ -289,6 +327,16 @@ def codegen_c(func: PrimFunc, target: "Target | str | None" = None) -> Source:
     code = CRenderer(lower_for_target(func, target), target.isa).render()
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, k >= func.n_inputs) for k, b in enumerate(func.args))
     return Source(code, func.name, args, "c")
+
+
+def status_message(code: int, code_text: str = "", entry: str | None = None) -> str:
+    """What a kernel's non-zero return code means, from the notes in its C text (`entry`: only its notes)."""
+    if code == STATUS_ALLOC:
+        return "workspace allocation failed"
+    for fn, c, what in _STATUS_NOTE.findall(code_text or ""):
+        if int(c) == code and (entry is None or fn == entry):
+            return what
+    return "index out of range" if code >= STATUS_INDEX else "unknown error"
 
 
 def prototype(func_or_source) -> str:

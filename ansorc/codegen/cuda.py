@@ -10,7 +10,7 @@ runner launches the kernels itself from `Source.launches`. Expressions render ex
 from __future__ import annotations
 
 from ..ir.gpu_passes import check_kernel, gpu_passes, split_kernels
-from ..ir.expr import Binary, Var
+from ..ir.expr import Binary, CheckedIndex, Var
 from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
 from ..ir.te import _identity
 from .c import C_TYPE, PRELUDE, CRenderer
@@ -21,6 +21,9 @@ from .source import ArgSpec, Launch, Source, Workspace
 CUDA_PRELUDE = "\n".join(line.replace("static inline", "static __device__ __forceinline__")
                          for line in PRELUDE[PRELUDE.index("#include <stdint.h>"):].splitlines()
                          if "ansorc_alloc" not in line)
+# only in programs with a checked index (ir/expr.CheckedIndex): a kernel returns no status, so it only clamps
+CLAMP_PRELUDE = ("static __device__ __forceinline__ int32_t ansorc_clamp_index(int64_t v, int32_t n) "
+                 "{ return v < 0 ? 0 : v >= n ? n - 1 : (int32_t)v; }")
 
 
 class CudaRenderer(CRenderer):
@@ -29,6 +32,10 @@ class CudaRenderer(CRenderer):
     def __init__(self, func: PrimFunc, block: int):
         super().__init__(func, "generic")
         self.block = block
+
+    def checked_index(self, e: CheckedIndex) -> str:
+        # a kernel has no status to return: an out-of-range index is clamped (memory safe) but not reported
+        return f"ansorc_clamp_index({self.expr(e.value)}, {e.extent})"
 
     def stmt(self, s: Stmt, ind: int):
         if isinstance(s, For) and s.kind == "blockIdx.x":
@@ -151,6 +158,8 @@ def codegen_cuda(func: PrimFunc, target: CudaTarget | None = None) -> Source:
     lines = [CUDA_PRELUDE]
     for k in kernels:
         lines += _render_kernel(func, k, workspaces)
+    if any("ansorc_clamp_index(" in line for line in lines):
+        lines.insert(1, CLAMP_PRELUDE)
     lines += _host_launcher(func, kernels, workspaces)
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, i >= func.n_inputs) for i, b in enumerate(func.args))
     n = len(args) + len(workspaces)

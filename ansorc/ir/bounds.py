@@ -7,11 +7,13 @@ evaluator (masked lanes) and the generated C (`?:`, `&&`, `||`, per-lane vector 
 so padding written as `if_then_else(all(i >= p, i < p + n), A[i - p], 0)` is accepted. A guard helps in two
 ways: a condition on one axis narrows that axis' range (`i >= p`), and a condition on any integer expression
 proves a subscript equal to it plus a non-negative rest (`0 <= B[i]` proves `A[B[i]]` from below).
+An index read from data is proven by `te.checked_index(e, n)`, which ranges over 0..n-1 (simplify.bound): the
+kernel checks it at run time, so it is never an unchecked read.
 """
 from __future__ import annotations
 
 from ..errors import AnsorcError
-from .expr import Binary, Compare, Expr, Logic, Read, Select, Var, children, is_float
+from .expr import Binary, Compare, Expr, Logic, Read, Select, Var, children, is_float, reads
 from .simplify import bound, linear_form, simplify
 
 INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1), "bool": (0, 1)}
@@ -59,8 +61,9 @@ def _check_read(op_name: str, r: Read, base: dict, facts: tuple) -> None:
             continue
         where = f"compute {op_name!r} reads {r!r}: subscript {p} ({idx!r})"
         if iv is None:
+            hint = f"te.checked_index(e, {size}) for an index read from data, or " if reads(idx) else ""
             raise BoundsError(f"{where} cannot be proven inside 0..{size - 1} (dimension {p} of {r.name}, shape "
-                              f"{list(shape)}); guard the read with if_then_else(all(0 <= e, e < {size}), ..., 0)")
+                              f"{list(shape)}); use {hint}a guard: if_then_else(all(0 <= e, e < {size}), ..., 0)")
         raise BoundsError(f"{where} ranges over {_span(iv)}, outside 0..{size - 1} (dimension {p} of {r.name}, "
                           f"shape {list(shape)})")
 

@@ -12,7 +12,7 @@ from functools import cached_property
 import networkx as nx
 
 from ..errors import AnsorcError
-from .expr import Binary, Call, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
+from .expr import Binary, Call, CheckedIndex, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
 from .graph import postorder
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
@@ -127,6 +127,8 @@ def _serialize_expr(e: Expr, canon: dict, vmap: dict):
         return ["const", e.value, e.dtype]
     if isinstance(e, Read):
         return ["read", canon.get(e.name, e.name)] + [_serialize_expr(i, canon, vmap) for i in e.indices]
+    if isinstance(e, CheckedIndex):  # the extent is part of the program: the generic head would drop it
+        return ["checked", e.extent, e.dtype, _serialize_expr(e.value, canon, vmap)]
     head = [type(e).__name__, getattr(e, "op", getattr(e, "name", "")), e.dtype]
     return head + [_serialize_expr(c, canon, vmap) for c in children(e)]
 
@@ -177,12 +179,19 @@ def _axis_order(read: Read) -> list:
     return out
 
 
+def _is_checked(idx: Expr) -> bool:
+    return any(isinstance(n, CheckedIndex) for n in walk(idx))
+
+
 def is_strictly_inlinable(op) -> bool:
     if not isinstance(op, ComputeOp) or op.combiner:
         return False
     names = [a.name for a in op.axes]
     for node in walk(op.body):
         if isinstance(node, Read):
+            # a gathered subscript (checked index, read from data) is injective like a copy: only the other
+            # subscripts must be simple (the read of the index tensor inside it is checked on its own)
+            node = Read(node.name, tuple(i for i in node.indices if not _is_checked(i)), node.dtype)
             if not _is_simple_access(node, names):
                 return False
             order = _axis_order(node)

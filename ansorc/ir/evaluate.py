@@ -8,6 +8,8 @@ their leading axes so that no intermediate exceeds `chunk_elems` elements.
 
 Reads inside a select branch are only checked where that branch is live: indices are clipped into range and the
 dead lanes masked by np.where, while an out-of-range read in a live lane raises IndexError (a bug in the graph).
+A checked index (an index read from data) out of range in a live lane raises EvaluateError naming the tensor
+it indexes: the input is wrong, as onnxruntime reports for Gather.
 """
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ import numpy as np
 
 from .dtypes import NP_DTYPE
 from ..errors import AnsorcError
-from .expr import Binary, Call, Cast, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars, is_float, walk
+from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars,
+                   is_float, walk)
 from .graph import CycleError, postorder
+from .simplify import linear_form, simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
 
 
@@ -75,21 +79,48 @@ def evaluate(outputs, inputs: dict, *, chunk_elems: int = CHUNK_ELEMS) -> dict:
 
 
 def random_inputs(tensors, seed: int = 0) -> dict:
-    """Random arrays for every placeholder reachable from `tensors`: floats uniform in [-1, 1], ints in [-8, 8]."""
+    """Random arrays for every placeholder reachable from `tensors`: floats uniform in [-1, 1], ints in [-8, 8],
+    except that ints read as checked indices (`A[checked(B[i] + c, n)]`) are drawn so that the index is in range."""
     if isinstance(tensors, Tensor):
         tensors = [tensors]
     rng = np.random.default_rng(seed)
     out = {}
-    for op in _topo(tensors):
+    order = _topo(tensors)
+    index_ranges = _index_ranges(order)
+    for op in order:
         if not isinstance(op, PlaceholderOp):
             continue
-        if is_float(op.dtype):
+        if op.name in index_ranges:
+            lo, hi = index_ranges[op.name]
+            out[op.name] = rng.integers(lo, hi + 1, op.shape).astype(NP_DTYPES[op.dtype])
+        elif is_float(op.dtype):
             out[op.name] = rng.uniform(-1.0, 1.0, op.shape).astype(NP_DTYPES[op.dtype])
         elif op.dtype == "bool":
             out[op.name] = rng.integers(0, 2, op.shape).astype(np.bool_)
         else:
             out[op.name] = rng.integers(-8, 9, op.shape).astype(NP_DTYPES[op.dtype])
     return out
+
+
+def _index_ranges(order) -> dict:
+    """placeholder name -> (lo, hi): values that keep every checked index it feeds in range, where the index is
+    the placeholder's element plus a constant (a select around it, as the ONNX wrap of negative indices, is
+    looked through: its else-arm is the index itself)."""
+    ranges = {}
+    for op in order:
+        if not isinstance(op, ComputeOp):
+            continue
+        for c in (n for n in walk(op.body) if isinstance(n, CheckedIndex)):
+            v = c.value.f if isinstance(c.value, Select) else c.value
+            terms, k = linear_form(simplify(v.value if isinstance(v, Cast) else v))
+            [(t, coef)] = terms.items() if len(terms) == 1 else [(None, 0)]
+            if not (isinstance(t, Read) and coef == 1 and isinstance(getattr(t.tensor, "op", None), PlaceholderOp)):
+                continue
+            lo, hi = ranges.get(t.name, (-2**31, 2**31 - 1))
+            lo, hi = max(lo, -k), min(hi, c.extent - 1 - k)
+            if lo <= hi:
+                ranges[t.name] = (lo, hi)
+    return ranges
 
 
 # ----------------------------------------------------------------------------- graph order
@@ -241,6 +272,7 @@ class _Ctx:
 
     def __init__(self, arrays, grids, nd):
         self.arrays, self.grids, self.nd = arrays, grids, nd
+        self.reading = []   # the tensors whose subscripts are being evaluated (innermost last)
 
     def ev(self, e, mask=None):
         if isinstance(e, Var):
@@ -275,11 +307,32 @@ class _Ctx:
             return _CALL[e.name](*(self.ev(a, mask) for a in e.args))
         if isinstance(e, Read):
             return self.read(e, mask)
+        if isinstance(e, CheckedIndex):
+            return self.checked(e, mask)
         if isinstance(e, Reduce):
             raise EvaluateError("evaluate: a reduction may only be the whole body of a compute")
         raise EvaluateError(f"evaluate: unsupported expression node {type(e).__name__}")
 
+    def checked(self, e: CheckedIndex, mask):
+        v = np.asarray(self.ev(e.value, mask), dtype=np.int64)
+        bad = (v < 0) | (v >= e.extent)
+        live = bad if mask is None else np.logical_and(bad, mask)
+        if np.any(live):
+            at = np.unravel_index(np.argmax(np.broadcast_to(live, np.broadcast_shapes(live.shape, v.shape))),
+                                  np.broadcast_shapes(live.shape, v.shape))
+            value = int(np.broadcast_to(v, np.broadcast_shapes(live.shape, v.shape))[at])
+            where = f"in {self.reading[-1]}" if self.reading else f"in {e!r}"
+            raise EvaluateError(f"evaluate: index {value} out of range {where} (expected 0..{e.extent - 1})")
+        return np.clip(v, 0, e.extent - 1)
+
     def read(self, e: Read, mask):
+        self.reading.append(e.name)
+        try:
+            return self._read(e, mask)
+        finally:
+            self.reading.pop()
+
+    def _read(self, e: Read, mask):
         if e.name not in self.arrays:
             raise EvaluateError(f"evaluate: no array named {e.name!r} (read by {e!r})")
         arr = self.arrays[e.name]

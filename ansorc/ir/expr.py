@@ -173,6 +173,18 @@ class Read(Expr):
 
 
 @dataclass(frozen=True, eq=True)
+class CheckedIndex(Expr):
+    """An index computed from data (`A[B[i]]`): equals `value` when 0 <= value < extent. Otherwise the evaluator
+    raises and a kernel records an error status and uses the clamped index, so no read leaves its tensor."""
+    value: Expr
+    extent: int
+    dtype: str = "int32"
+
+    def __repr__(self):
+        return f"checked({self.value!r}, {self.extent})"
+
+
+@dataclass(frozen=True, eq=True)
 class IterVar:
     """A loop axis of a compute: spatial ("S") or reduce ("R"), iterating var over [0, extent)."""
     var: Var
@@ -270,6 +282,17 @@ def logic(op: str, a, b=None) -> Logic:
     return Logic(op, a, None if b is None else as_expr(b))
 
 
+def checked_index(value, extent: int) -> CheckedIndex:
+    value = as_expr(value)
+    if value.dtype not in INT_DTYPES:
+        raise ExpressionError(f"checked_index needs an integer index, got {value.dtype}")
+    if isinstance(extent, Const):
+        extent = extent.value
+    if isinstance(extent, bool) or not isinstance(extent, int) or not 0 < extent <= 2**31 - 1:
+        raise ExpressionError(f"checked_index needs a positive int32 extent, got {extent!r}")
+    return CheckedIndex(value, int(extent))
+
+
 def select(cond, t, f) -> Select:
     cond = as_expr(cond)
     if cond.dtype != "bool":
@@ -293,6 +316,7 @@ _CHILDREN = {
     Binary: lambda e: (e.a, e.b), Compare: lambda e: (e.a, e.b),
     Logic: lambda e: (e.a,) if e.b is None else (e.a, e.b), Select: lambda e: (e.cond, e.t, e.f),
     Cast: lambda e: (e.value,), Call: lambda e: e.args, Read: lambda e: e.indices, Reduce: lambda e: (e.source,),
+    CheckedIndex: lambda e: (e.value,),
 }
 _REBUILD = {
     Binary: lambda e, k: Binary(e.op, k[0], k[1], e.dtype), Compare: lambda e, k: Compare(e.op, k[0], k[1]),
@@ -300,6 +324,7 @@ _REBUILD = {
     Select: lambda e, k: Select(k[0], k[1], k[2], e.dtype), Cast: lambda e, k: Cast(e.dtype, k[0]),
     Call: lambda e, k: Call(e.name, tuple(k), e.dtype), Read: lambda e, k: Read(e.name, tuple(k), e.dtype, e.tensor),
     Reduce: lambda e, k: Reduce(e.combiner, k[0], e.axes, e.dtype),
+    CheckedIndex: lambda e, k: CheckedIndex(k[0], e.extent, e.dtype),
 }
 
 

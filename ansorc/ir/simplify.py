@@ -7,7 +7,8 @@ r // c and r % c fold when 0 <= r < c, and comparisons fold when the sign of the
 """
 from __future__ import annotations
 
-from .expr import Binary, Call, Cast, Compare, Const, Expr, Logic, Select, Var, children, const, is_float, rebuild
+from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Select, Var, children, const,
+                   is_float, rebuild)
 
 Bounds = dict  # var name -> (lo, hi) inclusive integers
 
@@ -20,6 +21,8 @@ def bound(e: Expr, bounds: Bounds) -> tuple | None:
         return (e.value, e.value) if not is_float(e.dtype) else None
     if isinstance(e, Var):
         return bounds.get(e.name)
+    if isinstance(e, CheckedIndex):  # out-of-range values are clamped (and reported) at run time
+        return (0, e.extent - 1)
     if isinstance(e, Cast):
         b = bound(e.value, bounds) if not is_float(e.dtype) else None
         wraps = b is not None and e.dtype == "int32" and (b[0] < -2**31 or b[1] > 2**31 - 1)
@@ -208,6 +211,8 @@ def _simplify_node(e: Expr, bounds: Bounds) -> Expr:
         return _logic(e)
     if isinstance(e, Select) and isinstance(e.cond, Const):
         return e.t if e.cond.value else e.f
+    if isinstance(e, CheckedIndex) and isinstance(e.value, Const) and 0 <= e.value.value < e.extent:
+        return Const(int(e.value.value), e.dtype)  # only a constant is known in range: data may change
     if isinstance(e, Cast) and isinstance(e.value, Const):
         return const(e.value.value, e.dtype) if is_float(e.dtype) or float(e.value.value).is_integer() \
             else Const(int(e.value.value), e.dtype)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from ..errors import ExpressionError
 from .bounds import check_reads
-from .expr import (Call, Const, Expr, IterVar, Read, Reduce, Var, as_expr, binary, check_dtype, const,
-                   is_float, logic, select, substitute, walk)
+from .expr import (Call, Const, Expr, IterVar, Read, Reduce, Var, as_expr, binary, check_dtype, checked_index,
+                   const, is_float, logic, select, substitute, walk)
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 _counter = itertools.count()
@@ -252,4 +252,5 @@ def var(name: str, dtype: str = "int32") -> Var:
 
 
 __all__ = ["placeholder", "compute", "reduce_axis", "sum", "max", "min", "exp", "log", "sqrt", "tanh", "sigmoid",
-           "abs", "pow", "floor", "ceil", "if_then_else", "all", "any", "const", "Tensor", "IterVar", "var"]
+           "abs", "pow", "floor", "ceil", "if_then_else", "all", "any", "const", "Tensor", "IterVar", "var",
+           "checked_index"]

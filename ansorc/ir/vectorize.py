@@ -6,6 +6,9 @@ v == base + l with lane l in [0, L), and every expression is classified by how i
   - not at all           -> Broadcast (a loop-invariant value)
   - flat index stride 1  -> VLoad / VStore (contiguous)
   - anything else        -> VLanes / VScatter (one scalar expression or store per lane: gathers, scatters)
+A read through a checked index (one read from data) that changes with the lane is always per lane, each lane
+checking its own index; one that is the same for every lane (a gathered row, `A[checked(B[i]), j]` along j) is
+checked and clamped once as a scalar, so the contiguous load of the row stays inside the tensor.
 Arithmetic with an intrinsic becomes VBinary/VCall/VCast, `a*b + c` becomes VFma; everything else is computed
 per lane. A store to a lane-invariant element of the form `x = x op y` is a reduction: `x = x op VReduce(op, y)`.
 A guard that depends on the lane takes the vector path when it holds for every lane (it must be a conjunction of
@@ -16,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import (Binary, Call, Cast, Compare, Const, Expr, Logic, Read, Select, Var, free_vars, reads,
-                   substitute)
+from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
+                   reads, substitute, walk)
 from .simplify import _linear, simplify
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 from .vector import (Broadcast, VBinary, VCall, VCast, VFma, VLanes, VLoad, VReduce, VScatter, VSelect, VStore,
@@ -105,6 +108,8 @@ class _Piece:
         return self.vec.caps.has(op, dtype, self.lanes)
 
     def read(self, e: Read) -> Expr | None:
+        if any(isinstance(n, CheckedIndex) and self.varies(n) for i in e.indices for n in walk(i)):
+            return None  # an index read from data: each lane checks (and clamps) its own, as scalar code
         flat = simplify(flat_index(e.indices, self.vec.shape(e.name)), self.bounds)
         if lane_stride(flat, self.lane) == 1 and self._has("load", e.dtype):
             return VLoad(e.name, self.at(flat, 0), self.lanes, e.dtype)

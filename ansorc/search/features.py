@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..ir.deep import run_deep
-from ..ir.expr import Binary, Call, Cast, Compare, Logic, Read, Select
+from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Logic, Read, Select
 from ..ir.lower import lower
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
 from .features_table import (FEATURE_MEANINGS, FEATURE_NAMES, LOG_MASK, MAX_BUFS, N_FEATURES, TABLE, annotation_block,
@@ -119,6 +119,9 @@ def _count(e, c: list, reads: list):
         elif t is Call:
             c[5] += 1
             extend(n.args)
+        elif t is CheckedIndex:  # the range test: two integer comparisons
+            c[10] += 2
+            push(n.value)
 
 
 def _slog(x: np.ndarray) -> np.ndarray:

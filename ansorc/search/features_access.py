@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..ir.dtypes import ITEMSIZE
-from ..ir.expr import Binary, Cast, Const, Var, free_vars
+from ..ir.expr import Binary, Cast, CheckedIndex, Const, Var, free_vars
 
 _INF = float("inf")
 
@@ -56,6 +56,8 @@ def _lin(e):
             return {}, ((merged, b.value - 1.0),)
     if t is Cast:
         return _lin(e.value)
+    if t is CheckedIndex:  # read from data: non-affine, but never outside 0..extent-1
+        return {}, (({v: 1.0 for v in free_vars(e)}, e.extent - 1.0),)
     return {}, (({v: 1.0 for v in free_vars(e)}, _INF),)
 
 

@@ -82,7 +82,8 @@ def make_cost_model(options: TuneOptions):
 
 def measure_task(task: SearchTask, seed: int) -> MeasureTask:
     """Seeded random inputs and the numpy evaluator's outputs for them."""
-    inputs = random_inputs(task.dag.inputs, seed)
+    # the outputs let random_inputs see which integer inputs are indices, and draw those in range
+    inputs = random_inputs(list(task.dag.inputs) + list(task.dag.outputs), seed)
     reference = evaluate(list(task.dag.outputs), inputs)
     return MeasureTask([inputs[t.name] for t in task.dag.inputs], [reference[t.name] for t in task.dag.outputs],
                        key=f"{task.workload_key}/{task.target}/{seed}")

@@ -1,0 +1,83 @@
+"""The `ansorc` command on ONNX models: compile, tune and show, called by ansorc/cli.py when the file given is a
+model (.onnx). Every error is one line (NetError and the other AnsorcErrors), exit code 2 for bad input."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .network import NetError
+
+_SHAPE = re.compile(r"^([^=]+)=([0-9]+(?:[x,][0-9]+)*)$", re.ASCII)
+
+
+def is_model_path(path: str) -> bool:
+    return str(path).lower().endswith(".onnx")
+
+
+def parse_input_shapes(items) -> dict | None:
+    """`--input-shape NAME=1x3x224x224` (repeatable) -> {NAME: (1, 3, 224, 224)}."""
+    out: dict = {}
+    for item in items or ():
+        m = _SHAPE.match(item)
+        if not m:
+            raise NetError(f"--input-shape {item!r}: expected NAME=D1xD2x... with positive integers, "
+                           "e.g. input=1x3x224x224")
+        name, dims = m.group(1), tuple(int(d) for d in re.split("[x,]", m.group(2)))
+        if any(d <= 0 for d in dims):
+            raise NetError(f"--input-shape {item!r}: every dimension must be positive")
+        if name in out:
+            raise NetError(f"--input-shape {name!r} given twice")
+        out[name] = dims
+    return out or None
+
+
+def _model_file(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise NetError(f"{path}: no such model file" if not p.exists() else f"{path}: not a file")
+    return str(p)
+
+
+def compile_model(args) -> dict:
+    """`ansorc compile model.onnx -o OUT [--trials N --log L]`: tune (optionally), then write the model library."""
+    from .api import compile as compile_net
+    path = _model_file(args.file)
+    shapes = parse_input_shapes(getattr(args, "input_shape", None))
+    if args.trials > 0 and not args.log:
+        raise NetError("--trials > 0 on a model needs --log (the tuning log, resumable)")
+    model = compile_net(path, trials=args.trials, log=args.log, input_shapes=shapes, target=args.target,
+                        name=args.name, progress=not args.quiet)
+    files = model.export(args.output)
+    tuned = sum(1 for t in model.tasks if t.schedule == "log")
+    return {"name": Path(path).stem, "files": {k: str(v) for k, v in files.items()}, "tasks": len(model.tasks),
+            "tuned_tasks": tuned}
+
+
+def tune_model(args) -> dict:
+    """`ansorc tune model.onnx --trials N --log L`: tune the model's tasks with the task scheduler."""
+    from .tune import tune_network
+    path = _model_file(args.file)
+    shapes = parse_input_shapes(getattr(args, "input_shape", None))
+    run = tune_network(path, args.trials, args.log, input_shapes=shapes, target=args.target, seed=args.seed,
+                       progress=not args.quiet)
+    est = run.estimated_latency
+    best = [r.best_gflops for r in run.result.results]
+    return {"log": args.log, "trials": sum(r.trials for r in run.result.results),
+            "best_gflops": round(max(best), 2) if best else 0.0, "tasks": len(run.tasks),
+            "estimated_latency_ms": round(est * 1e3, 4) if est < 1e9 else None}
+
+
+def show_model(args) -> dict:
+    """`ansorc show model.onnx [--log L]`: the model's tasks (name, weight, FLOPs, tuned or not)."""
+    from .fuse import fuse
+    from .tasks import extract_tasks, task_table
+    from .tune import network_of
+    path = _model_file(args.log_or_model)
+    net = network_of(path, parse_input_shapes(getattr(args, "input_shape", None)))
+    tasks = extract_tasks(net, fuse(net))
+    return {"model": path, "tasks": [{"name": t.name, "weight": t.weight, "flops": t.flops,
+                                      "workload_key": t.dag.workload_key} for t in tasks],
+            "table": task_table(tasks, getattr(args, "model_log", None))}
+
+
+__all__ = ["is_model_path", "parse_input_shapes", "compile_model", "tune_model", "show_model"]

@@ -1,0 +1,75 @@
+"""Tune a whole network: import, fuse, extract its tasks (identical groups = one task, weighted by occurrence),
+and spend the budget across them with the task scheduler (search/multi.py). The log is keyed by workload, so a
+model compiled with this log afterwards picks up every tuned task, and a second model sharing a task reuses it."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..search.multi import ScheduleResult, tune_tasks
+from ..search.task import SearchTask
+from .network import Network
+
+
+@dataclass
+class NetworkTuning:
+    net: Network
+    groups: list
+    tasks: list                 # NetTask (tasks.py), in scheduler order
+    result: ScheduleResult
+
+    @property
+    def estimated_latency(self) -> float:
+        """sum over tasks of weight x best latency (seconds); inf while a task has no program."""
+        return self.result.estimated_latency
+
+
+def network_of(model, input_shapes=None) -> Network:
+    if isinstance(model, Network):
+        return model
+    from .importer import import_model
+    return import_model(model, input_shapes=input_shapes)
+
+
+def tune_network(model, trials: int, log: str, input_shapes=None, target: str = "native",
+                 strategy: str = "gradient", objective="f1", **kwargs) -> NetworkTuning:
+    """Tune the tasks of `model` (a path, onnx.ModelProto or Network) for `trials` programs in all, appending to
+    `log` (resumed). kwargs go to ansorc.tune_tasks (per_round=, seed=, model=, progress=, on_round=, ...)."""
+    from .fuse import fuse
+    from .tasks import extract_tasks
+    net = network_of(model, input_shapes)
+    groups = fuse(net)
+    tasks = extract_tasks(net, groups)
+    search = [SearchTask(t.dag, target) for t in tasks]
+    res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,
+                     objective=objective, **kwargs)
+    return NetworkTuning(net, groups, tasks, res)
+
+
+def curve_png(curves: dict, path: str, measured: dict | None = None, title: str = "") -> str:
+    """Plot estimated end-to-end latency (ms) against trials for each named curve [(trials, seconds)], plus
+    measured latencies {label: [(trials, seconds)]} as markers. Returns the path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, pts in curves.items():
+        pts = [(t, s) for t, s in pts if math.isfinite(s) and s < 1e9]
+        if pts:
+            ax.plot([t for t, _ in pts], [s * 1e3 for _, s in pts], label=f"{label} (estimated)")
+    for label, pts in (measured or {}).items():
+        ax.plot([t for t, _ in pts], [s * 1e3 for _, s in pts], "o", label=f"{label} (measured)")
+    ax.set_xlabel("trials")
+    ax.set_ylabel("end-to-end latency (ms)")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["tune_network", "NetworkTuning", "curve_png", "network_of"]

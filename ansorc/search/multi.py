@@ -1,0 +1,105 @@
+"""tune_tasks: tune many tasks under one budget with the task scheduler (scheduler.py), one cost model shared by
+all tasks, one measurement backend per target (or the caller's), one log. Resumable: each task's records in the
+log restore its trial count and curve, and nothing is measured twice."""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field, replace
+
+from ..measure.record import RecordLog
+from .objectives import NO_PROGRAM, make_objective
+from .scheduler import SchedulerOptions, TaskScheduler
+from .task import SearchTask
+from .tuner import local_backend, tune_options
+from .tuning import TaskTuner, TuneOptions, make_cost_model
+
+
+@dataclass
+class ScheduleResult:
+    tasks: list                                   # SearchTask, in the caller's order
+    weights: tuple
+    results: list                                 # TuneResult per task
+    curve: list = field(default_factory=list)     # (total trials, objective) after each round
+    rounds: list = field(default_factory=list)    # task index of each round
+    objective: float = math.inf
+
+    @property
+    def latencies(self) -> list:
+        return [r.best_seconds for r in self.results]
+
+    @property
+    def estimated_latency(self) -> float:
+        """sum of weight x best latency over tasks (inf while a task has no program)."""
+        return sum(w * s for w, s in zip(self.weights, self.latencies))
+
+
+def task_tag(task: SearchTask) -> str:
+    """What makes tasks "similar" for the scheduler: the compute ops' tags, else their reduction structure."""
+    ops = task.dag.compute_ops
+    tags = sorted({op.tag for op in ops if op.tag})
+    if tags:
+        return "+".join(tags)
+    return "+".join(sorted({f"{op.combiner}{len(op.reduce_axes)}" for op in ops if op.combiner}))
+
+
+def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, objective="f1",
+               strategy: str = "gradient", networks=None, backend=None, options: TuneOptions | None = None,
+               scheduler: SchedulerOptions | None = None, requirements=None, references=None, on_round=None,
+               **kwargs) -> ScheduleResult:
+    """Tune `tasks` (SearchTasks or tensor lists) for `trials` measured programs in all, each round going where
+    the objective gains most (strategy "gradient") or in turn ("round-robin"). weights: occurrences of each task
+    (default 1). objective: "f1" weighted latency (default), "f2" with per-network `requirements`, "f3" geometric-
+    mean speedup over per-network `references`, "f4" f1 with per-task early stopping, or a callable; networks:
+    task indices per network (f2/f3). kwargs override TuneOptions fields (per_round=, seed=, model=, progress=,
+    ...). on_round(scheduler, task index) is called after each round."""
+    tasks = [t if isinstance(t, SearchTask) else SearchTask(t) for t in tasks]
+    weights = tuple(float(w) for w in (weights if weights is not None else [1] * len(tasks)))
+    if len(weights) != len(tasks):
+        raise ValueError(f"{len(weights)} weights for {len(tasks)} tasks")
+    opts = tune_options(options, **kwargs)
+    sched = scheduler or SchedulerOptions(strategy=strategy, per_round=opts.per_round, seed=opts.seed,
+                                          per_task_early_stopping=opts.early_stopping if objective == "f4" else None)
+    # the scheduler owns the budget; tuners never stop by themselves
+    per_task = replace(opts, trials=1 << 40, early_stopping=None, progress=False)
+    obj = make_objective(objective, weights, networks, requirements, references)
+    model, record_log, backends = make_cost_model(opts), RecordLog(log) if log else None, {}
+    try:
+        tuners = []
+        for task in tasks:
+            if backend is None and task.target not in backends:
+                backends[task.target] = local_backend(task.target, opts)
+            tuners.append(TaskTuner(task, per_task, model, backend or backends[task.target], record_log))
+        s = TaskScheduler(tuners, obj, sched, [t.dag.flop_count for t in tasks], [task_tag(t) for t in tasks])
+        table = _progress_table(tasks, weights) if opts.progress else None
+        s.run(trials, on_round=_chain(on_round, table))
+        for t in tuners:
+            t.retime()
+    finally:
+        for b in backends.values():
+            b.close()
+    return ScheduleResult(tasks, weights, [t.result for t in tuners], s.curve, s.rounds, s.value())
+
+
+def _chain(*callbacks):
+    live = [c for c in callbacks if c is not None]
+    return (lambda s, i: [c(s, i) for c in live]) if live else None
+
+
+def _progress_table(tasks, weights, every: int = 5):
+    """A per-task table (task, weight, trials, best latency, share of the total) every few rounds, on stderr."""
+    def show(s: TaskScheduler, i: int):
+        if len(s.rounds) % every and s.alive():
+            return
+        lat = s.latencies()
+        total = sum(w * g for w, g in zip(weights, lat) if g < NO_PROGRAM) or 1.0
+        print(f"\n{'task':>4} {'weight':>6} {'trials':>6} {'best ms':>9} {'share':>6}  after {s.total_trials} "
+              "trials", file=sys.stderr)
+        for k, (w, p) in enumerate(zip(weights, s.tasks)):
+            ms = f"{p.best * 1e3:.3f}" if p.best < NO_PROGRAM else "-"
+            share = f"{100 * w * p.best / total:.0f}%" if p.best < NO_PROGRAM else "-"
+            print(f"{k:4d} {w:6g} {p.trials:6d} {ms:>9} {share:>6}{'  (dead)' if p.dead else ''}", file=sys.stderr)
+    return show
+
+
+__all__ = ["tune_tasks", "ScheduleResult", "task_tag"]

@@ -1,0 +1,23 @@
+"""tune_tasks on real (small) tasks: the budget is spread, the log resumes, nothing is measured twice."""
+from collections import Counter
+
+from ansorc import workloads
+from ansorc.measure.record import load
+from ansorc.search.multi import tune_tasks
+
+
+def test_tune_tasks_spreads_the_budget_and_resumes_without_measuring_twice(tmp_path):
+    log = str(tmp_path / "net.jsonl")
+    tasks = [workloads.make("GMM", 0), workloads.make("NRM", 0)]
+    kw = dict(per_round=4, model="random", retime_top=0, progress=False)
+    first = tune_tasks(tasks, [2, 1], trials=16, log=log, **kw)
+    assert sum(r.trials for r in first.results) == 16
+    assert all(r.trials >= 4 for r in first.results)            # the warm-up gave every task a round
+    assert all(s < float("inf") for s in first.latencies)
+    assert first.estimated_latency == 2 * first.latencies[0] + first.latencies[1]
+    second = tune_tasks(tasks, [2, 1], trials=8, log=log, **kw)
+    assert sum(r.trials for r in second.results) == 24          # resumed 16, measured 8 more
+    recs = load(log)
+    assert len(recs) == 24
+    dup = Counter((r.workload_key, str(r.steps)) for r in recs)
+    assert max(dup.values()) == 1
