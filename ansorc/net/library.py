@@ -27,7 +27,7 @@ from ..ir.names import C_KEYWORDS
 from ..ir.steps import steps_to_json
 from ..measure.builder import build as build_sources
 from .arena import ArenaPlan, Interval, plan_arena
-from .library_c import c_string, header, loader
+from .library_c import STATUS, c_string, header, loader
 from .network import NetError, Network, tensors_by_name
 from .weights import DTYPE_CODE, layout, write_weights
 
@@ -138,15 +138,31 @@ def _schedule_key(state) -> str:
     return state.dag.workload_key + text
 
 
+def _chunks(text: str) -> list:
+    """The lines of a kernel's head, a preprocessor conditional (#if.. to its #endif) kept whole as one chunk."""
+    out, block, depth = [], [], 0
+    for ln in text.splitlines():
+        if not ln.strip() and not depth:
+            continue
+        depth += ln.lstrip().startswith("#if")
+        (block if depth else out).append(ln)
+        depth -= ln.lstrip().startswith("#endif") and depth > 0
+        if block and not depth:
+            out.append("\n".join(block))
+            block = []
+    return out + (["\n".join(block)] if block else [])
+
+
 def _split_kernel(src: Source) -> tuple:
-    """(the SIMD helper lines above the kernel, the kernel as a static function without its packed wrapper)."""
+    """(the chunks above the kernel after the shared prelude: ISA header, helper definitions; the kernel as a
+    static function without its packed wrapper). Chunks are compared whole, so each is emitted once."""
     code, sig = src.code, f"\nint {src.entry}("
     start = code.index(sig) + 1
     head, body = code[:start], code[start:]
     if not head.startswith(PRELUDE):
         raise LibraryError(f"kernel {src.entry}: unexpected prelude")  # codegen changed its layout
     body = body[:body.index(f"int {src.entry}_packed(void** args)")]
-    return [ln for ln in head[len(PRELUDE):].splitlines() if ln.strip()], "static " + body
+    return _chunks(head[len(PRELUDE):]), "static " + body
 
 
 def _check_args(src: Source, g, everything: dict):
@@ -158,7 +174,7 @@ def _check_args(src: Source, g, everything: dict):
 
 
 def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict) -> tuple:
-    helpers, bodies, calls, entries = [], [], [], {}
+    helpers, bodies, calls, entries, order = [], [], [], {}, []
     for g in groups:
         if g.name not in schedules:
             raise LibraryError(f"group {g.name!r} has no schedule")
@@ -173,8 +189,12 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict)
         src = entries[key]
         _check_args(src, g, everything)
         args = ", ".join(expr[n] for n in (*g.inputs, *g.outputs))
-        calls.append(f"  if ({src.entry}({args}) != 0) return 8;  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
-    return helpers, bodies, calls, len(entries)
+        calls.append(f"  rc = {src.entry}({args});  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
+        # which call failed and its status (1: workspace allocation, >= 2: a data index out of range), for the caller
+        at = STATUS["ERR_KERNEL"] + STATUS["KERNEL_STRIDE"] * len(order)
+        calls.append(f"  if (rc != 0) return {at} + (rc > 0 && rc < 255 ? rc : 255);")
+        order.append([g.name, src.entry])
+    return helpers, bodies, calls, order
 
 
 def _run_function(net: Network, m: str, calls: list) -> tuple:
@@ -186,21 +206,22 @@ def _run_function(net: Network, m: str, calls: list) -> tuple:
     for k, t in enumerate(net.outputs):
         if first.setdefault(t.name, k) != k:
             copies.append(f"  memcpy(out{k}, out{first[t.name]}, {_size(t)}u);")
-    body = [proto + " {", "  if (!ansorc_net_ready) return 7;", *calls, *copies, "  return 0;", "}", ""]
+    body = [proto + " {", "  int rc;", "  if (!ansorc_net_ready) return 7;", *calls, *copies, "  return 0;", "}",
+            ""]
     casts = [f"({'const ' * (k < len(net.inputs))}{C_TYPE[t.dtype]}*)args[{k}]"
              for k, t in enumerate((*net.inputs, *net.outputs))]
     body += [f"int {m}_run_packed(void** args) {{", f"  return {m}_run({', '.join(casts)});", "}", ""]
     return proto + ";", "\n".join(body)
 
 
-def _signature(net: Network, m: str, arena: ArenaPlan, n_groups: int, n_kernels: int, wfile: tuple) -> dict:
+def _signature(net: Network, m: str, arena: ArenaPlan, calls: list, n_kernels: int, wfile: tuple) -> dict:
     ins = [{"name": n, "shape": list(t.shape), "te_shape": list(t.shape), "dtype": t.dtype}
            for n, t in zip(net.input_names, net.inputs)]
     outs = [{"name": n, "shape": list(s), "te_shape": list(t.shape), "dtype": t.dtype}
             for n, s, t in zip(net.output_names, net.output_shapes, net.outputs)]
     return {"model": m, "inputs": ins, "outputs": outs, "arena_bytes": arena.size,
-            "intermediate_bytes": arena.naive_size, "groups": n_groups, "kernels": n_kernels,
-            "weights": len(wfile[0]), "weights_bytes": wfile[2]}
+            "intermediate_bytes": arena.naive_size, "groups": len(calls), "kernels": n_kernels,
+            "weights": len(wfile[0]), "weights_bytes": wfile[2], "calls": calls}
 
 
 def emit_library(net: Network, groups, schedules: dict, target="native", name: str | None = None) -> Library:
@@ -211,10 +232,10 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     m = model_ident(name or net.name)
     everything = tensors_by_name([*net.outputs, *net.inputs])  # an unused input still has a parameter
     expr, arena, order = _bindings(net, groups, everything)
-    helpers, bodies, calls, n_kernels = _kernels(groups, schedules, tgt, m, expr, everything)
+    helpers, bodies, calls, called = _kernels(groups, schedules, tgt, m, expr, everything)
     wfile = layout(net.weights, order)
     proto, run = _run_function(net, m, calls)
-    sig = _signature(net, m, arena, len(groups), n_kernels, wfile)
+    sig = _signature(net, m, arena, called, len(bodies), wfile)
     sig_text = c_string(json.dumps(sig, separators=(",", ":")))
     code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE),
                       f"const char {m}_signature[] = {sig_text};", "", run])

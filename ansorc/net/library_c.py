@@ -15,11 +15,11 @@ from ..ir.dtypes import ITEMSIZE
 
 # status codes of <model>_init and <model>_run; model.py turns them into messages
 STATUS = {"OK": 0, "ERR_OPEN": 1, "ERR_FORMAT": 2, "ERR_SIZE": 3, "ERR_MISMATCH": 4, "ERR_CHECKSUM": 5,
-          "ERR_NOMEM": 6, "ERR_NOT_INIT": 7, "ERR_KERNEL": 8}
+          "ERR_NOMEM": 6, "ERR_NOT_INIT": 7, "ERR_KERNEL": 1000, "KERNEL_STRIDE": 256}
 MESSAGES = {1: "cannot open the weights file", 2: "not an ansorc weights file (or another format version)",
             3: "the weights file is truncated or has trailing bytes", 4: "the weights file is for another model",
             5: "the weights file is corrupt (checksum mismatch)", 6: "out of memory",
-            7: "the model is not initialized", 8: "a kernel failed to allocate its workspace"}
+            7: "the model is not initialized"}
 
 LOADER = Template(r"""
 #include <stdio.h>
@@ -154,11 +154,14 @@ def header(m: str, run_proto: str, signature: dict, build_line: str) -> str:
              f" *   void {m}_free(void);                     release what init took (init may be called again)",
              " * init and run return 0 on success, else one of the status codes below. Arrays are dense, row-major,",
              " * any alignment, outputs not overlapping inputs; in the model's input and output order:"]
+    tail = [" * A run status >= ERR_KERNEL: kernel call k = (status - ERR_KERNEL) / KERNEL_STRIDE (order of",
+            " * \"calls\" below) returned (status - ERR_KERNEL) % KERNEL_STRIDE: 1 a workspace allocation failed,",
+            " * >= 2 an index read from the data (a Gather index, ...) was out of range."]
     for kind in ("inputs", "outputs"):
         for k, t in enumerate(sig[kind]):
             lines.append(f" *   {kind[:-1]} {k}: {t['dtype']}{list(t['shape'])}  {_comment_json(t['name'])}")
     lines += [f" * Arena: {sig['arena_bytes']} bytes for {sig['intermediate_bytes']} bytes of intermediates;"
-              f" {sig['groups']} kernel calls.", " *",
+              f" {sig['groups']} kernel calls.", *tail, " *",
               f" * ansorc-network: {_comment_json(sig)}", " */", "",
               f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "",
               "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]

@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 from cffi import FFI
 
+from ..codegen.c import status_message
 from ..ir.dtypes import C_TYPE, NP_DTYPE
 from ..ir.names import is_c_ident
 from ..kernel import empty
 from .library import copy_library
-from .library_c import MESSAGES, read_network_signature
+from .library_c import MESSAGES, STATUS, read_network_signature
 from .network import NetError
 
 
@@ -152,10 +153,23 @@ class Model:
                 raise NetError(f"model {self.name!r} is closed")
             rc = self._run(*ptrs)
         if rc != 0:
-            raise NetError(f"model {self.name!r}: run failed: {MESSAGES.get(rc, f'status {rc}')}")
+            raise NetError(f"model {self.name!r}: run failed: {self._status(rc)}")
         return [o.reshape(tuple(t["shape"])) for o, t in zip(outs, self.signature["outputs"])]
 
     run = __call__
+
+    def _status(self, rc: int) -> str:
+        """Words for a status of <model>_run: which group's kernel failed and why, or the library's message."""
+        base, stride = STATUS["ERR_KERNEL"], STATUS["KERNEL_STRIDE"]
+        calls = self.signature.get("calls", [])
+        if rc < base or (rc - base) // stride >= len(calls):
+            return MESSAGES.get(rc, f"status {rc}")
+        group, entry = calls[(rc - base) // stride]
+        try:
+            code = Path(self.files["c"]).read_text()
+        except (KeyError, OSError):
+            code = ""
+        return f"group {group!r}: {status_message((rc - base) % stride, code, entry)}"
 
     # ------------------------------------------------------------------ files and lifetime
     def export(self, outdir) -> dict:

@@ -54,7 +54,8 @@ def test_one_unit_exports_only_the_model_api():
     assert sorted(exported) == ["int convnet_init", "int convnet_run", "int convnet_run_packed",
                                 "void convnet_free"]
     assert lib.code.count("#define ANSORC_PRELUDE") == 1
-    assert lib.code.count("convnet_k") == 2 * len(groups)   # each kernel defined once, called once
+    assert lib.code.count("static int convnet_k") == lib.code.count("  rc = convnet_k") == len(groups)
+    assert lib.signature["calls"] == [[g.name, f"convnet_k{k}"] for k, g in enumerate(groups)]
     assert "convnet_signature[]" in lib.code and "ansorc-network:" in lib.header
     assert lib.weight_order == ("b_conv", "b_fc", "w_conv", "w_fc")
 
