@@ -11,7 +11,7 @@ from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.network import NetError, group_dag
 
 from tests.net_samples import (chain, conv_mlp_softmax, convnet_fused_groups, mixed_dtypes, one_group_per_op,
-                          row_reductions)
+                               row_reductions, two_embeddings)
 
 
 def naive(net, groups):
@@ -209,3 +209,16 @@ def test_a_compiler_failure_is_one_line_with_the_source_path():
         build_library(broken)
     message = str(err.value)
     assert "\n" not in message and "error" in message and "source:" in message
+
+
+def test_an_index_out_of_range_names_the_group():
+    net = two_embeddings()
+    groups = one_group_per_op(net)
+    with build_model(net, groups, naive(net, groups)) as model:
+        code = open(model.files["c"]).read()
+        assert code.count("#define ANSORC_CHECKED_INDEX") == 1   # the guarded helper once, used by two kernels
+        ids = np.array([[0, 3, 9, 2, 1], [4, 4, 8, 7, 5]], np.int64)
+        np.testing.assert_allclose(model(ids)[0], reference(net, [ids])[0], rtol=1e-6)
+        ids[1, 2] = 10
+        with pytest.raises(NetError, match=r"run failed: group 'g0_g1': .*out of range"):
+            model(ids)
