@@ -97,17 +97,21 @@ def build_model(net: Network, groups, schedules: dict, target="native", name: st
 
 
 def compile(model, trials: int = 0, log=None, input_shapes=None, target="native",  # noqa: A001 - the verb
-            name: str | None = None) -> Model:
+            name: str | None = None, progress: bool = False) -> Model:
     """An ONNX model (a path, an onnx.ModelProto, or an imported Network) compiled into a Model: each fused
-    group scheduled by the best record of its workload in `log`, else by the default schedule."""
-    if trials > 0:
-        raise NetError("tuning networks is the task scheduler's job: tune the model's tasks first, then compile "
-                       "with trials=0 and log=<their log>")
+    group runs the best program of its workload in `log`, else the default program. With trials > 0 the model's
+    tasks are tuned first for that many measured programs in all (task scheduler, appending to `log`)."""
+    if trials > 0 and log is None:
+        raise NetError("tuning a model (trials > 0) needs a log: its programs are recorded there and read back")
     if isinstance(model, Network):
         net = model
     else:
         from .importer import import_model
         net = import_model(model, input_shapes=input_shapes)
+    if trials > 0:
+        from .tune import tune_network
+        tune_network(net, trials, str(log), target=target if isinstance(target, str) else target.name,
+                     progress=progress)
     from .fuse import fuse
     groups = fuse(net)
     schedules, tasks = schedule_groups(net, groups, log, target)

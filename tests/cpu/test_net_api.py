@@ -18,7 +18,7 @@ from ansorc.net.network import NetError, group_dag
 from ansorc.search.annotate import sample
 from ansorc.search.task import SearchTask
 
-from tests.net_samples import conv_mlp_softmax, convnet_fused_groups, one_group_per_op
+from tests.net_samples import chain, conv_mlp_softmax, convnet_fused_groups, one_group_per_op
 
 
 def check(net, model, seed=0):
@@ -56,6 +56,17 @@ def test_compile_imports_fuses_and_builds(monkeypatch):
     model.close()
 
 
-def test_compile_with_trials_says_whose_job_tuning_is():
-    with pytest.raises(NetError, match="task scheduler"):
+def test_compile_with_trials_needs_a_log():
+    with pytest.raises(NetError, match="needs a log"):
         ansorc.net.compile("model.onnx", trials=8)
+
+
+def test_compile_with_trials_tunes_then_uses_the_log(monkeypatch, tmp_path):
+    """trials > 0: the task scheduler measures programs into the log; every task it measured runs its best."""
+    pytest.importorskip("ansorc.net.tasks")  # the task extraction of the tuner, merged separately
+    net = chain(length=3, size=512)
+    monkeypatch.setitem(sys.modules, "ansorc.net.fuse", types.SimpleNamespace(fuse=one_group_per_op))
+    log = tmp_path / "tuned.jsonl"
+    with ansorc.net.compile(net, trials=2, log=str(log)) as model:
+        assert log.exists() and any(t.schedule == "log" for t in model.tasks)
+        check(net, model, seed=2)
