@@ -71,10 +71,11 @@ def write_weights(path, weights: dict, order=None) -> tuple:
         with open(tmp, "wb") as f:
             f.write(b"\0" * data_start)
             for e in entries:
-                data = np.ascontiguousarray(weights[e.name]).tobytes()
+                data = np.ascontiguousarray(weights[e.name]).reshape(-1).view(np.uint8)  # no copy of the bytes
                 pad = b"\0" * (_align(e.offset + e.nbytes) - e.offset - e.nbytes)
-                f.write(data + pad)
-                crc = zlib.crc32(data + pad, crc)
+                f.write(data)
+                f.write(pad)
+                crc = zlib.crc32(pad, zlib.crc32(data, crc))
             f.seek(0)
             f.write(HEADER.pack(MAGIC, VERSION, len(entries), data_start, size, crc, 0))
             for e in entries:
