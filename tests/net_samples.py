@@ -107,14 +107,17 @@ def mixed_dtypes(size: int = 37) -> Network:
 
 
 def two_embeddings(batch: int = 2, seq: int = 5, vocab: int = 10, hidden: int = 8) -> Network:
-    """Two lookups of the same int64 ids (checked indices: the ids are data) summed: ONNX Gather + Add."""
+    """Two lookups summed (token and position embeddings: ONNX Gather + Add); the ids are data, so their indices
+    are checked. Both lookups are one workload: one kernel serves both groups."""
     ids = te.placeholder((batch, seq), "int64", name="ids")
+    pos = te.placeholder((batch, seq), "int64", name="pos")
     t1 = te.placeholder((vocab, hidden), "float32", name="table1")
     t2 = te.placeholder((vocab, hidden), "float32", name="table2")
     g1 = te.compute((batch, seq, hidden), lambda b, s, h: t1[te.checked_index(ids[b, s], vocab), h], name="g1")
-    g2 = te.compute((batch, seq, hidden), lambda b, s, h: t2[te.checked_index(ids[b, s], vocab), h], name="g2")
+    g2 = te.compute((batch, seq, hidden), lambda b, s, h: t2[te.checked_index(pos[b, s], vocab), h], name="g2")
     out = te.compute((batch, seq, hidden), lambda b, s, h: g1[b, s, h] + g2[b, s, h], name="out")
     rng = np.random.default_rng(9)
     weights = {"table1": rng.standard_normal((vocab, hidden)).astype(np.float32),
                "table2": rng.standard_normal((vocab, hidden)).astype(np.float32)}
-    return Network("embed", (ids,), (out,), ("input_ids",), ("hidden",), ((batch, seq, hidden),), weights)
+    return Network("embed", (ids, pos), (out,), ("input_ids", "position_ids"), ("hidden",), ((batch, seq, hidden),),
+                   weights)

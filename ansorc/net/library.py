@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..codegen.c import PRELUDE
+from ..codegen.c import _STATUS_NOTE, PRELUDE  # the notes' format is codegen's
 from ..codegen.pipeline import render, resolve_target
 from ..codegen.source import Source
 from ..codegen.target import Target
@@ -173,6 +173,19 @@ def _check_args(src: Source, g, everything: dict):
         raise LibraryError(f"group {g.name!r}: its schedule's arguments {got} are not the group's {want}")
 
 
+def _call_notes(src: Source, g, call: str) -> list:
+    """The kernel's status notes (codegen.c) restated for one call, in the names of this group's tensors: a
+    kernel shared by several groups names the first group's tensors in its own notes."""
+    rename = {a.name: n for a, n in zip(src.args, (*g.inputs, *g.outputs))}
+    word = re.compile(r"\b(" + "|".join(map(re.escape, rename)) + r")\b") if rename else None
+    notes = []
+    for entry, code, text in _STATUS_NOTE.findall(src.code):
+        if entry == src.entry:
+            text = word.sub(lambda mt: re.sub(r"[^A-Za-z0-9_.:-]", "_", rename[mt.group(1)]), text) if word else text
+            notes.append(f"  /* ansorc_status {call} {code}: {text.strip()} */")
+    return notes
+
+
 def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict) -> tuple:
     helpers, bodies, calls, entries, order = [], [], [], {}, []
     for g in groups:
@@ -190,6 +203,7 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict)
         _check_args(src, g, everything)
         args = ", ".join(expr[n] for n in (*g.inputs, *g.outputs))
         calls.append(f"  rc = {src.entry}({args});  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
+        calls += _call_notes(src, g, f"{m}_call{len(order)}")
         # which call failed and its status (1: workspace allocation, >= 2: a data index out of range), for the caller
         at = STATUS["ERR_KERNEL"] + STATUS["KERNEL_STRIDE"] * len(order)
         calls.append(f"  if (rc != 0) return {at} + (rc > 0 && rc < 255 ? rc : 255);")

@@ -164,12 +164,13 @@ class Model:
         calls = self.signature.get("calls", [])
         if rc < base or (rc - base) // stride >= len(calls):
             return MESSAGES.get(rc, f"status {rc}")
-        group, entry = calls[(rc - base) // stride]
+        k = (rc - base) // stride
         try:
             code = Path(self.files["c"]).read_text()
         except (KeyError, OSError):
             code = ""
-        return f"group {group!r}: {status_message((rc - base) % stride, code, entry)}"
+        # the run function restates each call's notes under "<model>_call<k>", in that group's tensor names
+        return f"group {calls[k][0]!r}: {status_message((rc - base) % stride, code, f'{self.name}_call{k}')}"
 
     # ------------------------------------------------------------------ files and lifetime
     def export(self, outdir) -> dict:

@@ -211,14 +211,22 @@ def test_a_compiler_failure_is_one_line_with_the_source_path():
     assert "\n" not in message and "error" in message and "source:" in message
 
 
-def test_an_index_out_of_range_names_the_group():
+def test_an_index_out_of_range_names_the_group_and_its_tensor():
     net = two_embeddings()
     groups = one_group_per_op(net)
     with build_model(net, groups, naive(net, groups)) as model:
         code = open(model.files["c"]).read()
         assert code.count("#define ANSORC_CHECKED_INDEX") == 1   # the guarded helper once, used by two kernels
+        assert model.signature["kernels"] == 2                   # both lookups run one kernel
         ids = np.array([[0, 3, 9, 2, 1], [4, 4, 8, 7, 5]], np.int64)
-        np.testing.assert_allclose(model(ids)[0], reference(net, [ids])[0], rtol=1e-6)
-        ids[1, 2] = 10
-        with pytest.raises(NetError, match=r"run failed: group 'g0_g1': .*out of range"):
-            model(ids)
+        pos = np.tile(np.arange(5, dtype=np.int64), (2, 1))
+        np.testing.assert_allclose(model(ids, pos)[0], reference(net, [ids, pos])[0], rtol=1e-6)
+        bad = ids.copy()
+        bad[1, 2] = 10
+        with pytest.raises(NetError, match=r"run failed: group 'g0_g1': index out of range in table1$"):
+            model(bad, pos)
+        bad = pos.copy()
+        bad[0, 0] = -11
+        # the shared kernel's own notes name table1; the message names the failing group's table
+        with pytest.raises(NetError, match=r"run failed: group 'g1_g2': index out of range in table2$"):
+            model(ids, bad)
