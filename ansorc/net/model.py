@@ -22,6 +22,7 @@ from ..codegen.c import status_message
 from ..ir.dtypes import C_TYPE, NP_DTYPE
 from ..ir.names import is_c_ident
 from ..kernel import empty
+from ..measure.builder import cache_root
 from .library import copy_library
 from .library_c import MESSAGES, STATUS, read_network_signature
 from .network import NetError
@@ -44,8 +45,11 @@ def _prototypes(sig: dict) -> str:
 def _private_copy(so_path) -> str:
     """A copy of the library under a name never loaded before: dlopen of a name already loaded returns that
     library (and its state), even when the file behind the name is another one."""
+    # beside the build cache, where every kernel library is loaded from (a /tmp mounted noexec cannot dlopen)
+    folder = cache_root() / "loaded"
+    folder.mkdir(parents=True, exist_ok=True)
     while True:
-        fd, tmp = tempfile.mkstemp(prefix="ansorc_model_", suffix=".so")
+        fd, tmp = tempfile.mkstemp(prefix="model_", suffix=".so", dir=folder)
         os.close(fd)
         if tmp not in _NAMES:  # an unlinked copy's name may come back from mkstemp
             break
