@@ -1,0 +1,311 @@
+"""One library per model: every group's kernel, the weights loader and `<model>_run` in ONE C translation unit.
+
+`emit_library(net, groups, schedules, target)` renders each group's ComputeDAG under its schedule through the
+one compile pipeline (codegen.pipeline.render), makes the kernels `static` (only `<model>_init`, `<model>_run`,
+`<model>_free` and `<model>_signature` are exported), keeps one copy of the shared prelude and SIMD helpers, and
+writes `<model>_run` as one call per group in order: inputs and outputs are the caller's arrays, weights point
+into the block init read from the weights file, intermediates into one arena planned by liveness (arena.py).
+Groups with the same workload and schedule share one kernel function.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..codegen.c import _STATUS_NOTE, PRELUDE  # the notes' format is codegen's
+from ..codegen.pipeline import render, resolve_target
+from ..codegen.source import Source
+from ..codegen.target import Target
+from ..ir.dtypes import C_TYPE, ITEMSIZE
+from ..ir.names import C_KEYWORDS
+from ..ir.steps import steps_to_json
+from ..measure.builder import build as build_sources
+from .arena import ArenaPlan, Interval, plan_arena
+from .library_c import STATUS, c_string, header, loader
+from .network import NetError, Network, tensors_by_name
+from .weights import DTYPE_CODE, layout, write_weights
+
+BUILD_TIMEOUT = 600.0   # seconds: a whole model is one translation unit, far larger than one kernel
+
+
+class LibraryError(NetError):
+    """The model library cannot be built (a compiler failure) or its groups do not cover the network."""
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str               # prefix of the exported symbols: <name>_init, <name>_run, <name>_free
+    code: str               # <name>.c
+    header: str             # <name>.h
+    signature: dict         # the ansorc-network JSON: inputs, outputs, arena, counts
+    weight_order: tuple     # names of the weights, in the weights file's order
+    arena: ArenaPlan
+    target: Target
+
+    @property
+    def source(self) -> Source:
+        return Source(self.code, f"{self.name}_run", (), "c")
+
+
+
+EXPORTED = ("_init", "_run", "_run_packed", "_free", "_signature")
+
+
+def _taken(symbol: str) -> bool:
+    """A symbol this process already has (libc, libm, libgomp, Python): a model exporting it would replace it,
+    e.g. a model named "sem" exporting sem_init."""
+    try:
+        return hasattr(ctypes.CDLL(None), symbol)
+    except OSError:
+        return False
+
+
+def build_line(name: str, target: Target) -> str:
+    """The command that builds lib<name>.so from <name>.c as build_library does (for the header)."""
+    return f"{target.cc} {shlex.join(target.flags)} -o lib{name}.so {name}.c -lm"
+
+
+def model_ident(name: str) -> str:
+    """A C identifier for a model's symbols from a user's model name: `<ident>_init` etc. must be valid and must
+    not be a name the C library already defines."""
+    s = re.sub(r"[^A-Za-z0-9_]", "_", str(name))[:48]
+    if (not s or s[0].isdigit() or s in C_KEYWORDS or s.startswith(("ansorc_", "__"))
+            or any(_taken(s + suffix) for suffix in EXPORTED)):
+        s = "m_" + s
+    return s
+
+
+def _size(t) -> int:
+    n = ITEMSIZE[t.dtype]
+    for d in t.shape:
+        n *= d
+    return n
+
+
+def _producers(net: Network, groups) -> dict:
+    """Tensor name -> index of the group computing it; every group input must exist before the group runs."""
+    produced, inputs = {}, {t.name for t in net.inputs}
+    for i, g in enumerate(groups):
+        for n in g.inputs:
+            if n not in net.weights and n not in inputs and n not in produced:
+                raise LibraryError(f"model {net.name!r}: group {g.name!r} reads {n!r} before any group computes it")
+        for n in g.outputs:
+            if n in produced:
+                raise LibraryError(f"model {net.name!r}: tensor {n!r} is an output of two groups")
+            produced[n] = i
+    for k, t in enumerate(net.outputs):
+        if t.name not in produced:
+            raise LibraryError(f"model {net.name!r}: output {net.output_names[k]!r} is computed by no group")
+    return produced
+
+
+def _bindings(net: Network, groups, everything: dict) -> tuple:
+    """(C expression of each tensor a kernel call passes, arena plan, weight order)."""
+    produced = _producers(net, groups)
+    inputs = {t.name: k for k, t in enumerate(net.inputs)}
+    outputs = {}
+    for k, t in enumerate(net.outputs):
+        outputs.setdefault(t.name, k)
+    last = {n: i for i, g in enumerate(groups) for n in g.inputs}  # the last reader wins
+    intervals = [Interval(n, _size(everything[n]), i, max(i, last.get(n, i)))
+                 for n, i in produced.items() if n not in outputs]
+    arena = plan_arena(intervals)
+    order = tuple(sorted({n for g in groups for n in g.inputs if n in net.weights}))
+    wpos = {n: k for k, n in enumerate(order)}
+    expr = {}
+    for n in {*produced, *inputs, *order}:
+        ct = C_TYPE[everything[n].dtype]
+        expr[n] = (f"in{inputs[n]}" if n in inputs else f"out{outputs[n]}" if n in outputs
+                   else f"(const {ct}*)ansorc_net_w[{wpos[n]}]" if n in wpos
+                   else f"({ct}*)(ansorc_net_arena + {arena.offsets[n]}u)")
+    return expr, arena, order
+
+
+def _schedule_key(state) -> str:
+    """Equal for two groups of one workload whose schedules differ only in the groups' tensor names."""
+    canon = {op.name: f"T{i}" for i, op in enumerate(state.dag.ops)}
+    text = repr(steps_to_json(state.steps))
+    if canon:
+        pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, sorted(canon, key=len, reverse=True)))
+                             + r")(?![A-Za-z0-9_])")
+        text = pattern.sub(lambda mt: canon[mt.group(1)], text)
+    return state.dag.workload_key + text
+
+
+def _chunks(text: str) -> list:
+    """The lines of a kernel's head, a preprocessor conditional (#if.. to its #endif) kept whole as one chunk."""
+    out, block, depth = [], [], 0
+    for ln in text.splitlines():
+        if not ln.strip() and not depth:
+            continue
+        depth += ln.lstrip().startswith("#if")
+        (block if depth else out).append(ln)
+        depth -= ln.lstrip().startswith("#endif") and depth > 0
+        if block and not depth:
+            out.append("\n".join(block))
+            block = []
+    return out + (["\n".join(block)] if block else [])
+
+
+def _split_kernel(src: Source) -> tuple:
+    """(the chunks above the kernel after the shared prelude: ISA header, helper definitions; the kernel as a
+    static function without its packed wrapper). Chunks are compared whole, so each is emitted once."""
+    code, sig = src.code, f"\nint {src.entry}("
+    start = code.index(sig) + 1
+    head, body = code[:start], code[start:]
+    if not head.startswith(PRELUDE):
+        raise LibraryError(f"kernel {src.entry}: unexpected prelude")  # codegen changed its layout
+    body = body[:body.index(f"int {src.entry}_packed(void** args)")]
+    return _chunks(head[len(PRELUDE):]), "static " + body
+
+
+def _check_args(src: Source, g, everything: dict):
+    names = (*g.inputs, *g.outputs)
+    got = [(a.shape, a.dtype) for a in src.args]
+    want = [(tuple(everything[n].shape), everything[n].dtype) for n in names]
+    if got != want:
+        raise LibraryError(f"group {g.name!r}: its schedule's arguments {got} are not the group's {want}")
+
+
+def _call_notes(src: Source, g, call: str) -> list:
+    """The kernel's status notes (codegen.c) restated for one call, in the names of this group's tensors: a
+    kernel shared by several groups names the first group's tensors in its own notes."""
+    rename = {a.name: n for a, n in zip(src.args, (*g.inputs, *g.outputs))}
+    word = re.compile(r"\b(" + "|".join(map(re.escape, rename)) + r")\b") if rename else None
+    notes = []
+    for entry, code, text in _STATUS_NOTE.findall(src.code):
+        if entry == src.entry:
+            text = word.sub(lambda mt: re.sub(r"[^A-Za-z0-9_.:-]", "_", rename[mt.group(1)]), text) if word else text
+            notes.append(f"  /* ansorc_status {call} {code}: {text.strip()} */")
+    return notes
+
+
+def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict) -> tuple:
+    helpers, bodies, calls, entries, order = [], [], [], {}, []
+    for g in groups:
+        if g.name not in schedules:
+            raise LibraryError(f"group {g.name!r} has no schedule")
+        state = schedules[g.name]
+        key = _schedule_key(state)
+        if key not in entries:
+            src = render(state.dag, state, f"{m}_k{len(entries)}", tgt)
+            lines, body = _split_kernel(src)
+            helpers += [ln for ln in lines if ln not in helpers]
+            bodies.append(body)
+            entries[key] = src
+        src = entries[key]
+        _check_args(src, g, everything)
+        args = ", ".join(expr[n] for n in (*g.inputs, *g.outputs))
+        calls.append(f"  rc = {src.entry}({args});  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
+        calls += _call_notes(src, g, f"{m}_call{len(order)}")
+        # which call failed and its status (1: workspace allocation, >= 2: a data index out of range), for the caller
+        at = STATUS["ERR_KERNEL"] + STATUS["KERNEL_STRIDE"] * len(order)
+        calls.append(f"  if (rc != 0) return {at} + (rc > 0 && rc < 255 ? rc : 255);")
+        order.append([g.name, src.entry])
+    return helpers, bodies, calls, order
+
+
+def _run_function(net: Network, m: str, calls: list) -> tuple:
+    params = [f"const {C_TYPE[t.dtype]}* in{k}" for k, t in enumerate(net.inputs)]
+    params += [f"{C_TYPE[t.dtype]}* out{k}" for k, t in enumerate(net.outputs)]
+    proto = f"int {m}_run({', '.join(params) or 'void'})"
+    first = {}
+    copies = []  # an output listed twice is computed once, then copied
+    for k, t in enumerate(net.outputs):
+        if first.setdefault(t.name, k) != k:
+            copies.append(f"  memcpy(out{k}, out{first[t.name]}, {_size(t)}u);")
+    body = [proto + " {", "  int rc;", "  if (!ansorc_net_ready) return 7;", *calls, *copies, "  return 0;", "}",
+            ""]
+    casts = [f"({'const ' * (k < len(net.inputs))}{C_TYPE[t.dtype]}*)args[{k}]"
+             for k, t in enumerate((*net.inputs, *net.outputs))]
+    body += [f"int {m}_run_packed(void** args) {{", f"  return {m}_run({', '.join(casts)});", "}", ""]
+    return proto + ";", "\n".join(body)
+
+
+def _signature(net: Network, m: str, arena: ArenaPlan, calls: list, n_kernels: int, wfile: tuple) -> dict:
+    ins = [{"name": n, "shape": list(t.shape), "te_shape": list(t.shape), "dtype": t.dtype}
+           for n, t in zip(net.input_names, net.inputs)]
+    outs = [{"name": n, "shape": list(s), "te_shape": list(t.shape), "dtype": t.dtype}
+            for n, s, t in zip(net.output_names, net.output_shapes, net.outputs)]
+    return {"model": m, "inputs": ins, "outputs": outs, "arena_bytes": arena.size,
+            "intermediate_bytes": arena.naive_size, "groups": len(calls), "kernels": n_kernels,
+            "weights": len(wfile[0]), "weights_bytes": wfile[2], "calls": calls}
+
+
+def emit_library(net: Network, groups, schedules: dict, target="native", name: str | None = None) -> Library:
+    """The C source and header of the model library; `schedules`: group name -> State of group_dag(net, group)."""
+    tgt = resolve_target(target)
+    if not isinstance(tgt, Target):
+        raise LibraryError(f"model {net.name!r}: whole-model libraries are built for CPU targets, not {target!r}")
+    m = model_ident(name or net.name)
+    everything = tensors_by_name([*net.outputs, *net.inputs])  # an unused input still has a parameter
+    expr, arena, order = _bindings(net, groups, everything)
+    helpers, bodies, calls, called = _kernels(groups, schedules, tgt, m, expr, everything)
+    wfile = layout(net.weights, order)
+    proto, run = _run_function(net, m, calls)
+    sig = _signature(net, m, arena, called, len(bodies), wfile)
+    sig_text = c_string(json.dumps(sig, separators=(",", ":")))
+    code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE),
+                      f"const char {m}_signature[] = {sig_text};", "", run])
+    return Library(m, code, header(m, proto, sig, build_line(m, tgt)), sig, order, arena, tgt)
+
+
+def build_library(lib: Library, cc: str | None = None, extra_flags=()) -> Path:
+    """lib<model>.so of `lib` in the build cache (by content); one compiler call."""
+    flags = (*lib.target.flags, *extra_flags)
+    [res] = build_sources([lib.source], target_flags=flags, cc=cc or lib.target.cc, timeout=BUILD_TIMEOUT,
+                          n_parallel=1)
+    if not res.ok:
+        lines = res.error_msg.strip().splitlines()
+        why = next((ln for ln in lines if "error" in ln), lines[0] if lines else "no output")
+        where = next((ln for ln in lines if ln.startswith("source:")), "")
+        raise LibraryError(f"building lib{lib.name}.so failed: {why.strip()} ({where})")
+    return Path(res.lib_path)
+
+
+def _replace(path: Path, write) -> None:
+    """Write through a temporary name then rename: a process that loaded the old file keeps a whole one."""
+    tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _paths(outdir, m: str) -> dict:
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    return {"c": out / f"{m}.c", "h": out / f"{m}.h", "so": out / f"lib{m}.so", "weights": out / f"{m}.weights"}
+
+
+def write_library(outdir, lib: Library, so_path, weights: dict) -> dict:
+    """<model>.c, <model>.h, lib<model>.so (copied from `so_path`) and <model>.weights (written from `weights`)
+    in `outdir`; returns their paths by "c", "h", "so", "weights"."""
+    paths = _paths(outdir, lib.name)
+    _replace(paths["c"], lambda p: p.write_text(lib.code))
+    _replace(paths["h"], lambda p: p.write_text(lib.header))
+    _replace(paths["so"], lambda p: shutil.copyfile(so_path, p))
+    write_weights(paths["weights"], weights, lib.weight_order)
+    return {k: str(v) for k, v in paths.items()}
+
+
+def copy_library(outdir, name: str, files: dict) -> dict:
+    """The four files of a written library (paths by kind, as write_library returns them) copied to `outdir`."""
+    missing = [str(files.get(k)) for k in ("c", "h", "so", "weights") if not Path(files.get(k) or "").is_file()]
+    if missing:
+        raise LibraryError(f"model {name!r}: cannot export, missing {', '.join(missing)}")
+    paths = _paths(outdir, name)
+    for kind, dst in paths.items():
+        if Path(files[kind]).resolve() != dst.resolve():
+            _replace(dst, lambda p, src=files[kind]: shutil.copyfile(src, p))
+    return {k: str(v) for k, v in paths.items()}
+
+
+__all__ = ["Library", "LibraryError", "emit_library", "build_library", "write_library", "copy_library", "model_ident"]

@@ -1,0 +1,72 @@
+"""ansorc.net.compile and schedule_groups: schedules from a log, the default otherwise, one error for trials."""
+from __future__ import annotations
+
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+
+import ansorc.net
+from ansorc.ir.canonical import rename_steps
+from ansorc.ir.evaluate import evaluate
+from ansorc.ir.steps import steps_to_json
+from ansorc.measure.record import Record, RecordLog, steps_key
+from ansorc.net.api import build_model, schedule_groups
+from ansorc.net.network import NetError, group_dag
+from ansorc.search.annotate import sample
+from ansorc.search.task import SearchTask
+
+from tests.net_samples import chain, conv_mlp_softmax, convnet_fused_groups, one_group_per_op
+
+
+def check(net, model, seed=0):
+    x = np.random.default_rng(seed).standard_normal(net.inputs[0].shape).astype(np.float32)
+    want = evaluate(list(net.outputs), {**net.weights, net.inputs[0].name: x})
+    for got, t in zip(model(x), net.outputs):
+        np.testing.assert_allclose(got, want[t.name], rtol=1e-4, atol=1e-5)
+
+
+def test_a_logged_schedule_is_replayed_for_its_workload(tmp_path):
+    net = conv_mlp_softmax(seed=2)
+    groups = convnet_fused_groups(net)
+    dense = group_dag(net, groups[1])
+    [state] = sample(SearchTask(dense, "native"), 1, seed=3)
+    steps = rename_steps(dense, steps_to_json(state.steps), to_canonical=True)  # as the tuner logs them
+    log = tmp_path / "net.jsonl"
+    RecordLog(log).append([Record(dense.workload_key, "native", steps_key(steps), (1e-3,), 0,
+                                  timestamp=time.time())])
+    schedules, tasks = schedule_groups(net, groups, log=str(log))
+    assert [t.schedule == "log" for t in tasks] == [False, True, False]
+    assert all(t.schedule in ("default", "naive") for t in tasks if t.schedule != "log")
+    assert schedules[groups[1].name].steps == state.steps
+    with build_model(net, groups, schedules, tasks=tasks) as model:
+        assert model.tasks == tasks
+        check(net, model)
+
+
+def test_compile_imports_fuses_and_builds(monkeypatch):
+    """compile() on an imported Network, with fusion stood in by one group per op."""
+    net = conv_mlp_softmax(seed=4)
+    monkeypatch.setitem(sys.modules, "ansorc.net.fuse", types.SimpleNamespace(fuse=one_group_per_op))
+    model = ansorc.net.compile(net, name="my net")
+    assert model.name == "my_net" and len(model.tasks) == len(one_group_per_op(net))
+    check(net, model, seed=1)
+    model.close()
+
+
+def test_compile_with_trials_needs_a_log():
+    with pytest.raises(NetError, match="needs a log"):
+        ansorc.net.compile("model.onnx", trials=8)
+
+
+def test_compile_with_trials_tunes_then_uses_the_log(monkeypatch, tmp_path):
+    """trials > 0: the task scheduler measures programs into the log; every task it measured runs its best."""
+    pytest.importorskip("ansorc.net.tasks")  # the task extraction of the tuner, merged separately
+    net = chain(length=3, size=512)
+    monkeypatch.setitem(sys.modules, "ansorc.net.fuse", types.SimpleNamespace(fuse=one_group_per_op))
+    log = tmp_path / "tuned.jsonl"
+    with ansorc.net.compile(net, trials=2, log=str(log)) as model:
+        assert log.exists() and any(t.schedule == "log" for t in model.tasks)
+        check(net, model, seed=2)
