@@ -5,17 +5,24 @@ vectorized (whole when short, else split by a vector-sized factor) when its read
 along it, the reduction loops go between the outer spatial loops and that vector loop (so a reduction updates
 a vector of outputs per step, as a matmul's inner product becomes FMAs on rows), and the outer spatial loops
 are fused into one parallel loop of enough iterations for the cores. Reductions stay serial.
+
+A reduction with data reuse (a matmul, a conv) also gets a register tile, Ansor's cache-write sketch with fixed
+sizes: it accumulates a block of rows x one or two vectors in a local buffer (registers once unrolled) over the
+whole reduction, then copies the block out; without it every step reloads and stores its output vector and
+streams the weights once per output row.
 """
 from __future__ import annotations
 
-from ..ir.dag import ComputeDAG, is_strictly_inlinable
+from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
 from ..ir.expr import Read, Var, walk
 from ..ir.state import State
-from ..ir.steps import Annotate, ComputeInline, Fuse, Pragma, Reorder, Split
+from ..ir.steps import Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams, hardware_params
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
 UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel windows (3x3) unroll
+TILE_ROWS = 8            # rows of a register tile (times one or two vectors: 16 of 32 AVX-512 registers)
+TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 
 
 def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None) -> State:
@@ -28,7 +35,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
             state = state.apply(ComputeInline(st.name))
     for st in list(state.stages):
         if st.compute_at == "root":
-            state = _schedule_root(state, st.name, hw)
+            state = _register_tiled(state, st.name, hw) or _schedule_root(state, st.name, hw)
     return state
 
 
@@ -77,6 +84,62 @@ def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     if reduce:
         state = state.apply(Pragma(name, state.stage(name).iters[0].name, "auto_unroll_max_step", UNROLL_STEPS))
     return state
+
+
+def _divisor(extent: int, lo: int, hi: int) -> int | None:
+    fits = [f for f in range(max(1, lo), min(hi, extent) + 1) if extent % f == 0]
+    return max(fits) if fits else None
+
+
+def _tile_axes(st, hw: HardwareParams):
+    """(vector axis, its tile, row axis, its tile) of a reduction worth a register tile, else None: the vector
+    axis is the innermost spatial one (contiguous reads), its tile one or two vectors dividing it; the row axis
+    the next spatial one of extent > 1, its tile up to TILE_ROWS dividing it."""
+    op = st.op
+    spatial = [a for a in op.axes]
+    if not op.combiner or not needs_multi_level_tiling(op) or len(spatial) < 2 or st.relations:
+        return None
+    vec = spatial[-1]
+    lanes = hw.lanes(op.dtype)
+    vf = vec.extent if vec.extent <= 2 * lanes else _divisor(vec.extent, lanes, 2 * lanes)
+    if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name):
+        return None
+    rows = [a for a in spatial[:-1] if a.extent > 1]
+    if not rows:
+        return None
+    row = rows[-1]
+    rf = _divisor(row.extent, 1, TILE_ROWS if vf <= lanes else TILE_ROWS)
+    return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
+
+
+def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
+    """name.local accumulates a (row tile x vector tile) block over the whole reduction, computed at the
+    innermost outer loop of `name`, which copies it out (vectorized); None when the stage does not qualify."""
+    axes = _tile_axes(state.stage(name), hw)
+    if axes is None:
+        return None
+    vec, vf, row, rf = axes
+    local = f"{name}.local"
+    state = state.apply(CacheWrite(name, "local"))
+    spatial = [a.name for a in state.stage(local).op.axes]
+    reduce = [a.name for a in state.stage(local).op.reduce_axes]
+    steps = {}
+    for ax, f in ((row, rf), (vec, vf)):
+        if f < state.stage(local).iter(ax).extent:
+            steps[ax] = len(state.steps)
+            state = state.apply(Split(local, ax, (f,)))
+    outer = [f"{a}.0" if a in steps else a for a in spatial if a not in (row, vec) or a in steps]
+    inner = [f"{a}.1" if a in steps else a for a in (row, vec)]
+    state = state.apply(Reorder(local, tuple(outer + reduce + inner)))
+    for ax, src in steps.items():
+        state = state.apply(FollowSplit(name, ax, src, 1))
+    state = state.apply(Reorder(name, tuple(outer + inner)))
+    if outer:
+        state = state.apply(ComputeAt(local, name, outer[-1]))
+    state = _parallel(state, name, outer, hw)
+    state = state.apply(Annotate(local, inner[-1], "vectorize"))
+    state = state.apply(Annotate(name, inner[-1], "vectorize"))
+    return state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
 
 
 def _parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
