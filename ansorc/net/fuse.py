@@ -97,10 +97,11 @@ def op_pattern(op) -> str:
     return KINDS[max((RANK[read_pattern(op, r)] for r in reads), default=ELEMWISE)]
 
 
-def edge_pattern(consumer: ComputeOp, producer: str) -> str:
+def edge_pattern(consumer: ComputeOp, producer: str, kind: str | None = None) -> str:
     """The kind of the edge producer -> consumer: how the consumer reads it when the consumer is at most
-    injective (Relay's broadcast edge of an operand of the output's shape is element-wise), else the consumer's."""
-    kind = op_pattern(consumer)
+    injective (Relay's broadcast edge of an operand of the output's shape is element-wise), else the consumer's
+    (`kind`, when the caller knows it already)."""
+    kind = kind or op_pattern(consumer)
     if RANK[kind] > INJECTIVE:
         return kind
     reads = [n for n in walk(consumer.body) if isinstance(n, Read) and n.name == producer]
@@ -148,10 +149,10 @@ def build_graph(net: Network) -> OpGraph:
     rev.add_edges_from((_SINK, o) for o in outputs)
     idom = nx.immediate_dominators(rev, _SINK)
     ipdom = {n: (None if idom[n] is _SINK else idom[n]) for n in order}
-    edge = {(p, c): RANK[edge_pattern(by_name[c], p)] for p in order for c in succ[p]}
-    return OpGraph(order, by_name, {n: tuple(s) for n, s in succ.items()},
-                   {n: RANK[op_pattern(by_name[n])] for n in order}, ipdom, _dom_kinds(order, succ, ipdom, edge),
-                   outputs)
+    kinds = {n: op_pattern(by_name[n]) for n in order}
+    edge = {(p, c): RANK[edge_pattern(by_name[c], p, kinds[c])] for p in order for c in succ[p]}
+    return OpGraph(order, by_name, {n: tuple(s) for n, s in succ.items()}, {n: RANK[k] for n, k in kinds.items()},
+                   ipdom, _dom_kinds(order, succ, ipdom, edge), outputs)
 
 
 def _dom_kinds(order, succ, ipdom, edge) -> dict:
