@@ -1,5 +1,6 @@
 """The default schedule of untuned tasks (search/default_schedule.py): valid, deterministic, correct when built,
 on every benchmark workload, on random te programs and on fused groups of a network (which the search tunes)."""
+import functools
 import random
 
 import pytest
@@ -66,21 +67,26 @@ def test_gathers_across_rows_are_not_vectorized():
     check_kernel(tensors, state, rtol=1e-4, atol=1e-4)
 
 
-def _random_programs(count: int):
+@functools.lru_cache(maxsize=None)
+def _random_programs(count: int, tiled: bool) -> tuple:
+    """The first `count` valid random programs whose default schedule is (or is not) register-tiled."""
     found, seed = [], 0
     while len(found) < count:
         seed += 1
         try:
-            found.append(random_program(Chooser(random.Random(seed))))
+            tensors = random_program(Chooser(random.Random(seed)))
         except AnsorcError:
             continue            # out-of-bounds programs are refused by te.compute: not this test's subject
-    return found
+        state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
+        if any(s.name.endswith(".local") for s in state.stages) == tiled:
+            found.append((tensors, state))
+    return tuple(found)
 
 
-@pytest.mark.parametrize("index", range(12))
-def test_default_schedule_of_random_programs_matches_the_evaluator(index):
-    tensors = _random_programs(index + 1)[index]
-    state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
+@pytest.mark.parametrize("tiled", [True, False])
+@pytest.mark.parametrize("index", range(6))
+def test_default_schedule_of_random_programs_matches_the_evaluator(index, tiled):
+    tensors, state = _random_programs(6, tiled)[index]
     check_kernel(tensors, state, rtol=1e-4, atol=1e-4)
 
 
