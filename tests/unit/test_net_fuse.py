@@ -164,6 +164,23 @@ def test_softmax_stages_are_one_group():
     check_groups_compute_the_model(net, [g])
 
 
+def test_without_the_ansorc_additions_fusion_is_relays():
+    """Relay alone leaves an explicit pad beside its conv and a softmax's stages in separate groups."""
+    weights = {}
+    x = te.placeholder((1, 4, 8, 8), name="x")
+    net = network([x], [softmax(te.compute((4, 8), lambda i, j: conv_block(x, 4, weights, "c")[0, i, j, 0],
+                                           name="rows"), "sm")], weights)
+    relay = fuse(net, FuseOptions(reductions=False, prologues=False))
+    check_partition(net, relay)
+    assert group_of(relay, "c_pad").ops == ("c_pad",)
+    assert group_of(relay, "sm_max") is not group_of(relay, "sm_sum")
+    ours = fuse(net)
+    check_partition(net, ours)
+    assert group_of(ours, "c_pad") is group_of(ours, "c")
+    assert group_of(ours, "sm_max") is group_of(ours, "sm_sum") is group_of(ours, "sm")
+    check_groups_compute_the_model(net, ours)
+
+
 def test_a_reduction_never_absorbs_a_complex_op():
     a, b = te.placeholder((8, 8), name="a"), te.placeholder((8, 8), name="b")
     net = network([a, b], [softmax(matmul(a, b, "mm"), "sm")])
