@@ -51,14 +51,16 @@ def _shape_of(read: Read):
 
 
 def read_pattern(op: ComputeOp, read: Read) -> str:
-    """How a non-reduction op reads one tensor: element-wise, broadcast (an in-order subset of its axes; unit
-    dimensions read at 0 skipped), injective (any other subscripts of its axes), opaque (data-dependent)."""
+    """How a non-reduction op reads one tensor: element-wise (its own axes, the same shape), broadcast (an in-order
+    subset of its axes; unit dimensions read at 0 skipped), injective (any other subscripts of its axes), opaque
+    (data-dependent)."""
     if _data_dependent(read):
         return "opaque"
     store = [a.var for a in op.axes]
     idx = [simplify(i) for i in read.indices]
-    if idx == store and _shape_of(read) == tuple(op.shape):
-        return "elemwise"
+    unit = [isinstance(i, Const) and i.value == 0 and a.extent == 1 for i, a in zip(idx, op.axes)]
+    if _shape_of(read) == tuple(op.shape) and all(i == v or u for i, v, u in zip(idx, store, unit)):
+        return "elemwise"   # a unit dimension read at 0 is the same element (how broadcasting lowerings write it)
     shape = _shape_of(read) or (None,) * len(idx)
     pos = -1
     for i, n in zip(idx, shape):

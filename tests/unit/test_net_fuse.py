@@ -67,6 +67,10 @@ def test_op_pattern_of_each_kind():
     a = te.placeholder((6, 7), name="a")
     idx = te.placeholder((4,), "int32", name="idx")
     assert op_pattern(relu(x, "r")) == "elemwise"
+    # a unit dimension read at 0 is still element-wise (broadcasting lowerings write it so); a wider one is a slice
+    assert op_pattern(te.compute(x.shape, lambda n, c, h, w: x[0, c, h, w] + x[n, c, h, w], name="u")) == "injective"
+    one = te.placeholder((1, 3, 4, 5), name="one")
+    assert op_pattern(te.compute(one.shape, lambda n, c, h, w: one[0, c, h, w] * 2.0, name="u1")) == "elemwise"
     assert op_pattern(bias_add(x, b, "ba")) == "broadcast"
     assert op_pattern(te.compute(x.shape, lambda n, c, h, w: x[n, c, h, w] * v[c], name="bv")) == "broadcast"
     # reading axes out of order is not a broadcast (a transpose), nor is a shifted read
@@ -99,6 +103,17 @@ def test_conv_pad_bias_relu_is_one_group():
     assert g.inputs == ("x", "c1_w", "c1_b")
     assert g.name.startswith("g0_c1")
     check_groups_compute_the_model(net, [g])
+
+
+def test_an_epilogue_reading_unit_dimensions_at_zero_still_joins_the_conv():
+    weights = {}
+    x = te.placeholder((1, 4, 6, 6), name="x")
+    conv = conv2d(x, weight((4, 4, 3, 3), "w", weights), 1, "conv")
+    b = weight((1, 4, 1, 1), "b", weights)
+    out = te.compute(conv.shape, lambda n, c, h, w: te.max(conv[0, c, h, w] + b[0, c, 0, 0], 0.0), name="out")
+    net = network([x], [out], weights)
+    [g] = fuse(net)
+    assert g.ops == ("conv_pad", "conv", "out")
 
 
 def test_residual_add_joins_its_conv():
