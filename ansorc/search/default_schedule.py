@@ -13,9 +13,10 @@ streams the weights once per output row.
 """
 from __future__ import annotations
 
+from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
 from ..ir.expr import Read, Var, walk
-from ..ir.state import State
+from ..ir.state import ScheduleError, State
 from ..ir.steps import Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams, hardware_params
 
@@ -27,6 +28,8 @@ TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the w
 
 def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None) -> State:
     """A complete State of `dag` for a CPU target (a name or Target); `hw` overrides the target's parameters."""
+    if is_cuda(target):
+        raise ScheduleError(f"the default CPU schedule cannot run on {target!r}, a GPU target")
     dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
     hw = hw or hardware_params(target)
     state = State.initial(dag)

@@ -60,6 +60,11 @@ def test_few_cores_fuse_fewer_loops_and_short_loops_are_not_split():
     assert ("softmax", "j") in annotations(state, "vectorize")          # 8 lanes: vectorized whole, not split
 
 
+def test_a_gpu_target_is_refused_in_one_line():
+    with pytest.raises(ansorc.ScheduleError, match="GPU target"):
+        default_cpu_schedule(ansorc.ComputeDAG(workloads.matmul(8, 8, 8)), "cuda")
+
+
 def test_gathers_across_rows_are_not_vectorized():
     tensors = workloads.sfm(64, 64)      # row_max reads A[i, k]: a vector over i would gather down a column
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
