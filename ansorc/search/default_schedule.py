@@ -22,7 +22,7 @@ from .task import HardwareParams, hardware_params
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
 UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel windows (3x3) unroll
-TILE_ROWS = 8            # rows of a register tile (times one or two vectors: 16 of 32 AVX-512 registers)
+TILE_VECTORS = 2         # vectors per row of a register tile
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 
 
@@ -97,21 +97,23 @@ def _divisor(extent: int, lo: int, hi: int) -> int | None:
 def _tile_axes(st, hw: HardwareParams):
     """(vector axis, its tile, row axis, its tile) of a reduction worth a register tile, else None: the vector
     axis is the innermost spatial one (contiguous reads), its tile one or two vectors dividing it; the row axis
-    the next spatial one of extent > 1, its tile up to TILE_ROWS dividing it."""
+    the next spatial one of extent > 1, its tile the most rows dividing it whose vectors fill half the
+    vector registers (the other half holds operands)."""
     op = st.op
     spatial = [a for a in op.axes]
     if not op.combiner or not needs_multi_level_tiling(op) or len(spatial) < 2 or st.relations:
         return None
     vec = spatial[-1]
     lanes = hw.lanes(op.dtype)
-    vf = vec.extent if vec.extent <= 2 * lanes else _divisor(vec.extent, lanes, 2 * lanes)
+    most = TILE_VECTORS * lanes
+    vf = vec.extent if vec.extent <= most else _divisor(vec.extent, lanes, most)
     if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name):
         return None
     rows = [a for a in spatial[:-1] if a.extent > 1]
     if not rows:
         return None
     row = rows[-1]
-    rf = _divisor(row.extent, 1, TILE_ROWS if vf <= lanes else TILE_ROWS)
+    rf = _divisor(row.extent, 1, max(1, hw.vector_registers // 2) // -(-vf // lanes))
     return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
 
 
