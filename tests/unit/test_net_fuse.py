@@ -7,6 +7,7 @@ import pytest
 
 from ansorc.ir import te
 from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.measure.record import Record, RecordLog
 from ansorc.net.fuse import FuseOptions, build_graph, fuse, op_pattern
 from ansorc.net.network import NetError, group_dag, tensors_by_name
 from ansorc.net.tasks import extract_tasks, task_table
@@ -289,9 +290,12 @@ def test_identical_groups_are_one_task_weighted_by_count(tmp_path):
     assert len({t.name for t in tasks}) == 2
     table = task_table(tasks)
     assert tasks[0].name in table and "tuned" not in table
-    log = tmp_path / "empty.json"
+    log = tmp_path / "log.json"
     log.write_text("")
     assert "tuned" in task_table(tasks, str(log)) and " yes" not in task_table(tasks, str(log))
+    RecordLog(log).append([Record(tasks[1].workload_key, "native", "[]", (1e-3,), 0)])
+    rows = {line.split()[0]: line.split()[-1] for line in task_table(tasks, str(log)).splitlines()[1:-1]}
+    assert rows == {tasks[0].name: "no", tasks[1].name: "yes"}
 
 
 def test_the_search_samples_valid_programs_for_every_fused_group():
