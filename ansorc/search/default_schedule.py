@@ -13,6 +13,8 @@ streams the weights once per output row.
 """
 from __future__ import annotations
 
+import math
+
 from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
 from ..ir.expr import Read, Var, walk
@@ -117,6 +119,17 @@ def _tile_axes(st, hw: HardwareParams):
     return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
 
 
+def _reuse_first(op, axes: list) -> list:
+    """The axes that the largest input's subscripts use go first (stable otherwise): consecutive tiles of a thread
+    then share its slice in cache (a deep conv's weights for one block of output channels)."""
+    reads = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None]
+    if not reads:
+        return axes
+    big = max(reads, key=lambda r: math.prod(r.tensor.shape))
+    used = {v.name for i in big.indices for v in walk(i) if isinstance(v, Var)}
+    return [a for a in axes if a in used] + [a for a in axes if a not in used]
+
+
 def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
     """name.local accumulates a (row tile x vector tile) block over the whole reduction, computed at the
     innermost outer loop of `name`, which copies it out (vectorized); None when the stage does not qualify."""
@@ -133,7 +146,8 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None
         if f < state.stage(local).iter(ax).extent:
             steps[ax] = len(state.steps)
             state = state.apply(Split(local, ax, (f,)))
-    outer = [f"{a}.0" if a in steps else a for a in spatial if a not in (row, vec) or a in steps]
+    axes = _reuse_first(state.stage(local).op, [a for a in spatial if a not in (row, vec) or a in steps])
+    outer = [f"{a}.0" if a in steps else a for a in axes]
     inner = [f"{a}.1" if a in steps else a for a in (row, vec)]
     state = state.apply(Reorder(local, tuple(outer + reduce + inner)))
     for ax, src in steps.items():
