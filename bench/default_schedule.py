@@ -4,7 +4,8 @@
 
 Each workload NAME:INDEX is the INDEX-th shape of ansorc.workloads. Every contender is checked against the numpy
 reference first, then timed in rounds (a block of `calls` calls per contender per round, contenders in turn);
-the figure is the median over rounds of the block medians.
+the figure is the median over rounds of the block medians. On a shared machine, OMP_NUM_THREADS=1 gives steadier
+figures: a parallel kernel waits at its barrier for whichever thread the OS took away.
 """
 from __future__ import annotations
 
