@@ -1,0 +1,180 @@
+"""The schedule of an untuned task (trials=0): deterministic, always valid, reasonably fast.
+
+Strictly inlinable stages are inlined (outputs stay). Each remaining root stage: the innermost spatial loop is
+vectorized (whole when short, else split by a vector-sized factor) when its reads are contiguous or invariant
+along it, the reduction loops go between the outer spatial loops and that vector loop (so a reduction updates
+a vector of outputs per step, as a matmul's inner product becomes FMAs on rows), and the outer spatial loops
+are fused into one parallel loop of enough iterations for the cores. Reductions stay serial.
+
+A reduction with data reuse (a matmul, a conv) also gets a register tile, Ansor's cache-write sketch with fixed
+sizes: it accumulates a block of rows x one or two vectors in a local buffer (registers once unrolled) over the
+whole reduction, then copies the block out; without it every step reloads and stores its output vector and
+streams the weights once per output row.
+"""
+from __future__ import annotations
+
+import math
+
+from ..codegen.cuda_target import is_cuda
+from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
+from ..ir.expr import Read, Var, walk
+from ..ir.state import ScheduleError, State
+from ..ir.steps import Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
+from .task import HardwareParams, hardware_params
+
+PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
+UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel windows (3x3) unroll
+TILE_VECTORS = 2         # vectors per row of a register tile
+TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
+
+
+def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None) -> State:
+    """A complete State of `dag` for a CPU target (a name or Target); `hw` overrides the target's parameters."""
+    if is_cuda(target):
+        raise ScheduleError(f"the default CPU schedule cannot run on {target!r}, a GPU target")
+    dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
+    hw = hw or hardware_params(target)
+    state = State.initial(dag)
+    for st in dag.compute_ops:
+        if not dag.is_output(st.name) and is_strictly_inlinable(st) and dag.consumers(st.name):
+            state = state.apply(ComputeInline(st.name))
+    for st in list(state.stages):
+        if st.compute_at == "root":
+            state = _register_tiled(state, st.name, hw) or _schedule_root(state, st.name, hw)
+    return state
+
+
+def _contiguous_along(op, var: str) -> bool:
+    """Every read that depends on `var` has it in its last subscript (and nowhere else): a vector of consecutive
+    outputs reads consecutive (or strided by a small step) elements, not a gather across rows."""
+    for r in (n for n in walk(op.body) if isinstance(n, Read)):
+        uses = [any(isinstance(v, Var) and v.name == var for v in walk(i)) for i in r.indices]
+        if any(uses[:-1]):
+            return False
+    return True
+
+
+def _vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
+    """Lanes of the vector loop: the whole extent when short, else the largest divisor between one vector and
+    the vectorize limit, else one vector (a guarded tail); None when the loop is too short to gain."""
+    lanes = hw.lanes(dtype)
+    if extent < min(4, lanes):
+        return None
+    if extent <= hw.max_vectorize_elems:
+        return extent
+    fits = [f for f in range(lanes, hw.max_vectorize_elems + 1) if extent % f == 0]
+    return max(fits) if fits else lanes
+
+
+def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
+    st = state.stage(name)
+    spatial = [it for it in st.iters if it.kind == "S"]
+    reduce = [it.name for it in st.iters if it.kind == "R"]
+    inner, outer = [], [it.name for it in spatial]
+    last = spatial[-1] if spatial else None
+    factor = _vector_factor(last.extent, hw, st.op.dtype) if last is not None else None
+    if factor and _contiguous_along(st.op, last.name):
+        outer = outer[:-1]
+        if factor < last.extent:
+            state = state.apply(Split(name, last.name, (factor,)))
+            outer, inner = outer + [f"{last.name}.0"], [f"{last.name}.1"]
+        else:
+            inner = [last.name]
+    order = outer + reduce + inner
+    if order != [it.name for it in state.stage(name).iters]:
+        state = state.apply(Reorder(name, tuple(order)))
+    state = _parallel(state, name, outer, hw)
+    if inner:
+        state = state.apply(Annotate(name, inner[0], "vectorize"))
+    if reduce:
+        state = state.apply(Pragma(name, state.stage(name).iters[0].name, "auto_unroll_max_step", UNROLL_STEPS))
+    return state
+
+
+def _divisor(extent: int, lo: int, hi: int) -> int | None:
+    fits = [f for f in range(max(1, lo), min(hi, extent) + 1) if extent % f == 0]
+    return max(fits) if fits else None
+
+
+def _tile_axes(st, hw: HardwareParams):
+    """(vector axis, its tile, row axis, its tile) of a reduction worth a register tile, else None: the vector
+    axis is the innermost spatial one (contiguous reads), its tile one or two vectors dividing it; the row axis
+    the next spatial one of extent > 1, its tile the most rows dividing it whose vectors fill half the
+    vector registers (the other half holds operands)."""
+    op = st.op
+    spatial = [a for a in op.axes]
+    if not op.combiner or not needs_multi_level_tiling(op) or len(spatial) < 2 or st.relations:
+        return None
+    vec = spatial[-1]
+    lanes = hw.lanes(op.dtype)
+    most = TILE_VECTORS * lanes
+    vf = vec.extent if vec.extent <= most else _divisor(vec.extent, lanes, most)
+    if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name):
+        return None
+    rows = [a for a in spatial[:-1] if a.extent > 1]
+    if not rows:
+        return None
+    row = rows[-1]
+    rf = _divisor(row.extent, 1, max(1, hw.vector_registers // 2) // -(-vf // lanes))
+    return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
+
+
+def _reuse_first(op, axes: list) -> list:
+    """The axes that the largest input's subscripts use go first (stable otherwise): consecutive tiles of a thread
+    then share its slice in cache (a deep conv's weights for one block of output channels)."""
+    reads = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None]
+    if not reads:
+        return axes
+    big = max(reads, key=lambda r: math.prod(r.tensor.shape))
+    used = {v.name for i in big.indices for v in walk(i) if isinstance(v, Var)}
+    return [a for a in axes if a in used] + [a for a in axes if a not in used]
+
+
+def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
+    """name.local accumulates a (row tile x vector tile) block over the whole reduction, computed at the
+    innermost outer loop of `name`, which copies it out (vectorized); None when the stage does not qualify."""
+    axes = _tile_axes(state.stage(name), hw)
+    if axes is None:
+        return None
+    vec, vf, row, rf = axes
+    local = f"{name}.local"
+    state = state.apply(CacheWrite(name, "local"))
+    spatial = [a.name for a in state.stage(local).op.axes]
+    reduce = [a.name for a in state.stage(local).op.reduce_axes]
+    steps = {}
+    for ax, f in ((row, rf), (vec, vf)):
+        if f < state.stage(local).iter(ax).extent:
+            steps[ax] = len(state.steps)
+            state = state.apply(Split(local, ax, (f,)))
+    axes = _reuse_first(state.stage(local).op, [a for a in spatial if a not in (row, vec) or a in steps])
+    outer = [f"{a}.0" if a in steps else a for a in axes]
+    inner = [f"{a}.1" if a in steps else a for a in (row, vec)]
+    state = state.apply(Reorder(local, tuple(outer + reduce + inner)))
+    for ax, src in steps.items():
+        state = state.apply(FollowSplit(name, ax, src, 1))
+    state = state.apply(Reorder(name, tuple(outer + inner)))
+    if outer:
+        state = state.apply(ComputeAt(local, name, outer[-1]))
+    state = _parallel(state, name, outer, hw)
+    state = state.apply(Annotate(local, inner[-1], "vectorize"))
+    state = state.apply(Annotate(name, inner[-1], "vectorize"))
+    return state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
+
+
+def _parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
+    """Fuse the leading outer loops until there are enough iterations for the cores, and parallelize them."""
+    st = state.stage(name)
+    take, prod = [], 1
+    for n in outer:
+        take.append(n)
+        prod *= st.iter(n).extent
+        if prod >= PARALLEL_PER_CORE * hw.num_cores:
+            break
+    if prod <= 1:
+        return state
+    if len(take) > 1:
+        state = state.apply(Fuse(name, tuple(take)))
+    return state.apply(Annotate(name, "@".join(take), "parallel"))
+
+
+__all__ = ["default_cpu_schedule"]

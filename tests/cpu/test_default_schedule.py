@@ -1,0 +1,125 @@
+"""The default schedule of untuned tasks (search/default_schedule.py): valid, deterministic, correct when built,
+on every benchmark workload, on random te programs and on fused groups of a network (which the search tunes)."""
+import functools
+import random
+
+import pytest
+
+import ansorc
+from ansorc import workloads
+from ansorc.errors import AnsorcError
+from ansorc.ir.state import replay
+from ansorc.ir.steps import steps_to_json
+from ansorc.net.fuse import fuse
+from ansorc.net.network import group_dag
+from ansorc.search.default_schedule import default_cpu_schedule
+from ansorc.search.task import HardwareParams
+from tests.cpu.fuzz_programs import Chooser, random_program
+from tests.unit.net_graphs import conv_block, matmul, network, relu, resnet_block, softmax, weight
+
+from .helpers import check_kernel
+
+
+def annotations(state, kind: str) -> list:
+    return [(s.name, it.name) for s in state.stages for it in s.iters if it.annotation == kind]
+
+
+@pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
+def test_default_schedule_of_every_workload_builds_and_matches(name):
+    tensors = workloads.smallest(name)
+    dag = ansorc.ComputeDAG(tensors)
+    state = default_cpu_schedule(dag)
+    assert state.is_complete
+    assert steps_to_json(replay(dag, state.steps).steps) == steps_to_json(state.steps)  # replays from its steps
+    assert steps_to_json(default_cpu_schedule(ansorc.ComputeDAG(workloads.smallest(name))).steps) == \
+        steps_to_json(state.steps)                                                   # deterministic
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_is_parallel_vectorized_and_register_tiled():
+    tensors = workloads.make("GMM", 2)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    assert state.has_stage("C.local")                       # the register tile accumulates in a local block
+    assert annotations(state, "parallel") == [("C", "b@i.0")]   # 64 row tiles: enough for 2 cores
+    assert ("C.local", "j.1") in annotations(state, "vectorize")
+    # the vector loop is innermost in the accumulation, the reduction just outside it
+    names = [it.name for it in state.stage("C.local").iters]
+    assert names[-1] == "j.1" and names.index("k") < names.index("i.1")
+    check_kernel(workloads.matmul(64, 48, 40), default_cpu_schedule(ansorc.ComputeDAG(workloads.matmul(64, 48, 40))))
+
+
+def test_few_cores_fuse_fewer_loops_and_short_loops_are_not_split():
+    tensors = workloads.make("C2D", 1)     # 1 x 56 x 56 x 64 -> 64, 1x1
+    dag = ansorc.ComputeDAG(tensors)
+    one = default_cpu_schedule(dag, hw=HardwareParams(num_cores=1, vector_bytes=64))
+    many = default_cpu_schedule(dag, hw=HardwareParams(num_cores=64, vector_bytes=64))
+    [(_, p1)], [(_, p64)] = annotations(one, "parallel"), annotations(many, "parallel")
+    assert p1.count("@") < p64.count("@")
+    elementwise = workloads.sfm(4, 8)
+    state = default_cpu_schedule(ansorc.ComputeDAG(elementwise), hw=HardwareParams(vector_bytes=64))
+    assert ("softmax", "j") in annotations(state, "vectorize")          # 8 lanes: vectorized whole, not split
+
+
+def test_a_gpu_target_is_refused_in_one_line():
+    with pytest.raises(ansorc.ScheduleError, match="GPU target"):
+        default_cpu_schedule(ansorc.ComputeDAG(workloads.matmul(8, 8, 8)), "cuda")
+
+
+def test_gathers_across_rows_are_not_vectorized():
+    tensors = workloads.sfm(64, 64)      # row_max reads A[i, k]: a vector over i would gather down a column
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
+    assert not [a for a in annotations(state, "vectorize") if a[0] in ("row_max", "row_sum")]
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-4)
+
+
+@functools.lru_cache(maxsize=None)
+def _random_programs(count: int, tiled: bool) -> tuple:
+    """The first `count` valid random programs whose default schedule is (or is not) register-tiled."""
+    found, seed = [], 0
+    while len(found) < count:
+        seed += 1
+        try:
+            tensors = random_program(Chooser(random.Random(seed)))
+        except AnsorcError:
+            continue            # out-of-bounds programs are refused by te.compute: not this test's subject
+        state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
+        if any(s.name.endswith(".local") for s in state.stages) == tiled:
+            found.append((tensors, state))
+    return tuple(found)
+
+
+@pytest.mark.parametrize("tiled", [True, False])
+@pytest.mark.parametrize("index", range(6))
+def test_default_schedule_of_random_programs_matches_the_evaluator(index, tiled):
+    tensors, state = _random_programs(6, tiled)[index]
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-4)
+
+
+def _model():
+    weights = {}
+    x = ansorc.te.placeholder((1, 8, 10, 10), name="x")
+    y = resnet_block(conv_block(x, 8, weights, "stem"), weights, "r1")
+    flat = ansorc.te.compute((1, 800), lambda n, j: y[n, j // 100, (j // 10) % 10, j % 10], name="flat")
+    w = weight((800, 16), "fc_w", weights)
+    return network([x], [softmax(relu(matmul(flat, w, "fc"), "fc_relu"), "prob")], weights)
+
+
+def test_default_schedule_of_every_fused_group_builds_and_matches():
+    net = _model()
+    groups = fuse(net)
+    assert len(groups) >= 4
+    for g in groups:
+        dag = group_dag(net, g)
+        check_kernel(list(dag.tensors), default_cpu_schedule(dag), rtol=1e-4, atol=1e-4, name=g.name)
+
+
+@pytest.mark.slow
+def test_the_search_tunes_a_fused_group(tmp_path):
+    """A conv group (pad, conv, bias, residual add, relu) is a task the sketch rules and the tuner handle."""
+    net = _model()
+    [g] = [g for g in fuse(net) if "r1_add" in g.ops]
+    dag = group_dag(net, g)
+    res = ansorc.tune(list(dag.tensors), trials=6, log=str(tmp_path / "log.json"), per_round=6, retime_top=0,
+                      progress=False)
+    assert res.best_state is not None and res.best_seconds > 0
+    check_kernel(list(dag.tensors), res.best_state, rtol=1e-4, atol=1e-4)
