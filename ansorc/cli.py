@@ -32,8 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp, need_log: bool):
-        sp.add_argument("file", help="expression file (.te)")
-        sp.add_argument("--trials", type=int, default=64, help="measured programs to try (default 64)")
+        sp.add_argument("file", help="expression file (.te) or ONNX model (.onnx)")
+        sp.add_argument("--trials", type=int, default=None,
+                        help="measured programs to try (default 64; for an ONNX model compile, 0: untuned)")
         sp.add_argument("--log", required=need_log, help="tuning log (JSON lines); resumed if it exists")
         sp.add_argument("--target", choices=TARGETS, default="native")
         sp.add_argument("--arch", help="GPU architecture for --target cuda (sm_80, sm_90, ...; default sm_90)")
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--seed", type=int, default=0)
         sp.add_argument("--cc", help="C compiler for the kernels: gcc (default) or clang; default $CC")
         sp.add_argument("--quiet", action="store_true", help="no progress display")
+        sp.add_argument("--input-shape", dest="input_shape", action="append", default=[], metavar="NAME=1x3x224x224",
+                        help="static shape of a model input whose shape the .onnx file leaves open")
         sp.add_argument("--json", action="store_true", help="print one JSON object with the result")
 
     c = sub.add_parser("compile", help="tune (optionally) and write lib<name>.so, <name>.h, <name>.c")
@@ -50,8 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--name", help="kernel name (a C identifier; default: the file's stem)")
     t = sub.add_parser("tune", help="tune and append the measurements to the log")
     common(t, need_log=True)
-    s = sub.add_parser("show", help="best program per workload in a log")
-    s.add_argument("log")
+    s = sub.add_parser("show", help="best program per workload in a log, or the tasks of an ONNX model")
+    s.add_argument("log", help="tuning log, or an ONNX model (.onnx)")
+    s.add_argument("--log", dest="model_log", help="with a model: the log that says which tasks are tuned")
+    s.add_argument("--input-shape", dest="input_shape", action="append", default=[], metavar="NAME=1x3x224x224")
     s.add_argument("--json", action="store_true")
     return p
 
@@ -97,7 +102,24 @@ def _check_target(target: str):
             raise CliError(f"--target {target}: not available here ({e})", EXIT_FAILED) from None
 
 
+def _model_command(fn, args) -> dict:
+    """A command on an ONNX model (ansorc/net/cli.py): its NetErrors are bad input (exit 2)."""
+    from .net.network import NetError
+    try:
+        return fn(args)
+    except NetError as e:
+        raise CliError((str(e).splitlines() or ["bad model"])[0]) from None
+
+
 def cmd_compile(args) -> dict:
+    from .net.cli import compile_model, is_model_path
+    if args.trials is None:
+        args.trials = 0 if is_model_path(args.file) else 64
+    if is_model_path(args.file):
+        check_output_dir(args.output)
+        if args.log:
+            check_log(args.log)
+        return _model_command(compile_model, args)
     from .autotune import NoRecordError, compile as compile_kernel
     from .export import export
     from .ir.names import c_ident
@@ -179,11 +201,15 @@ def _compile_cuda(args, prog, name) -> dict:
 
 
 def cmd_tune(args) -> dict:
+    from .net.cli import is_model_path, tune_model
     from .search.task import SearchTask
     from .search.tuner import tune
     check_log(args.log)
+    args.trials = 64 if args.trials is None else args.trials
     if args.trials < 1:
         raise CliError("--trials must be >= 1 for tune")
+    if is_model_path(args.file):
+        return _model_command(tune_model, args)
     prog = _load_program(args)
     args.target = _target_name(args)
     _check_target(args.target)
@@ -197,6 +223,14 @@ def cmd_tune(args) -> dict:
 
 def cmd_show(args) -> dict:
     from .measure.record import RETIME_NOTE, best, load
+    from .net.cli import is_model_path, show_model
+    if is_model_path(args.log):
+        args.log_or_model = args.log
+        if args.model_log:
+            check_log(args.model_log, must_exist=True)
+        return _model_command(show_model, args)
+    if args.model_log:
+        raise CliError("show --log is for a model: ansorc show model.onnx --log tuning.jsonl")
     check_log(args.log, must_exist=True)
     rows: dict = {}
     records = load(args.log)
@@ -223,7 +257,9 @@ def cmd_show(args) -> dict:
 
 
 def _print_human(command: str, result: dict) -> None:
-    if command == "show":
+    if command == "show" and "table" in result:
+        print(result["table"])
+    elif command == "show":
         print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}")
         for r in result["workloads"]:
             ms = f"{r['best_seconds'] * 1e3:.3f}" if r["best_seconds"] else "-"
@@ -232,8 +268,13 @@ def _print_human(command: str, result: dict) -> None:
             print(f"{wk:34} {target:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}")
     elif command == "compile":
         print(f"wrote {', '.join(result['files'].values())}")
+        if "tasks" in result:
+            print(f"{result['tuned_tasks']} of {result['tasks']} tasks ran a tuned program from the log")
         if "GFLOP/s" in result or "GFLOP/s".replace(" ", "_") in result:
             print(f"best: {result.get('GFLOP/s')} GFLOP/s")
+    elif "estimated_latency_ms" in result:
+        print(f"{result['trials']} trials over {result['tasks']} tasks in {result['log']}; estimated latency "
+              f"{result['estimated_latency_ms']} ms")
     else:
         print(f"{result['trials']} trials in {result['log']}; best {result['best_gflops']} GFLOP/s")
 
