@@ -115,7 +115,23 @@ def compile(model, trials: int = 0, log=None, input_shapes=None, target="native"
     from .fuse import fuse
     groups = fuse(net)
     schedules, tasks = schedule_groups(net, groups, log, target)
+    if log is not None:
+        _warn_untuned(tasks, log)
     return build_model(net, groups, schedules, target, name, tasks)
 
 
-__all__ = ["compile", "build_model", "schedule_groups", "TaskInfo"]
+class UntunedTaskWarning(UserWarning):
+    """Compiling with a log, some tasks found no tuned program in it (they run the default program)."""
+
+
+def _warn_untuned(tasks, log) -> None:
+    """TVM users' most common complaint is a log silently not applied: name every task the log did not serve."""
+    missing = [t for t in tasks if t.schedule != "log"]
+    if missing:
+        names = ", ".join(f"{t.name} ({t.workload_key[:12]})" for t in missing[:8])
+        more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        warnings.warn(f"{log}: {len(missing)} of {len(tasks)} tasks have no tuned program there and run the default "
+                      f"program: {names}{more}", UntunedTaskWarning, stacklevel=3)
+
+
+__all__ = ["compile", "build_model", "schedule_groups", "TaskInfo", "UntunedTaskWarning"]
