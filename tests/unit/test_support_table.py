@@ -1,0 +1,25 @@
+"""docs/networks.md embeds the support table generated from ansorc.net.ops_table.SUPPORT."""
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("support_table", ROOT / "tools" / "support_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_docs_table_matches_the_support_table():
+    tool = _tool()
+    doc = (ROOT / "docs" / "networks.md").read_text()
+    assert tool.embed(doc, tool.table()) == doc, "docs/networks.md is stale: run python tools/support_table.py --write"
+
+
+def test_table_lists_the_ops_networks_need():
+    from ansorc.net.ops_table import SUPPORT
+    need = {"Conv", "Gemm", "MatMul", "Add", "Relu", "Clip", "MaxPool", "GlobalAveragePool", "Flatten", "Reshape",
+            "Transpose", "Concat", "Gather", "Softmax", "LayerNormalization", "ReduceMean", "Erf", "Sqrt", "Pow"}
+    assert need <= set(SUPPORT), sorted(need - set(SUPPORT))
