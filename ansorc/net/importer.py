@@ -54,7 +54,8 @@ def _parse(read, where: str):
     try:
         return read()
     except (RecursionError, MemoryError) as e:
-        raise NetError(f"{where}: not a valid ONNX model: too deeply nested or too large ({type(e).__name__})") from None
+        raise NetError(f"{where}: not a valid ONNX model: too deeply nested or too large "
+                       f"({type(e).__name__})") from None
     except Exception as e:  # noqa: BLE001 - protobuf/onnx raise many types for a corrupt file
         raise NetError(f"{where}: not a valid ONNX model: {_line(e)}") from None
 
