@@ -128,13 +128,16 @@ def test_malformed_file_is_one_line_net_error(tmp_path, content):
 
 def test_deeply_nested_file_is_net_error(tmp_path):
     p = tmp_path / "deep.onnx"
-    # field 7 (graph) of ModelProto -> field 1 (node) ... nested length-delimited messages, 10,000 deep
-    inner = b""
-    for _ in range(10000):
-        inner = b"\x3a" + _varint(len(inner)) + inner
-    p.write_bytes(inner)
-    with pytest.raises(NetError, match="not a valid ONNX model"):
+    # ModelProto.graph -> GraphProto.node -> NodeProto.attribute -> AttributeProto.g -> ... 3,000 levels
+    graph = b""
+    for _ in range(1000):
+        attr = b"\x32" + _varint(len(graph)) + graph
+        node = b"\x2a" + _varint(len(attr)) + attr
+        graph = b"\x0a" + _varint(len(node)) + node
+    p.write_bytes(b"\x3a" + _varint(len(graph)) + graph)
+    with pytest.raises(NetError, match="not a valid ONNX model") as e:
         import_model(str(p), table=TABLE)
+    assert "\n" not in str(e.value)
 
 
 def _varint(n):
