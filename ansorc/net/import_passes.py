@@ -13,9 +13,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-# never evaluated at import time: their value is not a function of their inputs
+# never evaluated at import time: random values, or optional/sequence values (no tensors: outside ansorc)
 NOT_FOLDABLE = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
-                          "Bernoulli"})
+                          "Bernoulli", "Optional", "OptionalHasElement", "OptionalGetElement"})
 FOLD_LIMIT = 1 << 22  # elements: a larger folded result would bloat the weight file (it is computed at run time)
 
 
@@ -91,7 +91,8 @@ def _too_big(node, g: Graph) -> bool:
 
 def _fold_one(node, consts: dict, g: Graph):
     """The node's outputs when known at import time, else None."""
-    if node.op_type in NOT_FOLDABLE or _has_subgraph(node) or _too_big(node, g):
+    if node.op_type in NOT_FOLDABLE or node.op_type.startswith("Sequence") or _has_subgraph(node) or \
+            _too_big(node, g):
         return None
     if node.op_type in ("Shape", "Size") and node.input[0] not in consts:
         shape = g.types.get(node.input[0], (None, 0))[0]

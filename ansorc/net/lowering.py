@@ -130,9 +130,12 @@ def _placeholder(name: str, g: Graph, ctx: LowerContext) -> Tensor:
     return te.placeholder(_te_shape(shape), dtype, name=ctx.name(name))
 
 
-def _as_output(value, name: str, ctx: LowerContext, seen: set) -> Tensor:
+def _as_output(value, name: str, ctx: LowerContext, seen: set, model: str) -> Tensor:
     """A Network output is always a computed tensor of its own: inputs, weights and repeats get a copy."""
     if isinstance(value, np.ndarray):
+        if value.dtype.name not in DTYPE_TABLE or value.size == 0:
+            raise UnsupportedError(f"model {model!r}: output {name!r} is a constant of dtype {value.dtype.name} and shape "
+                                   f"{value.shape} (empty tensors and this dtype are not supported)")
         value = ctx.weight(value, name)
     if isinstance(value.op, PlaceholderOp) or value.name in seen:
         src = value
@@ -141,13 +144,30 @@ def _as_output(value, name: str, ctx: LowerContext, seen: set) -> Tensor:
     return value
 
 
-def lower_graph(g: Graph, table: dict) -> Network:
-    ctx = LowerContext()
-    env = dict(g.consts)
+def value_info(g: Graph) -> tuple:
+    """({tensor: ONNX shape}, {tensor: dtype name}) from shape inference and the constants."""
     shapes = {n: s for n, (s, _) in g.types.items()}
     dtypes = {n: dtype_name(e) for n, (_, e) in g.types.items()}
     shapes.update((n, tuple(a.shape)) for n, a in g.consts.items())
     dtypes.update((n, a.dtype.name) for n, a in g.consts.items())
+    return shapes, dtypes
+
+
+def check_graph(g: Graph, table: dict) -> None:
+    """UnsupportedError for the first node (in topological order) whose op, dtype or attributes the table lacks."""
+    shapes, dtypes = value_info(g)
+    for name in g.inputs:
+        dt = dtypes.get(name)
+        if dt not in DTYPE_TABLE:
+            raise UnsupportedError(f"model {g.name!r}: input {name!r} has dtype {dt}, which is not supported")
+    for k in topological(g):
+        check_node(make_node(g.nodes[k], g, shapes, dtypes), table)
+
+
+def lower_graph(g: Graph, table: dict) -> Network:
+    ctx = LowerContext()
+    env = dict(g.consts)
+    shapes, dtypes = value_info(g)
     for name in g.inputs:
         env[name] = _placeholder(name, g, ctx)
     for k in topological(g):
@@ -171,7 +191,7 @@ def _network(g: Graph, env: dict, ctx: LowerContext) -> Network:
         r = g.resolve(o)
         if r not in env:
             raise NetError(f"model {g.name!r}: output {o!r} is produced by no node")
-        outputs.append(_as_output(env[r], o, ctx, seen))
+        outputs.append(_as_output(env[r], o, ctx, seen, g.name))
     shapes = []
     for o, t in zip(g.outputs, outputs):
         r = g.resolve(o)
