@@ -134,8 +134,8 @@ def _as_output(value, name: str, ctx: LowerContext, seen: set, model: str) -> Te
     """A Network output is always a computed tensor of its own: inputs, weights and repeats get a copy."""
     if isinstance(value, np.ndarray):
         if value.dtype.name not in DTYPE_TABLE or value.size == 0:
-            raise UnsupportedError(f"model {model!r}: output {name!r} is a constant of dtype {value.dtype.name} and shape "
-                                   f"{value.shape} (empty tensors and this dtype are not supported)")
+            raise UnsupportedError(f"model {model!r}: output {name!r} is a constant of dtype {value.dtype.name} "
+                                   f"and shape {value.shape} (empty tensors and this dtype are not supported)")
         value = ctx.weight(value, name)
     if isinstance(value.op, PlaceholderOp) or value.name in seen:
         src = value
