@@ -110,8 +110,8 @@ def _fold_one(node, consts: dict, g: Graph):
 def _as_type(a: np.ndarray, typ) -> np.ndarray:
     """The reference evaluator's result in the dtype shape inference gave the tensor."""
     if typ is None or not typ[1] or a.dtype == object:
-        return np.ascontiguousarray(a)
-    return np.ascontiguousarray(a.astype(helper.tensor_dtype_to_np_dtype(typ[1]), copy=False))
+        return np.asarray(a, order="C")
+    return np.asarray(a.astype(helper.tensor_dtype_to_np_dtype(typ[1]), copy=False), order="C")
 
 
 def fold_constants(g: Graph) -> Graph:
@@ -203,9 +203,9 @@ def _folded_conv(conv, bn, params, g: Graph, consts: dict):
     w_new = (w.astype(np.float64) * s.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
     b_new = ((b0 - mean) * s + bias).astype(w.dtype)
     wn, bname = _fresh(g, consts, conv.input[1] + "_bn"), None
-    consts[wn] = np.ascontiguousarray(w_new)
+    consts[wn] = np.asarray(w_new, order="C")
     bname = _fresh(g, consts, conv.input[1] + "_bn_bias")
-    consts[bname] = np.ascontiguousarray(b_new)
+    consts[bname] = np.asarray(b_new, order="C")
     new = _with_inputs(conv, [conv.input[0], wn, bname])
     del new.output[:]
     new.output.append(bn.output[0])

@@ -169,7 +169,7 @@ def to_graph(proto, name: str) -> Graph:
     g = proto.graph
     if g.sparse_initializer:
         raise UnsupportedError(f"model {name!r}: sparse initializers are not supported")
-    consts = {t.name: np.ascontiguousarray(numpy_helper.to_array(t)) for t in g.initializer}
+    consts = {t.name: np.asarray(numpy_helper.to_array(t), order="C") for t in g.initializer}
     nodes = []
     for k, node in enumerate(g.node):
         if not node.name:

@@ -116,7 +116,7 @@ def _checked_outputs(node: Node, outs: list, proto) -> list:
         if isinstance(v, Tensor) and want is not None and v.shape != _te_shape(want):
             raise NetError(f"{node.where()}: output {k} has shape {v.shape}, shape inference says {want}")
         if isinstance(v, np.ndarray) and dt in DTYPE_TABLE:
-            outs[k] = np.ascontiguousarray(v.astype(DTYPE_TABLE[dt].np_dtype, copy=False))
+            outs[k] = np.asarray(v.astype(DTYPE_TABLE[dt].np_dtype, copy=False), order="C")
     return outs
 
 

@@ -201,6 +201,7 @@ def test_names_kept_and_te_names_c_safe(rng):
 def test_rank0_tensors(rng):
     m = model([helper.make_node("Add", ["x", "s"], ["y"])], [vi("x", [])], [vi("y", [])],
               [("s", np.array(2.5, np.float32))])
+    assert graph_of(m).consts["s"].shape == ()  # constants keep their ONNX rank (lowerings see the true shape)
     net = import_model(m, table=TABLE)
     assert net.output_shapes == ((),) and net.inputs[0].shape == (1,)
     got = run_reference(net, [np.array(1.0, np.float32)])
