@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 # never evaluated at import time: random values, or optional/sequence values (no tensors: outside ansorc)
 NOT_FOLDABLE = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
@@ -235,4 +235,47 @@ def fold_batchnorm(g: Graph) -> Graph:
     return dataclasses.replace(g, nodes=kept, consts=consts)
 
 
-PASSES = (fold_constants, remove_identities, fold_batchnorm)
+# ----------------------------------------------------------------------------- shapes known only after folding
+
+def _unknown(g: Graph) -> bool:
+    return any(o and g.types.get(o, (None, 0))[0] is None for n in g.nodes for o in n.output)
+
+
+def to_proto(g: Graph) -> onnx.ModelProto:
+    """The graph as a model again (folded constants as initializers), for shape inference."""
+    read = {i for n in g.nodes for i in n.input}
+    inputs = [helper.make_tensor_value_info(n, g.types[n][1], g.types[n][0]) for n in g.inputs]
+    produced = [o for n in g.nodes for o in n.output if o]
+    inits = [numpy_helper.from_array(a, k) for k, a in g.consts.items() if k in read]
+    graph = helper.make_graph(list(g.nodes), g.name or "model", inputs,
+                              [helper.make_empty_tensor_value_info(o) for o in produced[-1:]], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", g.opset)])
+
+
+def reinfer(g: Graph) -> Graph:
+    """Shape inference again, once folding made shape inputs constant (Reshape/Split of a computed shape)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(to_proto(g), data_prop=True)
+    except Exception:  # noqa: BLE001 - the first inference succeeded; keep what it found
+        return g
+    types = dict(g.types)
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim):
+            types[vi.name] = (tuple(d.dim_value for d in tt.shape.dim), tt.elem_type)
+    return dataclasses.replace(g, types=types)
+
+
+def settle_shapes(g: Graph) -> Graph:
+    """Alternate shape inference and folding while shapes are unknown and each round learns something."""
+    for _ in range(4):
+        if not _unknown(g):
+            break
+        new = fold_constants(reinfer(g))
+        if new.types == g.types and len(new.nodes) == len(g.nodes):
+            break
+        g = new
+    return g
+
+
+PASSES = (fold_constants, settle_shapes, remove_identities, fold_batchnorm)
