@@ -39,10 +39,11 @@ def reference(model: onnx.ModelProto, table: dict | None = None):
     return lambda inputs: run_reference(net, inputs)
 
 
-def compiled(model: onnx.ModelProto):
+def compiled(model: onnx.ModelProto, table: dict | None = None):
     """The compiled executor: the model's C library (untuned default schedules) through ansorc.net.compile."""
-    from . import compile as compile_model  # provided by model.py/api.py once merged
-    m = compile_model(model)
+    from . import compile as compile_model  # api.py: ansorc.net.compile accepts an imported Network
+    from .importer import import_model
+    m = compile_model(import_model(model, table=table))
 
     def run(inputs):
         out = m(*inputs)

@@ -69,3 +69,22 @@ TABLE = {
     "MatMul": OpSpec(lower_matmul, ("float32",)),
     "Conv": OpSpec(lower_conv, ("float32",), ("pads", "strides", "kernel_shape", "group")),
 }
+
+
+def lower_reshape(node, ins, ctx):
+    """Row-major reshape to the inferred output shape: output index -> flat offset -> input index."""
+    x, out = _tensor(ins[0], ctx), _out_shape(node)
+
+    def body(*i):
+        flat = 0
+        for d, n in zip(i, out):
+            flat = flat * n + d
+        idx, rest = [], 1
+        for n in reversed(x.shape):
+            idx.append((flat // rest) % n)
+            rest *= n
+        return x[tuple(reversed(idx))]
+    return [te.compute(out, body, name=ctx.name(node.name))]
+
+
+TABLE["Reshape"] = OpSpec(lower_reshape, ("float32",), ("allowzero",))

@@ -75,3 +75,17 @@ def test_supported_names_what_is_missing():
 def test_devices():
     assert AnsorcBackend.supports_device("CPU")
     assert not AnsorcBackend.supports_device("CUDA")
+
+
+@pytest.mark.slow
+def test_compiled_executor_runs_node_tests():
+    """The compiled library as the executor (needs ansorc.net.compile from api.py and a C compiler)."""
+    import shutil
+    pytest.importorskip("ansorc.net.api", reason="ansorc.net.compile (api.py) is not on this branch")
+    if not shutil.which("gcc") and not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    from .conformance import node_cases, run_case
+    wanted = ("test_relu", "test_add_bcast", "test_matmul_2d", "test_basic_conv_with_padding")
+    for case in (c for c in node_cases() if c.name in wanted):
+        r = run_case(case, TABLE, executor=functools.partial(backend.compiled, table=TABLE))
+        assert r.status == "passed", (case.name, r.detail)

@@ -1,6 +1,7 @@
 """The ONNX importer on small hand-built models, lowered with the test table (mini_ops.py) and compared with
 onnx's ReferenceEvaluator on the original (unfolded) model."""
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -224,3 +225,20 @@ def test_shape_inference_failure_names_node():
               [vi("y", [2, 5])])
     with pytest.raises(NetError, match="shape inference failed.*mm"):
         import_model(m, table=TABLE)
+
+
+def test_shapes_inferred_again_after_folding(rng):
+    """A Reshape whose target shape is computed (Cast/Mul, which onnx's data propagation does not follow) has no
+    static shape after the first inference; once the target is folded, inference runs again and finds it."""
+    nodes = [helper.make_node("Shape", ["y"], ["s"]), helper.make_node("Cast", ["s"], ["sf"], to=F),
+             helper.make_node("Mul", ["sf", "one"], ["sf2"]),
+             helper.make_node("Cast", ["sf2"], ["si"], to=TensorProto.INT64),
+             helper.make_node("Reshape", ["x", "si"], ["r"]), helper.make_node("Add", ["r", "y"], ["out"])]
+    m = model(nodes, [vi("x", [2, 6]), vi("y", [3, 4])], [vi("out", [3, 4])], [("one", np.ones(2, np.float32))])
+    first = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+    r = next(v for v in first.graph.value_info if v.name == "r")
+    assert not all(d.HasField("dim_value") for d in r.type.tensor_type.shape.dim)
+    g = graph_of(m)
+    assert g.types["r"][0] == (3, 4) and [n.op_type for n in g.nodes] == ["Reshape", "Add"]
+    x, y = rng.normal(size=(2, 6)).astype(np.float32), rng.normal(size=(3, 4)).astype(np.float32)
+    close(run_reference(import_model(m, table=TABLE), [x, y]), [x.reshape(3, 4) + y])
