@@ -123,7 +123,7 @@ def _input_dims(vi, given, model: str) -> list:
     tt = vi.type.tensor_type
     dims = list(tt.shape.dim) if tt.HasField("shape") else None
     if given is not None:
-        given = [int(d) for d in given]
+        given = _given_dims(vi.name, given, model)
         if dims is not None and (len(dims) != len(given) or any(
                 d.HasField("dim_value") and d.dim_value != g for d, g in zip(dims, given))):
             raise NetError(f"model {model!r}: input_shapes gives {tuple(given)} for input {vi.name!r}, whose shape "
@@ -137,6 +137,17 @@ def _input_dims(vi, given, model: str) -> list:
             raise NetError(f"model {model!r}: input {vi.name!r} has no static size for dimension {i} "
                            f"({d.dim_param or '?'}){hint}")
     return [d.dim_value for d in dims]
+
+
+def _given_dims(name: str, given, model: str) -> list:
+    try:
+        dims = [int(d) for d in given]
+    except (TypeError, ValueError):
+        dims = None
+    if dims is None or any(d <= 0 or isinstance(g, bool) for d, g in zip(dims, given)):
+        raise NetError(f"model {model!r}: input_shapes[{name!r}] must be a sequence of positive integers, "
+                       f"got {given!r}")
+    return dims
 
 
 def _shape_text(dims) -> str:
@@ -189,28 +200,22 @@ def _named(node, name: str):
 
 # ----------------------------------------------------------------------------- the whole import
 
-def import_model(model, input_shapes: dict | None = None, table: dict | None = None) -> Network:
-    """Import an ONNX model (path or ModelProto) as a Network; `table` defaults to ops_table.SUPPORT."""
-    from .lowering import lower_graph
-    if table is None:
-        from .ops_table import SUPPORT as table
-    proto, name = load(model)
-    default_opset(proto, name)
-    proto = infer(static_shapes(proto, name, input_shapes), name)
-    graph = to_graph(proto, name)
-    for p in PASSES:
-        graph = p(graph)
-    return lower_graph(graph, table)
-
-
 def graph_of(model, input_shapes: dict | None = None) -> Graph:
-    """The model after loading, shape inference and the graph passes (before lowering): for `supported`."""
+    """The model after loading, checks, shape inference and the graph passes (before lowering)."""
     proto, name = load(model)
     default_opset(proto, name)
     graph = to_graph(infer(static_shapes(proto, name, input_shapes), name), name)
     for p in PASSES:
         graph = p(graph)
     return graph
+
+
+def import_model(model, input_shapes: dict | None = None, table: dict | None = None) -> Network:
+    """Import an ONNX model (path or ModelProto) as a Network; `table` defaults to ops_table.SUPPORT."""
+    from .lowering import lower_graph
+    if table is None:
+        from .ops_table import SUPPORT as table
+    return lower_graph(graph_of(model, input_shapes), table)
 
 
 def run_reference(net: Network, inputs) -> list:

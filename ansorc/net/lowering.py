@@ -185,6 +185,13 @@ def lower_graph(g: Graph, table: dict) -> Network:
     return _network(g, env, ctx)
 
 
+def model_name(raw: str) -> str:
+    """The C-safe name of a model: its name with non-identifier characters as '_', "model_" in front when it
+    would not start with a letter."""
+    body = c_name(raw, "m")[2:] if raw else ""
+    return body if body[:1].isalpha() else c_name(body, "model")
+
+
 def _network(g: Graph, env: dict, ctx: LowerContext) -> Network:
     outputs, seen = [], set()
     for o in g.outputs:
@@ -197,7 +204,7 @@ def _network(g: Graph, env: dict, ctx: LowerContext) -> Network:
         r = g.resolve(o)
         s = tuple(env[r].shape) if isinstance(env[r], np.ndarray) else g.shape(r)
         shapes.append(tuple(t.shape) if s is None else tuple(s))
-    net = Network(name=c_name(g.name, "model"), inputs=tuple(env[n] for n in g.inputs), outputs=tuple(outputs),
+    net = Network(name=model_name(g.name), inputs=tuple(env[n] for n in g.inputs), outputs=tuple(outputs),
                   input_names=g.inputs, output_names=g.outputs, output_shapes=tuple(shapes), weights={})
     used = {t.name for t in Network(net.name, (), net.outputs, (), (), (), ctx.weights).weight_tensors()}
     return Network(net.name, net.inputs, net.outputs, net.input_names, net.output_names, net.output_shapes,

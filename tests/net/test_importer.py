@@ -116,6 +116,9 @@ def test_dynamic_dim_needs_input_shapes(rng):
         import_model(m, input_shapes={"z": (3, 4)}, table=TABLE)
     with pytest.raises(NetError, match=r"gives \(3, 5\) for input 'x'"):
         import_model(m, input_shapes={"x": (3, 5)}, table=TABLE)
+    for bad in [(0, 4), (-1, 4), ("a", 4), 7]:
+        with pytest.raises(NetError, match="must be a sequence of positive integers"):
+            import_model(m, input_shapes={"x": bad}, table=TABLE)
 
 
 @pytest.mark.parametrize("content", [b"", b"\x00\x01garbage\xff" * 10, b"\x0a" * 64, b"{\"graph\": 1}"])
@@ -190,13 +193,18 @@ def test_other_domain_is_unsupported():
 
 def test_names_kept_and_te_names_c_safe(rng):
     m = model([helper.make_node("Relu", ["in put:0"], ["out/1"], name="bad name;rm -rf")],
-              [vi("in put:0", [4])], [vi("out/1", [4])])
+              [vi("in put:0", [4])], [vi("out/1", [4])], name="3d net;$(x)")
     net = import_model(m, table=TABLE)
+    assert net.name == "model_3d_net___x_" and import_model(relu_like(), table=TABLE).name == "tiny"
     assert net.input_names == ("in put:0",) and net.output_names == ("out/1",)
     for t in net.inputs + net.outputs:
         assert t.name.replace("_", "").isalnum() and not t.name[0].isdigit()
     x = rng.normal(size=4).astype(np.float32)
     close(run_reference(net, [x]), [np.maximum(x, 0)])
+
+
+def relu_like():
+    return model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [4])], [vi("y", [4])])
 
 
 def test_rank0_tensors(rng):
