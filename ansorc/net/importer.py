@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from ..ir.dtypes import DTYPE_TABLE
 from .import_passes import PASSES, Graph
@@ -154,11 +154,32 @@ def _shape_text(dims) -> str:
     return "(" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims) + ")"
 
 
-def infer(proto, name: str):
+LIGHT_INIT = 4096  # elements: larger initializers reach shape inference as typed inputs (no payload to serialize)
+
+
+def infer(proto, name: str) -> dict:
+    """Types of every value after onnx's shape inference (strict, with data propagation)."""
     try:
-        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(_light(proto), check_type=True, strict_mode=True,
+                                                     data_prop=True)
     except Exception as e:  # noqa: BLE001 - InferenceError names the node; anything else is a bad model too
         raise NetError(f"model {name!r}: shape inference failed: {_line(e)}") from None
+    return _types(inferred)
+
+
+def _light(proto):
+    big = [t for t in proto.graph.initializer if math.prod(t.dims) > LIGHT_INIT]
+    if not big:
+        return proto
+    out = onnx.ModelProto()
+    out.CopyFrom(proto)
+    keep = [t for t in out.graph.initializer if math.prod(t.dims) <= LIGHT_INIT]
+    del out.graph.initializer[:]
+    out.graph.initializer.extend(keep)
+    listed = {vi.name for vi in out.graph.input}
+    out.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                           for t in big if t.name not in listed)
+    return out
 
 
 def _types(proto) -> dict:
@@ -176,7 +197,7 @@ def _types(proto) -> dict:
     return out
 
 
-def to_graph(proto, name: str) -> Graph:
+def to_graph(proto, name: str, types: dict) -> Graph:
     g = proto.graph
     if g.sparse_initializer:
         raise UnsupportedError(f"model {name!r}: sparse initializers are not supported")
@@ -188,7 +209,7 @@ def to_graph(proto, name: str) -> Graph:
         nodes.append(node)
     return Graph(name=name, opset=default_opset(proto, name), nodes=tuple(nodes),
                  inputs=tuple(vi.name for vi in runtime_inputs(proto)), outputs=tuple(o.name for o in g.output),
-                 consts=consts, types=_types(proto), alias={})
+                 consts=consts, types=types, alias={})
 
 
 def _named(node, name: str):
@@ -204,7 +225,8 @@ def graph_of(model, input_shapes: dict | None = None) -> Graph:
     """The model after loading, checks, shape inference and the graph passes (before lowering)."""
     proto, name = load(model)
     default_opset(proto, name)
-    graph = to_graph(infer(static_shapes(proto, name, input_shapes), name), name)
+    proto = static_shapes(proto, name, input_shapes)
+    graph = to_graph(proto, name, infer(proto, name))
     for p in PASSES:
         graph = p(graph)
     return graph
