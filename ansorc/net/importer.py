@@ -32,7 +32,8 @@ def _line(e: BaseException) -> str:
 def load(model) -> tuple:
     """(ModelProto, display name) from a path, bytes or a ModelProto; NetError if it is not a valid ONNX model."""
     if isinstance(model, onnx.ModelProto):
-        return _checked(model, model.graph.name or "model", "model")
+        name = model.graph.name or "model"
+        return _checked(model, name, f"model {name!r}")
     if isinstance(model, (bytes, bytearray)):
         return _checked(_parse(lambda: onnx.load_from_string(bytes(model)), "<bytes>"), None, "<bytes>")
     try:

@@ -115,6 +115,8 @@ def _checked_outputs(node: Node, outs: list, proto) -> list:
     for k, (v, want, dt) in enumerate(zip(outs, node.out_shapes, node.out_dtypes)):
         if isinstance(v, Tensor) and want is not None and v.shape != _te_shape(want):
             raise NetError(f"{node.where()}: output {k} has shape {v.shape}, shape inference says {want}")
+        if isinstance(v, Tensor) and dt in DTYPE_TABLE and v.dtype != dt:
+            raise NetError(f"{node.where()}: output {k} has dtype {v.dtype}, shape inference says {dt}")
         if isinstance(v, np.ndarray) and dt in DTYPE_TABLE:
             outs[k] = np.asarray(v.astype(DTYPE_TABLE[dt].np_dtype, copy=False), order="C")
     return outs

@@ -250,3 +250,10 @@ def test_shapes_inferred_again_after_folding(rng):
     assert g.types["r"][0] == (3, 4) and [n.op_type for n in g.nodes] == ["Reshape", "Add"]
     x, y = rng.normal(size=(2, 6)).astype(np.float32), rng.normal(size=(3, 4)).astype(np.float32)
     close(run_reference(import_model(m, table=TABLE), [x, y]), [x.reshape(3, 4) + y])
+
+
+def test_invalid_model_proto_is_net_error():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])], name="broken")
+    m.graph.node[0].input[0] = "nowhere"
+    with pytest.raises(NetError, match="model 'broken': not a valid ONNX model: .*nowhere"):
+        import_model(m, table=TABLE)
