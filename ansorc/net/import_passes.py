@@ -241,15 +241,20 @@ def _unknown(g: Graph) -> bool:
     return any(o and g.types.get(o, (None, 0))[0] is None for n in g.nodes for o in n.output)
 
 
-def to_proto(g: Graph) -> onnx.ModelProto:
-    """The graph as a model again (folded constants as initializers), for shape inference."""
-    read = {i for n in g.nodes for i in n.input}
+def to_proto(g: Graph, outputs=None) -> onnx.ModelProto:
+    """The graph as a model again (folded constants as initializers): for shape inference, and for checking the
+    passes with another runtime. `outputs`: tensor names to expose (default: the last one produced)."""
+    read = {i for n in g.nodes for i in n.input} | set(outputs or ())
     inputs = [helper.make_tensor_value_info(n, g.types[n][1], g.types[n][0]) for n in g.inputs]
-    produced = [o for n in g.nodes for o in n.output if o]
+    names = outputs or [o for n in g.nodes for o in n.output if o][-1:]
+    outs = [helper.make_tensor_value_info(o, *reversed(g.types[o])) if o in g.types else
+            helper.make_empty_tensor_value_info(o) for o in names]
     inits = [numpy_helper.from_array(a, k) for k, a in g.consts.items() if k in read]
-    graph = helper.make_graph(list(g.nodes), g.name or "model", inputs,
-                              [helper.make_empty_tensor_value_info(o) for o in produced[-1:]], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", g.opset)])
+    graph = helper.make_graph(list(g.nodes), g.name or "model", inputs, outs, inits)
+    opsets = [helper.make_opsetid("", g.opset)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = helper.find_min_ir_version_for(opsets)  # runtimes may not read the newest IR
+    return model
 
 
 def reinfer(g: Graph) -> Graph:
