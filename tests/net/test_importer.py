@@ -257,3 +257,16 @@ def test_invalid_model_proto_is_net_error():
     m.graph.node[0].input[0] = "nowhere"
     with pytest.raises(NetError, match="model 'broken': not a valid ONNX model: .*nowhere"):
         import_model(m, table=TABLE)
+
+
+def test_random_and_training_dropout_are_not_removed():
+    """RandomUniformLike is never folded (its value is not a function of its input); a Dropout in training mode
+    is not the identity: both stay, and the test table lacks them."""
+    m = model([helper.make_node("RandomUniformLike", ["k"], ["r"], name="rand"),
+               helper.make_node("Add", ["x", "r"], ["y"])], [vi("x", [3])], [vi("y", [3])],
+              [("k", np.zeros(3, np.float32))])
+    assert [n.op_type for n in graph_of(m).nodes] == ["RandomUniformLike", "Add"]
+    m = model([helper.make_node("Dropout", ["x", "ratio", "train"], ["y"], name="drop")], [vi("x", [3])],
+              [vi("y", [3])], [("ratio", np.array(0.5, np.float32)), ("train", np.array(True))])
+    with pytest.raises(UnsupportedError, match="'drop' \\(Dropout\\)"):
+        import_model(m, table=TABLE)
