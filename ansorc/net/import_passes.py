@@ -198,11 +198,12 @@ def _fresh(g: Graph, consts: dict, hint: str) -> str:
 def _folded_conv(conv, bn, params, g: Graph, consts: dict):
     scale, bias, mean, var, eps = params
     w = consts[conv.input[1]]
-    s = scale / np.sqrt(var + eps)
     b0 = consts[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
-    w_new = (w.astype(np.float64) * s.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
-    b_new = ((b0 - mean) * s + bias).astype(w.dtype)
-    wn, bname = _fresh(g, consts, conv.input[1] + "_bn"), None
+    with np.errstate(all="ignore"):  # a negative variance gives NaN weights, as the unfolded BN would
+        s = scale / np.sqrt(var + eps)
+        w_new = (w.astype(np.float64) * s.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+        b_new = ((b0 - mean) * s + bias).astype(w.dtype)
+    wn = _fresh(g, consts, conv.input[1] + "_bn")
     consts[wn] = np.asarray(w_new, order="C")
     bname = _fresh(g, consts, conv.input[1] + "_bn_bias")
     consts[bname] = np.asarray(b_new, order="C")

@@ -70,7 +70,19 @@ def _checked(proto, name, where: str) -> tuple:
         raise NetError(f"{where}: not a valid ONNX model: {type(e).__name__}") from None
     except Exception as e:  # noqa: BLE001 - ValidationError and protobuf errors
         raise NetError(f"{where}: not a valid ONNX model: {_line(e)}") from None
-    return proto, name or proto.graph.name or "model"
+    if not all(isinstance(t, str) for t in _names(proto.graph)):
+        raise NetError(f"{where}: not a valid ONNX model: a name is not valid UTF-8")
+    name = name or proto.graph.name or "model"
+    return proto, name if isinstance(name, str) else "model"
+
+
+def _names(g):
+    """Every name of the graph (protobuf hands back invalid UTF-8 strings as bytes)."""
+    yield g.name
+    for vi in [*g.input, *g.output, *g.initializer]:
+        yield vi.name
+    for n in g.node:
+        yield from (n.name, n.op_type, n.domain, *n.input, *n.output)
 
 
 def default_opset(proto, name: str) -> int:

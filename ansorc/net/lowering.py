@@ -59,7 +59,21 @@ def decode_attrs(node) -> dict:
     return out
 
 
+def check_attr_types(proto, opset: int, where: str) -> None:
+    """Each attribute has the type the operator's schema gives it (lowerings rely on it)."""
+    try:
+        schema = onnx.defs.get_schema(proto.op_type, opset, proto.domain)
+    except onnx.defs.SchemaError:
+        return  # an unknown op: the table says it is unsupported
+    for a in proto.attribute:
+        want = schema.attributes.get(a.name)
+        if want is not None and int(want.type) != a.type:
+            raise NetError(f"{where}: attribute {a.name!r} is {onnx.AttributeProto.AttributeType.Name(a.type)}, "
+                           f"the operator expects {want.type.name}")
+
+
 def make_node(proto, g: Graph, shapes: dict, dtypes: dict) -> Node:
+    check_attr_types(proto, g.opset, f"node {proto.name!r} ({proto.op_type}) of model {g.name!r}")
     attrs = decode_attrs(proto)
     attrs["_opset"] = g.opset
     ins = list(proto.input)

@@ -8,6 +8,7 @@ from onnx.reference import ReferenceEvaluator
 
 from ansorc.ir.te import PlaceholderOp
 from ansorc.net.importer import graph_of, import_model, run_reference
+from ansorc.net.lowering import check_attr_types
 from ansorc.net.network import NetError, UnsupportedError
 
 from .mini_ops import TABLE
@@ -270,3 +271,20 @@ def test_random_and_training_dropout_are_not_removed():
               [vi("y", [3])], [("ratio", np.array(0.5, np.float32)), ("train", np.array(True))])
     with pytest.raises(UnsupportedError, match="'drop' \\(Dropout\\)"):
         import_model(m, table=TABLE)
+
+
+def test_name_that_is_not_utf8_is_net_error():
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="rQlu")], [vi("x", [2])], [vi("y", [2])])
+    data = m.SerializeToString().replace(b"rQlu", b"r\xd5lu")
+    with pytest.raises(NetError, match="not a valid ONNX model: a name is not valid UTF-8"):
+        import_model(data, table=TABLE)
+
+
+def test_attribute_of_the_wrong_type_is_net_error():
+    m = model([helper.make_node("Conv", ["x", "w"], ["y"], name="c", group="1")],
+              [vi("x", [1, 1, 3, 3])], [vi("y", [1, 1, 2, 2])], [("w", np.ones((1, 1, 2, 2), np.float32))])
+    with pytest.raises(NetError, match="(?i)group.*STRING|STRING.*group") as e:
+        import_model(m.SerializeToString(), table=TABLE)
+    assert "'c'" in str(e.value) or "Name: c " in str(e.value)
+    with pytest.raises(NetError, match="'c' \\(Conv\\).*attribute 'group' is STRING, the operator expects INT"):
+        check_attr_types(m.graph.node[0], 17, "node 'c' (Conv)")
