@@ -142,7 +142,7 @@ def _input_dims(vi, given, model: str) -> list:
             raise NetError(f"model {model!r}: input_shapes gives {tuple(given)} for input {vi.name!r}, whose shape "
                            f"is {_shape_text(dims)}")
         return given
-    hint = f"; pass it with --input-shape {vi.name}=... or input_shapes={{{vi.name!r}: (...)}}"
+    hint = f"; pass it with --input-shape {vi.name}=D1xD2x... or input_shapes={{{vi.name!r}: (D1, D2, ...)}}"
     if dims is None:
         raise NetError(f"model {model!r}: input {vi.name!r} has no shape{hint}")
     for i, d in enumerate(dims):
