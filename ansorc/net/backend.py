@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType
 
 from .network import NetError
@@ -115,6 +115,19 @@ class AnsorcBackend(Backend):
         return AnsorcRep(model, executor or cls.executor)
 
     @classmethod
+    def run_node(cls, node, inputs, device: str = "CPU", outputs_info=None, **kwargs) -> tuple:  # noqa: ARG003
+        """One node run as a one-node model (types from the input arrays, default opset unless `opset_version`)."""
+        arrays = [np.asarray(a) for a in inputs]
+        ins = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+               for n, a in zip(node.input, arrays) if n]
+        outs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
+        opsets = [helper.make_opsetid("", kwargs.get("opset_version", onnx.defs.onnx_opset_version()))]
+        model = helper.make_model(helper.make_graph([node], "node", ins, outs), opset_imports=opsets)
+        model = onnx.shape_inference.infer_shapes(model)  # output types, which the checker requires
+        return cls.prepare(model, device, executor=kwargs.get("executor")).run(
+            [a for n, a in zip(node.input, arrays) if n])
+
+    @classmethod
     def supports_device(cls, device: str) -> bool:
         return Device(device).type == DeviceType.CPU
 
@@ -147,4 +160,5 @@ def supported(model, table: dict | None = None, input_shapes: dict | None = None
 
 prepare = AnsorcBackend.prepare
 run_model = AnsorcBackend.run_model
+run_node = AnsorcBackend.run_node
 supports_device = AnsorcBackend.supports_device

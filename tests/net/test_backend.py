@@ -89,3 +89,11 @@ def test_compiled_executor_runs_node_tests():
     for case in (c for c in node_cases() if c.name in wanted):
         r = run_case(case, TABLE, executor=functools.partial(backend.compiled, table=TABLE))
         assert r.status == "passed", (case.name, r.detail)
+
+
+def test_run_node(rng):
+    x, y = rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(3,)).astype(np.float32)
+    (out,) = backend.run_node(helper.make_node("Add", ["x", "y"], ["z"]), [x, y], executor=MINI)
+    np.testing.assert_allclose(out, x + y)
+    (out,) = AnsorcBackend.run_node(helper.make_node("Relu", ["x"], ["z"]), [x], executor=MINI, opset_version=13)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
