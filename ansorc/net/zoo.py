@@ -180,13 +180,23 @@ def _heads(b: _Builder, x: str, seq: int, heads: int, dh: int, perm: list) -> st
     return b.op("Transpose", [b.op("Reshape", [x, shape], "split_heads")], "transpose", perm=perm)
 
 
-def _attention(b: _Builder, x: str, seq: int, hidden: int, heads: int) -> str:
+def _mask_bias(b: _Builder) -> str:
+    """(1 - attention_mask) * -10000 as (1, 1, 1, seq): added to the scores, it hides padded key positions."""
+    m = b.op("Cast", ["attention_mask"], "mask_cast", to=TensorProto.FLOAT)
+    m = b.op("Unsqueeze", [m, b.const("axes", np.array([1, 2], np.int64))], "mask_unsqueeze")
+    inv = b.op("Sub", [b.const("one", np.array(1.0, np.float32)), m], "mask_inv")
+    return b.op("Mul", [inv, b.const("neg", np.array(-10000.0, np.float32))], "mask_bias")
+
+
+def _attention(b: _Builder, x: str, seq: int, hidden: int, heads: int, bias: str | None) -> str:
     dh = hidden // heads
     q = _heads(b, _linear(b, x, hidden, hidden, "query"), seq, heads, dh, [0, 2, 1, 3])
     k = _heads(b, _linear(b, x, hidden, hidden, "key"), seq, heads, dh, [0, 2, 3, 1])
     v = _heads(b, _linear(b, x, hidden, hidden, "value"), seq, heads, dh, [0, 2, 1, 3])
     scores = b.op("Div", [b.op("MatMul", [q, k], "scores"), b.const("scale", np.array(math.sqrt(dh), np.float32))],
                   "scaled")
+    if bias is not None:
+        scores = b.op("Add", [scores, bias], "masked")
     probs = b.op("Softmax", [scores], "softmax", axis=-1)
     ctx = b.op("Transpose", [b.op("MatMul", [probs, v], "context")], "transpose", perm=[0, 2, 1, 3])
     ctx = b.op("Reshape", [ctx, b.const("shape", np.array([1, seq, hidden], np.int64))], "merge_heads")
@@ -194,16 +204,18 @@ def _attention(b: _Builder, x: str, seq: int, hidden: int, heads: int) -> str:
 
 
 def bert_tiny(seq: int = 128, layers: int = 2, hidden: int = 128, heads: int = 2, vocab: int = 30522,
-              fused_layernorm: bool = False, seed: int = 0) -> onnx.ModelProto:
-    """BERT encoder: input "input_ids" (1, seq) int64; outputs "last_hidden_state" (1, seq, hidden) and
-    "pooler_output" (1, hidden) (tanh of a linear map of the first token)."""
+              fused_layernorm: bool = False, attention_mask: bool = True, seed: int = 0) -> onnx.ModelProto:
+    """BERT encoder: inputs "input_ids" (1, seq) int64 and (when `attention_mask`) "attention_mask" (1, seq) int64,
+    1 = token, 0 = padding; outputs "last_hidden_state" (1, seq, hidden) and "pooler_output" (1, hidden) (tanh
+    of a linear map of the first token)."""
     b = _Builder(seed)
+    bias = _mask_bias(b) if attention_mask else None
     words = b.op("Gather", [b.const("word_emb", b.normal(1.0, (vocab, hidden))), "input_ids"], "word_emb", axis=0)
     emb = b.op("Add", [words, b.const("pos_emb", b.normal(0.3, (1, seq, hidden)))], "add_pos")
     emb = b.op("Add", [emb, b.const("type_emb", b.normal(0.3, (hidden,)))], "add_type")
     x = _layer_norm(b, emb, hidden, fused_layernorm)
     for _ in range(layers):
-        x = _layer_norm(b, b.op("Add", [x, _attention(b, x, seq, hidden, heads)], "residual"), hidden,
+        x = _layer_norm(b, b.op("Add", [x, _attention(b, x, seq, hidden, heads, bias)], "residual"), hidden,
                         fused_layernorm)
         ff = _linear(b, _gelu(b, _linear(b, x, hidden, 4 * hidden, "ffn_in")), 4 * hidden, hidden, "ffn_out")
         x = _layer_norm(b, b.op("Add", [x, ff], "residual"), hidden, fused_layernorm)
@@ -212,6 +224,8 @@ def bert_tiny(seq: int = 128, layers: int = 2, hidden: int = 128, heads: int = 2
     w = b.const("pool_w", b.normal(1.0 / math.sqrt(hidden), (hidden, hidden)))
     b.op("Tanh", [b.op("Gemm", [first, w, b.const("pool_b", b.normal(0.02, (hidden,)))], "pooler")], "tanh",
          out="pooler_output")
-    return b.model("bert_tiny", [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])],
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, [1, seq])
+              for n in ("input_ids", "attention_mask")[:1 + attention_mask]]
+    return b.model("bert_tiny", inputs,
                    [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [1, seq, hidden]),
                     helper.make_tensor_value_info("pooler_output", TensorProto.FLOAT, [1, hidden])])

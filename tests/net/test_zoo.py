@@ -28,7 +28,9 @@ def feeds(m, seed=0):
     out = {}
     for vi in m.graph.input:
         shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        if vi.type.tensor_type.elem_type == onnx.TensorProto.INT64:
+        if vi.name == "attention_mask":  # the last quarter is padding
+            out[vi.name] = (np.arange(shape[-1]) < shape[-1] * 3 // 4).astype(np.int64).reshape(shape)
+        elif vi.type.tensor_type.elem_type == onnx.TensorProto.INT64:
             out[vi.name] = rng.integers(0, 30522, shape).astype(np.int64)
         else:
             out[vi.name] = rng.normal(size=shape).astype(np.float32)
@@ -78,7 +80,9 @@ def test_bert_structure(fused):
     c = ops(m)
     assert c["Softmax"] == 2 and c["Erf"] == 2 and c["MatMul"] == 2 * (4 + 2 + 2) and c["Gather"] == 2
     assert c["LayerNormalization"] == (5 if fused else 0) and c["ReduceMean"] == (0 if fused else 10)
-    assert m.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT64
+    assert [i.name for i in m.graph.input] == ["input_ids", "attention_mask"]
+    assert all(i.type.tensor_type.elem_type == onnx.TensorProto.INT64 for i in m.graph.input)
+    assert c["Softmax"] == sum(1 for n in m.graph.node if n.op_type == "Add" and n.name.startswith("masked"))
     assert [o.name for o in m.graph.output] == ["last_hidden_state", "pooler_output"]
 
 
