@@ -102,8 +102,8 @@ def _fold_one(node, consts: dict, g: Graph):
     if not all(not i or i in consts for i in node.input):
         return None
     outs = run_node(node, [consts.get(i) for i in node.input], g.opset)
-    if outs is None:
-        return None
+    if outs is None or any(a is not None and a.size > FOLD_LIMIT for a in outs):
+        return None  # (a size shape inference did not know)
     return [_as_type(a, g.types.get(o)) if o else None for o, a in zip(node.output, outs)]
 
 

@@ -171,7 +171,8 @@ LIGHT_INIT = 4096  # elements: larger initializers reach shape inference as type
 
 
 def infer(proto, name: str) -> dict:
-    """Types of every value after onnx's shape inference (strict, with data propagation)."""
+    """Types of every value after onnx's shape inference (strict, with data propagation). Large initializers of
+    `proto` (a private copy) are turned into typed inputs in place."""
     try:
         inferred = onnx.shape_inference.infer_shapes(_light(proto), check_type=True, strict_mode=True,
                                                      data_prop=True)
@@ -182,17 +183,14 @@ def infer(proto, name: str) -> dict:
 
 def _light(proto):
     big = [t for t in proto.graph.initializer if math.prod(t.dims) > LIGHT_INIT]
-    if not big:
-        return proto
-    out = onnx.ModelProto()
-    out.CopyFrom(proto)
-    keep = [t for t in out.graph.initializer if math.prod(t.dims) <= LIGHT_INIT]
-    del out.graph.initializer[:]
-    out.graph.initializer.extend(keep)
-    listed = {vi.name for vi in out.graph.input}
-    out.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                           for t in big if t.name not in listed)
-    return out
+    if big:
+        listed = {vi.name for vi in proto.graph.input}
+        proto.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                                 for t in big if t.name not in listed)
+        keep = [t for t in proto.graph.initializer if math.prod(t.dims) <= LIGHT_INIT]
+        del proto.graph.initializer[:]
+        proto.graph.initializer.extend(keep)
+    return proto
 
 
 def _types(proto) -> dict:
@@ -238,8 +236,8 @@ def graph_of(model, input_shapes: dict | None = None) -> Graph:
     """The model after loading, checks, shape inference and the graph passes (before lowering)."""
     proto, name = load(model)
     default_opset(proto, name)
-    proto = static_shapes(proto, name, input_shapes)
-    graph = to_graph(proto, name, infer(proto, name))
+    types = infer(static_shapes(proto, name, input_shapes), name)
+    graph = to_graph(proto, name, types)
     for p in PASSES:
         graph = p(graph)
     return graph

@@ -288,3 +288,15 @@ def test_attribute_of_the_wrong_type_is_net_error():
     assert "'c'" in str(e.value) or "Name: c " in str(e.value)
     with pytest.raises(NetError, match="'c' \\(Conv\\).*attribute 'group' is STRING, the operator expects INT"):
         check_attr_types(m.graph.node[0], 17, "node 'c' (Conv)")
+
+
+def test_large_constant_results_are_computed_at_run_time(monkeypatch):
+    """Folding stops at FOLD_LIMIT elements (a small constant expanded into a huge one stays a computation)."""
+    import ansorc.net.import_passes as passes
+    monkeypatch.setattr(passes, "FOLD_LIMIT", 5)
+    m = model([helper.make_node("Mul", ["a", "b"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"])],
+              [vi("x", [2, 3])], [vi("y", [2, 3])],
+              [("a", np.ones((2, 3), np.float32)), ("b", np.full((2, 3), 2.0, np.float32))])
+    assert [n.op_type for n in graph_of(m).nodes] == ["Mul", "Add"]
+    monkeypatch.setattr(passes, "FOLD_LIMIT", 6)
+    assert [n.op_type for n in graph_of(m).nodes] == ["Add"]
