@@ -91,6 +91,9 @@ class AnsorcRep(BackendRep):
 
     def run(self, inputs, **kwargs) -> tuple:  # noqa: ARG002 - onnx's signature
         if isinstance(inputs, dict):
+            missing = [n for n in self.input_names if n not in inputs]
+            if missing:
+                raise NetError(f"model {self.model.graph.name!r}: no value for input {missing[0]!r}")
             inputs = [inputs[n] for n in self.input_names]
         elif not isinstance(inputs, (list, tuple)):
             inputs = [inputs]

@@ -60,6 +60,8 @@ def test_parameter_inputs_bound_at_run_time(rng):
     assert len(built) == 1  # one prepared model per distinct value
     with pytest.raises(NetError, match="takes 2 inputs"):
         rep.run([x])
+    with pytest.raises(NetError, match="no value for input 'shape'"):
+        rep.run({"x": x})
 
 
 def test_supported_names_what_is_missing():
