@@ -1,0 +1,61 @@
+"""onnx's backend node tests through ansorc's backend (numpy reference executor), compared as onnx's runner does.
+
+test_node_conformance is the real run over the support table (ops_table.SUPPORT): it prints the counts and the
+missing ops and fails when a supported case fails, unless the case is in XFAIL with its reason. The other tests
+check the harness itself on the test table of mini_ops.py."""
+import functools
+
+import numpy as np
+import pytest
+
+from ansorc.net.backend import reference
+from ansorc.net.ops_table import SUPPORT
+
+from .conformance import node_cases, run_all, run_case
+from .mini_ops import TABLE
+
+# case name -> why it is expected to fail (a reason is required for every entry)
+XFAIL: dict = {}
+
+MINI_CASES = ("test_relu", "test_add_bcast", "test_mul", "test_matmul_2d", "test_basic_conv_with_padding",
+              "test_conv_with_strides_and_asymmetric_padding", "test_identity", "test_shape_start_1",
+              "test_dropout_default_mask", "test_constantofshape_float_ones", "test_size")
+
+
+def cases(names):
+    found = {c.name: c for c in node_cases() if c.name in names}
+    assert sorted(found) == sorted(names)
+    return [found[n] for n in names]
+
+
+@pytest.mark.slow
+def test_harness_passes_the_cases_the_test_table_covers():
+    report = run_all(TABLE, cases(MINI_CASES))
+    assert [r.name for r in report.by("passed")] == list(MINI_CASES), report.text()
+
+
+@pytest.mark.slow
+def test_harness_fails_a_wrong_executor_and_reports_missing_ops():
+    def off_by_a_bit(model):
+        run = reference(model, table=TABLE)
+        return lambda inputs: [o + np.asarray(1e-2, o.dtype) for o in run(inputs)]
+    relu, mul = cases(("test_relu", "test_mul"))
+    assert run_case(relu, TABLE, executor=off_by_a_bit).status == "failed"
+    assert run_case(relu, TABLE, executor=functools.partial(reference, table=TABLE)).status == "passed"
+    r = run_case(mul, {k: v for k, v in TABLE.items() if k != "Mul"})
+    assert r.status == "unsupported" and "operator Mul is not supported" in r.detail
+    report = run_all({k: v for k, v in TABLE.items() if k != "Relu"}, cases(("test_relu", "test_add_bcast")))
+    assert report.missing() == {"Relu": 1} and len(report.by("passed")) == 1
+
+
+@pytest.mark.slow
+def test_node_conformance(capsys):
+    if not SUPPORT:
+        pytest.skip("the support table (ops_*.py) is empty on this branch: nothing to run")
+    for name, why in XFAIL.items():
+        assert why, f"XFAIL entry {name} needs a reason"
+    report = run_all(SUPPORT)
+    with capsys.disabled():
+        print("\n" + report.text())
+    unexpected = [r for r in report.by("failed") if r.name not in XFAIL]
+    assert not unexpected, "\n".join(f"{r.name}: {r.detail}" for r in unexpected)

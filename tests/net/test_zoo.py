@@ -1,0 +1,147 @@
+"""The offline zoo: structure of each model, sane activations under onnxruntime 1.30.0, the importer's passes on
+them, and (once the support table covers them) ansorc's reference evaluation against onnxruntime:
+L2(ansorc - ort) <= 1e-4 * L2(ort)."""
+import collections
+import functools
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from ansorc.net import zoo
+from ansorc.net.backend import supported
+from ansorc.net.import_passes import to_proto
+from ansorc.net.importer import graph_of, import_model, run_reference
+
+BUILDERS = {"resnet18": zoo.resnet18, "resnet50": zoo.resnet50, "mobilenet_v2": zoo.mobilenet_v2,
+            "bert_tiny": zoo.bert_tiny, "bert_tiny_fused_ln": functools.partial(zoo.bert_tiny, fused_layernorm=True)}
+
+
+@functools.cache
+def built(name):
+    return BUILDERS[name]()
+
+
+def feeds(m, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for vi in m.graph.input:
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        if vi.name == "attention_mask":  # the last quarter is padding
+            out[vi.name] = (np.arange(shape[-1]) < shape[-1] * 3 // 4).astype(np.int64).reshape(shape)
+        elif vi.type.tensor_type.elem_type == onnx.TensorProto.INT64:
+            out[vi.name] = rng.integers(0, 30522, shape).astype(np.int64)
+        else:
+            out[vi.name] = rng.normal(size=shape).astype(np.float32)
+    return out
+
+
+def ort_run(m, inputs):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, inputs)
+
+
+def ops(m):
+    return collections.Counter(n.op_type for n in m.graph.node)
+
+
+def consumers(m):
+    out = collections.defaultdict(list)
+    for n in m.graph.node:
+        for i in n.input:
+            out[i].append(n)
+    return out
+
+
+@pytest.mark.parametrize("name,adds", [("resnet18", 8), ("resnet50", 16), ("mobilenet_v2", 10)])
+def test_cnn_structure(name, adds):
+    m = built(name)
+    c, users = ops(m), consumers(m)
+    assert c["Conv"] == c["BatchNormalization"] and c["Add"] == adds
+    for n in m.graph.node:
+        if n.op_type == "Conv":
+            assert [u.op_type for u in users[n.output[0]]] == ["BatchNormalization"]
+    assert [n.op_type for n in m.graph.node[-3:]] == ["GlobalAveragePool", "Flatten", "Gemm"]
+    assert [o.name for o in m.graph.output] == ["logits"]
+    if name == "mobilenet_v2":
+        depthwise = [n for n in m.graph.node if n.op_type == "Conv" and
+                     next(a.i for a in n.attribute if a.name == "group") > 1]
+        assert len(depthwise) == 17 and c["Clip"] == 35 and c["Relu"] == 0
+    else:
+        assert c["MaxPool"] == 1 and c["Relu"] == 1 + (2 if name == "resnet18" else 3) * adds
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_bert_structure(fused):
+    m = built("bert_tiny_fused_ln" if fused else "bert_tiny")
+    c = ops(m)
+    assert c["Softmax"] == 2 and c["Erf"] == 2 and c["MatMul"] == 2 * (4 + 2 + 2) and c["Gather"] == 2
+    assert c["LayerNormalization"] == (5 if fused else 0) and c["ReduceMean"] == (0 if fused else 10)
+    assert [i.name for i in m.graph.input] == ["input_ids", "attention_mask"]
+    assert all(i.type.tensor_type.elem_type == onnx.TensorProto.INT64 for i in m.graph.input)
+    assert c["Softmax"] == sum(1 for n in m.graph.node if n.op_type == "Add" and n.name.startswith("masked"))
+    assert [o.name for o in m.graph.output] == ["last_hidden_state", "pooler_output"]
+
+
+def test_deterministic_weights():
+    a, b, c = zoo.mobilenet_v2(seed=3), zoo.mobilenet_v2(seed=3), zoo.mobilenet_v2(seed=4)
+    assert a.SerializeToString() == b.SerializeToString() != c.SerializeToString()
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "bert_tiny", "bert_tiny_fused_ln"])
+def test_activations_are_order_one_under_onnxruntime(name):
+    m = built(name)
+    for out in ort_run(m, feeds(m)):
+        rms = float(np.sqrt(np.mean(np.square(out.astype(np.float64)))))
+        assert np.isfinite(out).all() and 0.1 < rms < 10, rms
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "bert_tiny"])
+def test_import_passes_on_zoo(name):
+    """BN folded into every conv; the remaining graph has the same convolutions and no Identity."""
+    m = built(name)
+    g = graph_of(m)
+    after = collections.Counter(n.op_type for n in g.nodes)
+    assert after["BatchNormalization"] == 0 and after["Identity"] == 0
+    assert after["Conv"] == ops(m)["Conv"]
+
+
+def l2_close(got, want, rel=1e-4):
+    diff = np.linalg.norm((got.astype(np.float64) - want.astype(np.float64)).ravel())
+    assert diff <= rel * np.linalg.norm(want.astype(np.float64).ravel()), (diff, np.linalg.norm(want))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_zoo_matches_onnxruntime(name):
+    m = built(name)
+    ok, why = supported(m)
+    if not ok:
+        pytest.skip(f"the support table lacks what {name} needs: {why}")
+    inputs = feeds(m, seed=1)
+    got = run_reference(import_model(m), [inputs[vi.name] for vi in m.graph.input])
+    want = ort_run(m, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        l2_close(g, w)
+
+
+SMALL = {"resnet18": functools.partial(zoo.resnet18, size=32, classes=10),
+         "mobilenet_v2": functools.partial(zoo.mobilenet_v2, size=32, classes=10),
+         "bert_tiny": functools.partial(zoo.bert_tiny, seq=8, vocab=100)}
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_import_passes_keep_the_function(name):
+    """The graph after the importer's passes (folding, Dropout/Identity removal, BN folded into convs, depthwise
+    ones included), written back as ONNX, computes what the original computes (both under onnxruntime)."""
+    m = SMALL[name]()
+    g = graph_of(m)
+    outputs = [g.resolve(o) for o in g.outputs]
+    inputs = {k: (v % 100 if v.dtype == np.int64 else v) for k, v in feeds(m).items()}
+    for got, want in zip(ort_run(to_proto(g, outputs), inputs), ort_run(m, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
