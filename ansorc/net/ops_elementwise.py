@@ -1,5 +1,202 @@
-"""ONNX operators lowered to te: element-wise and broadcasting arithmetic, activations, comparisons, Cast.
-Interface: ops_common.py."""
+"""ONNX operators lowered to te: element-wise and broadcasting arithmetic, comparisons, logic, Cast, Where,
+variadic Sum/Mean/Min/Max; activations live in ops_activation.py and are merged here.
+Interface: ops_common.py.
+"""
 from __future__ import annotations
 
-OPS: dict = {}  # ONNX op type -> ops_common.OpSpec
+import numpy as np
+
+from .. import te
+from ..ir.expr import binary, compare, const, logic
+from .ops_activation import OPS as ACTIVATIONS
+from .ops_common import OpSpec
+from .ops_util import ALL, FLOATS, NUMERIC, check_dtypes, elementwise, scalar_const, unary
+
+# ONNX TensorProto.DataType -> the IR's dtype names (the others are unsupported)
+ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
+
+
+def _trunc_div(a, b):
+    """ONNX integer Div truncates toward zero; the IR's `//` floors: step the floored quotient back up when
+    the division was inexact and the signs differ."""
+    q = a // b
+    return te.if_then_else(logic("&&", (q * b).not_equal(a), compare("!=", a < 0, b < 0)), q + 1, q)
+
+
+def _div(a, b):
+    return a / b if a.dtype in FLOATS else _trunc_div(a, b)
+
+
+def _binary(fn, dtypes=NUMERIC, note=""):
+    def lower(node, ins, ctx):
+        check_dtypes(node, dtypes)
+        return [elementwise(node, ins[:2], ctx, fn)]
+    return OpSpec(lower, dtypes, (), note)
+
+
+def _variadic(fn, dtypes=NUMERIC, mean=False):
+    dtypes = FLOATS if mean else dtypes
+
+    def lower(node, ins, ctx):
+        check_dtypes(node, dtypes)
+        xs = [x for x in ins if x is not None]
+        if not xs:
+            raise node.unsupported("needs at least one input")
+
+        def body(*es):
+            out = es[0]
+            for e in es[1:]:
+                out = fn(out, e)
+            return out / float(len(es)) if mean else out
+        return [elementwise(node, xs, ctx, body)]
+    return OpSpec(lower, dtypes, ())
+
+
+def _pow(node, ins, ctx):
+    check_dtypes(node, NUMERIC)
+    x, y = ins[0], ins[1]
+    xdt = node.in_dtypes[0]
+    if isinstance(y, np.ndarray) and y.size == 1 and xdt in FLOATS:
+        p = float(y.reshape(-1)[0])
+        special = {1.0: lambda a: a, 2.0: lambda a: a * a, 3.0: lambda a: a * a * a, 0.5: te.sqrt,
+                   -1.0: lambda a: 1.0 / a}
+        if p in special:  # the common LayerNorm / variance exponents: exact and cheaper than pow
+            return [elementwise(node, [x], ctx, special[p])]
+    work = xdt if xdt in FLOATS else "float64"
+    return [elementwise(node, [x, y], ctx, lambda a, b: te.pow(a.astype(work), b.astype(work)).astype(xdt))]
+
+
+def _int_fmod(a, b):
+    r = a % b  # floor modulo takes the divisor's sign; fmod takes the dividend's
+    return te.if_then_else(logic("&&", r.not_equal(0), compare("!=", r < 0, a < 0)), r - b, r)
+
+
+def _float_fmod(a, b):
+    q = a / b
+    return a - b * te.if_then_else(q < 0, te.ceil(q), te.floor(q))
+
+
+def _mod(node, ins, ctx):
+    check_dtypes(node, NUMERIC)
+    fmod = int(node.attrs.get("fmod", 0))
+    isfloat = node.in_dtypes[0] in FLOATS
+    if isfloat and not fmod:
+        raise node.unsupported("Mod on floats needs fmod=1")
+    fn = _float_fmod if isfloat else _int_fmod if fmod else (lambda a, b: a % b)
+    return [elementwise(node, ins[:2], ctx, fn)]
+
+
+def _where(node, ins, ctx):
+    check_dtypes(node, ("bool",), 0, 1)
+    check_dtypes(node, ALL, 1)
+    return [elementwise(node, ins[:3], ctx, te.if_then_else)]
+
+
+def _to_dtype(e, to: str):
+    if to == "bool":  # C's (uint8_t)0.5 is 0 where ONNX (and numpy) say true: compare instead
+        return e if e.dtype == "bool" else e.not_equal(const(0, e.dtype))
+    return e.astype(to)
+
+
+def _cast(node, ins, ctx):
+    check_dtypes(node, ALL)
+    to = ONNX_DTYPES.get(int(node.attrs.get("to", 0)))
+    if to is None:
+        raise node.unsupported(f"Cast to ONNX dtype {node.attrs.get('to')} (supported: {', '.join(ALL)})")
+    return [unary(node, ins[0], ctx, lambda e: _to_dtype(e, to))]
+
+
+def _cast_like(node, ins, ctx):
+    check_dtypes(node, ALL)
+    to = node.in_dtypes[1]
+    return [unary(node, ins[0], ctx, lambda e: _to_dtype(e, to))]
+
+
+def _identity(node, ins, ctx):
+    return [ins[0]]
+
+
+def _dropout(node, ins, ctx):
+    """Inference: the identity. The mask output is all true then (a constant)."""
+    check_dtypes(node, FLOATS, 0, 1)
+    training = ins[2] if len(ins) > 2 else None
+    if training is not None and not isinstance(training, np.ndarray):
+        raise node.unsupported("training_mode must be a constant")
+    ratio = ins[1] if len(ins) > 1 else None
+    if training is not None and bool(training.reshape(-1)[0]) and (ratio is None or float(ratio.reshape(-1)[0])):
+        raise node.unsupported("training_mode=true (random dropout) is not supported")
+    if int(node.attrs.get("is_test", 1)) == 0 and node.attrs.get("_opset", 13) < 7:
+        raise node.unsupported("is_test=0 (training) is not supported")
+    outs = [ins[0]]
+    if len(node.out_shapes) > 1:
+        outs.append(np.ones(node.out_shapes[1], dtype=np.bool_))
+    return outs
+
+
+def _not(node, ins, ctx):
+    check_dtypes(node, ("bool",))
+    return [unary(node, ins[0], ctx, lambda e: logic("!", e))]
+
+
+def _logic(op):
+    return _binary(lambda a, b: compare("!=", a, b) if op == "^" else logic(op, a, b), ("bool",))
+
+
+def _clip_bound(node, ins, i, name, default):
+    """Clip's min or max: attribute (opset < 11), constant or tensor input, or the dtype's extreme."""
+    if node.attrs.get("_opset", 11) < 11:
+        return node.attrs.get(name, default), None
+    x = ins[i] if i < len(ins) else None
+    if x is None:
+        return None, None
+    if isinstance(x, np.ndarray):
+        return scalar_const(x), None
+    return None, x
+
+
+def _clip(node, ins, ctx):
+    check_dtypes(node, NUMERIC)
+    lo, lo_t = _clip_bound(node, ins, 1, "min", float("-inf"))
+    hi, hi_t = _clip_bound(node, ins, 2, "max", float("inf"))
+
+    def body(x, *ts):
+        ts = list(ts)
+        low = ts.pop(0) if lo_t is not None else lo
+        high = ts.pop(0) if hi_t is not None else hi
+        if low is not None:
+            x = binary("max", x, low)
+        if high is not None:
+            x = binary("min", x, high)
+        return x
+    extra = [t for t in (lo_t, hi_t) if t is not None]
+    return [elementwise(node, [ins[0]] + extra, ctx, body)]
+
+
+OPS: dict = {
+    "Add": _binary(lambda a, b: a + b),
+    "Sub": _binary(lambda a, b: a - b),
+    "Mul": _binary(lambda a, b: a * b),
+    "Div": _binary(_div, note="integer Div truncates toward zero"),
+    "Pow": OpSpec(_pow, NUMERIC, (), "integer Pow through float64"),
+    "Mod": OpSpec(_mod, NUMERIC, ("fmod",)),
+    "Sum": _variadic(lambda a, b: a + b),
+    "Mean": _variadic(lambda a, b: a + b, mean=True),
+    "Max": _variadic(lambda a, b: binary("max", a, b)),
+    "Min": _variadic(lambda a, b: binary("min", a, b)),
+    "Equal": _binary(lambda a, b: a.equal(b), ALL),
+    "Less": _binary(lambda a, b: a < b),
+    "LessOrEqual": _binary(lambda a, b: a <= b),
+    "Greater": _binary(lambda a, b: a > b),
+    "GreaterOrEqual": _binary(lambda a, b: a >= b),
+    "And": _logic("&&"),
+    "Or": _logic("||"),
+    "Xor": _logic("^"),
+    "Not": OpSpec(_not, ("bool",)),
+    "Where": OpSpec(_where, ("bool",)),
+    "Cast": OpSpec(_cast, ALL, ("to", "saturate"), "to float32, float64, int32, int64, bool"),
+    "CastLike": OpSpec(_cast_like, ALL, ("saturate",)),
+    "Identity": OpSpec(_identity, ALL),
+    "Dropout": OpSpec(_dropout, FLOATS, ("ratio", "seed", "is_test"), "inference only: the identity"),
+    "Clip": OpSpec(_clip, NUMERIC, ("min", "max"), "min/max as attributes (opset < 11) or inputs"),
+    **ACTIVATIONS,
+}

@@ -1,0 +1,116 @@
+"""ONNX unary math and activations lowered to te (merged into ops_elementwise.OPS). te has no erf, so Erf and
+Gelu are built from exp, selects and polynomials here: no IR change needed."""
+from __future__ import annotations
+
+import math
+
+from .. import te
+from ..ir.expr import binary, const
+from .ops_common import OpSpec
+from .ops_util import FLOATS, NUMERIC, check_dtypes, elementwise, unary
+
+_SELU_ALPHA = 1.67326319217681884765625
+_SELU_GAMMA = 1.05070102214813232421875
+# erf(x) = 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)): for |x| < 0.5 six terms leave < 1e-7 relative error
+_TAYLOR = tuple(2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(6))
+# Numerical Recipes' erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2): relative error < 1.2e-7 for z >= 0
+_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807, -1.13520398, 1.48851587,
+         -0.82215223, 0.17087277)
+
+
+def _horner(x, coefs):
+    out = const(coefs[-1], x.dtype)
+    for c in reversed(coefs[:-1]):
+        out = out * x + c
+    return out
+
+
+def erf(x):
+    """erf from te math: a Taylor series near 0 (where an absolute error bound would be a large relative one),
+    Numerical Recipes' erfc elsewhere; |error| <= 1.2e-7 * |erf(x)| roughly, below float32 rounding."""
+    z = te.abs(x)
+    near = x * _horner(x * x, _TAYLOR)
+    t = 1.0 / (z * 0.5 + 1.0)
+    far = 1.0 - t * te.exp(_horner(t, _ERFC) - z * z)
+    return te.if_then_else(z < 0.5, near, te.if_then_else(x < 0, -far, far))
+
+
+def _gelu(x, approximate: str):
+    if approximate == "tanh":
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + te.tanh(inner))
+    return 0.5 * x * (1.0 + erf(x * (1 / math.sqrt(2))))
+
+
+def _softplus(x):
+    """log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|)), the tiny-tail term kept accurate."""
+    v = te.exp(-te.abs(x))
+    tail = te.if_then_else(v < 1e-4, v * (1.0 - 0.5 * v), te.log(1.0 + v))
+    return binary("max", x, const(0, x.dtype)) + tail
+
+
+def _clamp01(e):
+    return binary("min", binary("max", e, const(0, e.dtype)), const(1, e.dtype))
+
+
+def _sign(x):
+    one, zero = const(1, x.dtype), const(0, x.dtype)
+    return te.if_then_else(x > zero, one, te.if_then_else(x < zero, -one, zero))
+
+
+def _map(fn, dtypes=FLOATS, attrs=(), note=""):
+    """An op of one input: out = fn(x, attrs)."""
+    def lower(node, ins, ctx):
+        check_dtypes(node, dtypes)
+        return [unary(node, ins[0], ctx, lambda x: fn(x, node.attrs))]
+    return OpSpec(lower, dtypes, attrs, note)
+
+
+def _prelu(node, ins, ctx):
+    check_dtypes(node, NUMERIC)
+    return [elementwise(node, ins[:2], ctx, lambda x, s: te.if_then_else(x < 0, x * s, x))]
+
+
+def _gelu_op(node, ins, ctx):
+    check_dtypes(node, FLOATS)
+    approx = node.attrs.get("approximate", "none")
+    approx = approx.decode() if isinstance(approx, bytes) else approx
+    if approx not in ("none", "tanh"):
+        raise node.unsupported(f"approximate={approx!r} (supported: none, tanh)")
+    return [unary(node, ins[0], ctx, lambda x: _gelu(x, approx))]
+
+
+OPS: dict = {
+    "Neg": _map(lambda x, a: -x, NUMERIC),
+    "Abs": _map(lambda x, a: te.abs(x), NUMERIC),
+    "Sign": _map(lambda x, a: _sign(x), NUMERIC),
+    "Reciprocal": _map(lambda x, a: 1.0 / x),
+    "Sqrt": _map(lambda x, a: te.sqrt(x)),
+    "Exp": _map(lambda x, a: te.exp(x)),
+    "Log": _map(lambda x, a: te.log(x)),
+    "Floor": _map(lambda x, a: te.floor(x)),
+    "Ceil": _map(lambda x, a: te.ceil(x)),
+    "Relu": _map(lambda x, a: binary("max", x, const(0, x.dtype)), NUMERIC),
+    "LeakyRelu": _map(lambda x, a: te.if_then_else(x < 0, x * a.get("alpha", 0.01), x), attrs=("alpha",)),
+    "PRelu": OpSpec(_prelu, NUMERIC, (), "slope broadcast to the input"),
+    "Elu": _map(lambda x, a: te.if_then_else(x < 0, a.get("alpha", 1.0) * (te.exp(x) - 1.0), x),
+                attrs=("alpha",)),
+    "Selu": _map(lambda x, a: te.if_then_else(x > 0, a.get("gamma", _SELU_GAMMA) * x, a.get("gamma", _SELU_GAMMA)
+                                              * a.get("alpha", _SELU_ALPHA) * (te.exp(x) - 1.0)),
+                 attrs=("alpha", "gamma")),
+    "Celu": _map(lambda x, a: binary("max", x, const(0, x.dtype)) + binary(
+        "min", const(0, x.dtype), a.get("alpha", 1.0) * (te.exp(x * (1.0 / a.get("alpha", 1.0))) - 1.0)),
+        attrs=("alpha",)),
+    "ThresholdedRelu": _map(lambda x, a: te.if_then_else(x > a.get("alpha", 1.0), x, const(0, x.dtype)),
+                            attrs=("alpha",)),
+    "HardSigmoid": _map(lambda x, a: _clamp01(x * a.get("alpha", 0.2) + a.get("beta", 0.5)),
+                        attrs=("alpha", "beta")),
+    "HardSwish": _map(lambda x, a: x * _clamp01(x * (1 / 6) + 0.5)),
+    "Sigmoid": _map(lambda x, a: te.sigmoid(x)),
+    "Tanh": _map(lambda x, a: te.tanh(x)),
+    "Softplus": _map(lambda x, a: _softplus(x)),
+    "Softsign": _map(lambda x, a: x / (te.abs(x) + 1.0)),
+    "Mish": _map(lambda x, a: x * te.tanh(_softplus(x))),
+    "Erf": _map(lambda x, a: erf(x)),
+    "Gelu": OpSpec(_gelu_op, FLOATS, ("approximate",), "exact (via a built-in erf) or tanh"),
+}

@@ -1,0 +1,151 @@
+"""A single-node ONNX harness for the operator lowerings (no importer): build the `Node` from the model, lower
+it through an OPS table, run the te graph with the numpy reference evaluator, compare with ONNX's answer."""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ansorc.ir.evaluate import evaluate
+from ansorc.ir.expr import DTYPES
+from ansorc.ir.te import PlaceholderOp
+from ansorc.net.network import NetError
+from ansorc.net.ops_common import LowerContext, Node
+from ansorc.net.ops_util import te_shape
+
+# inputs ONNX passes as tensors but that must be import-time constants (shapes, axes, pads, ...)
+CONST_INPUTS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3},
+                "Squeeze": {1}, "Unsqueeze": {1}, "Split": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
+                "Dropout": {1, 2}, "Clip": {1, 2}}
+
+
+def _decode(v):
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
+
+
+def _types(graph) -> dict:
+    out = {}
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        t = vi.type.tensor_type
+        if not t.HasField("shape"):
+            continue
+        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim)
+        np_dt = helper.tensor_dtype_to_np_dtype(t.elem_type) if t.elem_type else None
+        out[vi.name] = (dims, None if np_dt is None else np.dtype(np_dt).name)
+    return out
+
+
+def make_node(model: onnx.ModelProto, feeds: dict) -> Node:
+    """The `Node` of a one-node model: shapes from inference, falling back to the fed arrays."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            model = onnx.shape_inference.infer_shapes(model)
+        except Exception:  # noqa: BLE001 - the declared types are used then
+            pass
+    g = model.graph
+    n = g.node[0]
+    types = _types(g)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    attrs = {a.name: _decode(helper.get_attribute_value(a)) for a in n.attribute}
+    attrs["_opset"] = opset
+
+    def info(name):
+        if not name:
+            return None, None
+        if name in feeds:
+            return tuple(feeds[name].shape), feeds[name].dtype.name
+        return types.get(name, (None, None))
+    ins = [info(x) for x in n.input]
+    outs = [info(x) for x in n.output]
+    return Node(n.op_type, n.name or f"{n.op_type}_0", attrs, tuple(s for s, _ in ins), tuple(d for _, d in ins),
+                tuple(s for s, _ in outs), tuple(d for _, d in outs), model=g.name)
+
+
+def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=None) -> list:
+    """Lower the model's one node through `table` and evaluate it on `inputs` (graph-input order)."""
+    g = model.graph
+    feeds = {vi.name: np.asarray(a) for vi, a in zip(g.input, inputs)}
+    node = make_node(model, feeds)
+    spec = table[node.op_type]
+    consts = CONST_INPUTS.get(node.op_type, set()) if const_inputs is None else const_inputs
+    _check_like_importer(node, spec)
+    ctx = LowerContext()
+    from ansorc import te
+    ins, values = [], {}
+    for i, name in enumerate(g.node[0].input):
+        if not name:
+            ins.append(None)
+        elif i in consts:
+            ins.append(feeds[name])
+        else:
+            t = te.placeholder(te_shape(feeds[name].shape), feeds[name].dtype.name, name=ctx.name(name))
+            values[t.name] = feeds[name].reshape(te_shape(feeds[name].shape))
+            ins.append(t)
+    outs = spec.lower(node, ins, ctx)
+    values.update(ctx.weights)
+    tensors = [o for o in outs if not isinstance(o, np.ndarray) and not isinstance(o.op, PlaceholderOp)]
+    results = evaluate(tensors, values) if tensors else {}
+    got = []
+    for o, shape in zip(outs, node.out_shapes):
+        if isinstance(o, np.ndarray):
+            a = o
+        else:
+            a = values[o.name] if isinstance(o.op, PlaceholderOp) else results[o.name]
+        got.append(a.reshape(shape) if shape is not None and None not in shape else a)
+    return got
+
+
+def _check_like_importer(node, spec) -> None:
+    """The importer's checks before a lowering: IR dtypes only, the first input's dtype in the spec."""
+    for dt in node.in_dtypes + node.out_dtypes:
+        if dt is not None and dt not in DTYPES:
+            raise node.unsupported(f"dtype {dt}")
+    if node.in_dtypes and node.in_dtypes[0] is not None and node.in_dtypes[0] not in spec.dtypes:
+        raise node.unsupported(f"input dtype {node.in_dtypes[0]}")
+    extra = set(node.attrs) - set(spec.attrs) - {"_opset"}
+    if extra:
+        raise node.unsupported(f"attributes {sorted(extra)}")
+
+
+@functools.lru_cache(maxsize=1)
+def node_cases() -> tuple:
+    """ONNX's own node test cases with a single node (built in memory by onnx)."""
+    from onnx.backend.test import loader
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = loader.load_model_tests(kind="node")
+    return tuple(c for c in cases if len(c.model.graph.node) == 1 and c.data_sets)
+
+
+def run_case(case, table: dict) -> tuple:
+    """('pass' | 'unsupported' | 'fail', detail) for one ONNX node test case."""
+    try:
+        for ins, expected in case.data_sets:
+            got = run_node(case.model, ins, table)
+            if len(got) < len(expected):
+                return "fail", f"{len(got)} outputs, expected {len(expected)}"
+            for a, e in zip(got, expected):
+                e = np.asarray(e)
+                if a.dtype != e.dtype or a.shape != e.shape:
+                    return "fail", f"got {a.dtype}{a.shape}, expected {e.dtype}{e.shape}"
+                np.testing.assert_allclose(a, e, rtol=case.rtol, atol=case.atol)
+    except NetError as err:
+        return "unsupported", str(err)
+    except AssertionError as err:
+        return "fail", str(err).strip().splitlines()[0:4]
+    except Exception as err:  # noqa: BLE001 - the harness reports every crash as a failure
+        return "fail", f"{type(err).__name__}: {err}"
+    return "pass", ""
+
+
+def conformance(table: dict) -> dict:
+    """Every single-node case whose op is in `table`: name -> (status, detail)."""
+    return {c.name: run_case(c, table) for c in node_cases() if c.model.graph.node[0].op_type in table}
