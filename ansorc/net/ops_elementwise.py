@@ -76,13 +76,21 @@ def _float_fmod(a, b):
     return a - b * te.if_then_else(q < 0, te.ceil(q), te.floor(q))
 
 
+def _float_floor_mod(a, b):
+    """Python's float %: the divisor's sign; x % +-inf is x when the signs agree (or x is 0), else the inf."""
+    inf = const(float("inf"), a.dtype)
+    keep = logic("||", a.equal(0), compare("==", a > 0, b > 0))
+    return te.if_then_else(te.abs(b).equal(inf), te.if_then_else(keep, a, b), a - b * te.floor(a / b))
+
+
 def _mod(node, ins, ctx):
     check_dtypes(node, NUMERIC)
     fmod = int(node.attrs.get("fmod", 0))
     isfloat = node.in_dtypes[0] in FLOATS
-    if isfloat and not fmod:
-        raise node.unsupported("Mod on floats needs fmod=1")
-    fn = _float_fmod if isfloat else _int_fmod if fmod else (lambda a, b: a % b)
+    if isfloat:
+        fn = _float_fmod if fmod else _float_floor_mod
+    else:
+        fn = _int_fmod if fmod else (lambda a, b: a % b)
     return [elementwise(node, ins[:2], ctx, fn)]
 
 

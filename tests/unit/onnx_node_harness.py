@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import helper
 
 from ansorc.ir.evaluate import evaluate
@@ -77,6 +78,8 @@ def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=Non
     spec = table[node.op_type]
     consts = CONST_INPUTS.get(node.op_type, set()) if const_inputs is None else const_inputs
     _check_like_importer(node, spec)
+    if any(a.size == 0 for a in feeds.values()):
+        raise node.unsupported("empty tensors")
     ctx = LowerContext()
     from ansorc import te
     ins, values = [], {}
@@ -125,10 +128,16 @@ def node_cases() -> tuple:
     return tuple(c for c in cases if len(c.model.graph.node) == 1 and c.data_sets)
 
 
+def _array(a) -> np.ndarray:
+    """Test data may hold TensorProtos (as onnx's runner normalizes)."""
+    return onnx.numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else np.asarray(a)
+
+
 def run_case(case, table: dict) -> tuple:
     """('pass' | 'unsupported' | 'fail', detail) for one ONNX node test case."""
     try:
         for ins, expected in case.data_sets:
+            ins, expected = [_array(a) for a in ins], [_array(a) for a in expected]
             got = run_node(case.model, ins, table)
             if len(got) < len(expected):
                 return "fail", f"{len(got)} outputs, expected {len(expected)}"
