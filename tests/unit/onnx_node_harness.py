@@ -20,7 +20,7 @@ from ansorc.net.ops_util import te_shape
 # inputs ONNX passes as tensors but that must be import-time constants (shapes, axes, pads, ...)
 CONST_INPUTS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3},
                 "Squeeze": {1}, "Unsqueeze": {1}, "Split": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
-                "Dropout": {1, 2}, "Clip": {1, 2}}
+                "Dropout": {1, 2}, "Clip": {1, 2}, "CastLike": {1}}
 
 
 def _decode(v):
@@ -78,8 +78,6 @@ def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=Non
     spec = table[node.op_type]
     consts = CONST_INPUTS.get(node.op_type, set()) if const_inputs is None else const_inputs
     _check_like_importer(node, spec)
-    if any(a.size == 0 for a in feeds.values()):
-        raise node.unsupported("empty tensors")
     ctx = LowerContext()
     from ansorc import te
     ins, values = [], {}
@@ -88,6 +86,8 @@ def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=Non
             ins.append(None)
         elif i in consts:
             ins.append(feeds[name])
+        elif feeds[name].size == 0:
+            raise node.unsupported("empty tensors")
         else:
             t = te.placeholder(te_shape(feeds[name].shape), feeds[name].dtype.name, name=ctx.name(name))
             values[t.name] = feeds[name].reshape(te_shape(feeds[name].shape))
@@ -158,3 +158,42 @@ def run_case(case, table: dict) -> tuple:
 def conformance(table: dict) -> dict:
     """Every single-node case whose op is in `table`: name -> (status, detail)."""
     return {c.name: run_case(c, table) for c in node_cases() if c.model.graph.node[0].op_type in table}
+
+
+def one_node_model(op: str, inputs: list, attrs: dict | None = None, opset: int = 17, n_out: int = 1,
+                   outputs: list | None = None) -> onnx.ModelProto:
+    """A model of one `op` node over graph inputs x0, x1, ... typed like the arrays (None = omitted input);
+    outputs typed like `outputs` when given (else left untyped)."""
+    names = [f"x{i}" if a is not None else "" for i, a in enumerate(inputs)]
+    node = helper.make_node(op, names, [f"y{i}" for i in range(n_out)], **(attrs or {}))
+    g_in = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for n, a in zip(names, inputs) if a is not None]
+    if outputs is None:
+        g_out = [helper.make_value_info(f"y{i}", onnx.TypeProto()) for i in range(n_out)]
+    else:
+        g_out = [helper.make_tensor_value_info(f"y{i}", helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                 for i, a in enumerate(outputs)]
+    graph = helper.make_graph([node], f"m_{op}", g_in, g_out)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def reference(op: str, inputs: list, attrs=None, opset: int = 17, n_out: int = 1) -> list:
+    from onnx.reference import ReferenceEvaluator
+    model = one_node_model(op, inputs, attrs, opset, n_out)
+    feeds = {f"x{i}": a for i, a in enumerate(inputs) if a is not None}
+    return [np.asarray(o) for o in ReferenceEvaluator(model).run(None, feeds)]
+
+
+def lower_and_compare(table: dict, op: str, inputs: list, attrs=None, opset: int = 17, n_out: int = 1,
+                      consts=None, rtol: float = 1e-5, atol: float = 1e-6, expected=None) -> list:
+    """Lower one node (inputs listed in `consts` as constants), evaluate it, assert it matches ONNX's reference
+    evaluator (or `expected`) in dtype, shape and values; returns the outputs."""
+    want = reference(op, inputs, attrs, opset, n_out) if expected is None else expected
+    model = one_node_model(op, inputs, attrs, opset, n_out, outputs=want)
+    present = [a for a in inputs if a is not None]
+    got = run_node(model, present, table, const_inputs=consts)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    return got
