@@ -63,7 +63,7 @@ def _map(fn, dtypes=FLOATS, attrs=(), note=""):
     def lower(node, ins, ctx):
         check_dtypes(node, dtypes)
         return [unary(node, ins[0], ctx, lambda x: fn(x, node.attrs))]
-    return OpSpec(lower, dtypes, attrs, note)
+    return OpSpec(lower, dtypes, attrs + ("consumed_inputs",), note)  # an opset-1 attribute without effect
 
 
 def _prelu(node, ins, ctx):
@@ -92,7 +92,7 @@ OPS: dict = {
     "Ceil": _map(lambda x, a: te.ceil(x)),
     "Relu": _map(lambda x, a: binary("max", x, const(0, x.dtype)), NUMERIC),
     "LeakyRelu": _map(lambda x, a: te.if_then_else(x < 0, x * a.get("alpha", 0.01), x), attrs=("alpha",)),
-    "PRelu": OpSpec(_prelu, NUMERIC, (), "slope broadcast to the input"),
+    "PRelu": OpSpec(_prelu, NUMERIC, ("consumed_inputs",), "slope broadcast to the input"),
     "Elu": _map(lambda x, a: te.if_then_else(x < 0, a.get("alpha", 1.0) * (te.exp(x) - 1.0), x),
                 attrs=("alpha",)),
     "Selu": _map(lambda x, a: te.if_then_else(x > 0, a.get("gamma", _SELU_GAMMA) * x, a.get("gamma", _SELU_GAMMA)

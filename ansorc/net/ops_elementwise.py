@@ -10,8 +10,10 @@ from .. import te
 from ..ir.expr import binary, compare, const, logic
 from .ops_activation import OPS as ACTIVATIONS
 from .ops_common import OpSpec
-from .ops_util import ALL, FLOATS, NUMERIC, check_dtypes, elementwise, scalar_const, unary
+from .ops_shape import reshape_to
+from .ops_util import ALL, FLOATS, NUMERIC, axis, check_dtypes, elementwise, scalar_const, shape_of, unary
 
+_LEGACY = ("broadcast", "axis", "consumed_inputs")  # opsets < 7 (consumed_inputs has no effect)
 # ONNX TensorProto.DataType -> the IR's dtype names (the others are unsupported)
 ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
 
@@ -27,11 +29,22 @@ def _div(a, b):
     return a / b if a.dtype in FLOATS else _trunc_div(a, b)
 
 
+def _legacy_broadcast(node, ins, ctx):
+    """Opsets < 7: with broadcast=1, B's dims line up with A's from `axis` (default: the trailing dims)."""
+    a, b = shape_of(node, 0, ins[0]), shape_of(node, 1, ins[1])
+    if node.attrs.get("_opset", 7) >= 7 or not node.attrs.get("broadcast", 0) or "axis" not in node.attrs:
+        return ins[:2], [a, b]
+    start = axis(node, node.attrs["axis"], len(a))
+    aligned = b + (1,) * (len(a) - start - len(b))
+    return [ins[0], reshape_to(node, ins[1], b, aligned, ctx)], [a, aligned]
+
+
 def _binary(fn, dtypes=NUMERIC, note=""):
     def lower(node, ins, ctx):
         check_dtypes(node, dtypes)
-        return [elementwise(node, ins[:2], ctx, fn)]
-    return OpSpec(lower, dtypes, (), note)
+        xs, shapes = _legacy_broadcast(node, ins, ctx)
+        return [elementwise(node, xs, ctx, fn, shapes=shapes)]
+    return OpSpec(lower, dtypes, _LEGACY, note)
 
 
 def _variadic(fn, dtypes=NUMERIC, mean=False):
@@ -49,7 +62,7 @@ def _variadic(fn, dtypes=NUMERIC, mean=False):
                 out = fn(out, e)
             return out / float(len(es)) if mean else out
         return [elementwise(node, xs, ctx, body)]
-    return OpSpec(lower, dtypes, ())
+    return OpSpec(lower, dtypes, ("consumed_inputs",))
 
 
 def _pow(node, ins, ctx):
@@ -185,7 +198,7 @@ OPS: dict = {
     "Sub": _binary(lambda a, b: a - b),
     "Mul": _binary(lambda a, b: a * b),
     "Div": _binary(_div, note="integer Div truncates toward zero"),
-    "Pow": OpSpec(_pow, NUMERIC, (), "integer Pow through float64"),
+    "Pow": OpSpec(_pow, NUMERIC, (), "integer Pow through float64; not the opset < 7 broadcast attributes"),
     "Mod": OpSpec(_mod, NUMERIC, ("fmod",)),
     "Sum": _variadic(lambda a, b: a + b),
     "Mean": _variadic(lambda a, b: a + b, mean=True),
@@ -201,10 +214,11 @@ OPS: dict = {
     "Xor": _logic("^"),
     "Not": OpSpec(_not, ("bool",)),
     "Where": OpSpec(_where, ("bool",)),
-    "Cast": OpSpec(_cast, ALL, ("to", "saturate"), "to float32, float64, int32, int64, bool"),
-    "CastLike": OpSpec(_cast_like, ALL, ("saturate",)),
+    "Cast": OpSpec(_cast, ALL, ("to", "saturate", "round_mode"), "to float32, float64, int32, int64, bool"),
+    "CastLike": OpSpec(_cast_like, ALL, ("saturate", "round_mode")),
     "Identity": OpSpec(_identity, ALL),
-    "Dropout": OpSpec(_dropout, FLOATS, ("ratio", "seed", "is_test"), "inference only: the identity"),
-    "Clip": OpSpec(_clip, NUMERIC, ("min", "max"), "min/max as attributes (opset < 11) or inputs"),
+    "Dropout": OpSpec(_dropout, FLOATS, ("ratio", "seed", "is_test", "consumed_inputs"),
+                      "inference only: the identity"),
+    "Clip": OpSpec(_clip, NUMERIC, ("min", "max", "consumed_inputs"), "min/max as attributes (opset < 11) or inputs"),
     **ACTIVATIONS,
 }

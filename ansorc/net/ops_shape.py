@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import te
+from ..ir.expr import const
 from .network import NetError
 from .ops_common import OpSpec
 from .ops_shape_const import OPS as CONST_OPS
@@ -140,12 +141,17 @@ def _concat(node, ins, ctx):
     parts = [(as_tensor(x, ctx), s) for x, s in parts]
     dst = shapes[0][:a] + (sum(s[a] for _, s in parts),) + shapes[0][a + 1:]
 
+    offsets = [int(v) for v in np.cumsum([0] + [s[a] for _, s in parts])]
+
     def body(i):
-        offsets = np.cumsum([0] + [s[a] for _, s in parts])
-        out = None
-        for (t, s), lo in reversed(list(zip(parts, offsets))):
-            here = t[tuple(i[:a]) + (i[a] - int(lo),) + tuple(i[a + 1:])]
-            out = here if out is None else te.if_then_else(i[a] < int(lo + s[a]), here, out)
+        # every part's read is guarded in the taken arm of its select (both bounds checkers use those facts); the
+        # final 0 is never taken
+        out = const(0, parts[0][0].dtype)
+        for k in reversed(range(len(parts))):
+            (t, s), lo = parts[k], offsets[k]
+            here = t[tuple(i[:a]) + (i[a] - lo,) + tuple(i[a + 1:])]
+            conds = ([i[a] >= lo] if k > 0 else []) + ([i[a] < lo + s[a]] if k < len(parts) - 1 else [])
+            out = te.if_then_else(te.all(*conds), here, out) if conds else here
         return out
     return [compute(dst, body, ctx, node.name)]
 
@@ -268,7 +274,7 @@ def _depth_space(node, ins, ctx):
 
 
 OPS: dict = {
-    "Reshape": OpSpec(_reshape, ALL, ("allowzero", "shape"), "constant shape (0 and -1, allowzero)"),
+    "Reshape": OpSpec(_reshape, ALL, ("allowzero", "shape", "consumed_inputs"), "constant shape (0 and -1, allowzero)"),
     "Flatten": OpSpec(_flatten, ALL, ("axis",)),
     "Squeeze": OpSpec(_squeeze, ALL, ("axes",), "axes as attribute or constant input"),
     "Unsqueeze": OpSpec(_unsqueeze, ALL, ("axes",), "axes as attribute or constant input"),

@@ -17,7 +17,7 @@ from .ops_util import (ALL, NUMERIC, attr_array, axes, check_dtypes, compute, co
 def _pad_args(node, ins, rank):
     """(begin, end, value) with value a te constant, a te tensor's element or None (zero)."""
     if node.attrs.get("_opset", 18) < 11:
-        pads, value, ax = node.attrs.get("pads", []), node.attrs.get("value", 0.0), None
+        pads, value, ax = node.attrs.get("pads", node.attrs.get("paddings", [])), node.attrs.get("value", 0.0), None
     else:
         pads, value = const_input(node, ins, 1, "pads"), ins[2] if len(ins) > 2 else None
         ax = const_input(node, ins, 3, "axes")
@@ -133,7 +133,8 @@ def _range(node, ins, ctx):
 
 
 OPS: dict = {
-    "Pad": OpSpec(_pad, ALL, ("mode", "pads", "value"), "constant pads; modes constant, reflect, edge, wrap"),
+    "Pad": OpSpec(_pad, ALL, ("mode", "pads", "paddings", "value"),
+                  "constant pads; modes constant, reflect, edge, wrap"),
     "Shape": OpSpec(_shape, ALL, ("start", "end"), "a constant (static shapes)"),
     "Size": OpSpec(_size, ALL, (), "a constant (static shapes)"),
     "Constant": OpSpec(_constant, ALL, ("value", "value_float", "value_floats", "value_int", "value_ints")),

@@ -133,10 +133,10 @@ def int_list(node, values, what: str) -> list:
         raise NetError(f"{node.where()}: {what} must be integers, got {values!r}") from None
 
 
-def elementwise(node, xs: list, ctx, fn, out: int = 0):
-    """One compute over the broadcast shape of the inputs `xs` (node inputs 0..len-1): out = fn(*elements),
-    cast to the node's declared output dtype where that differs."""
-    shapes = [shape_of(node, i, x) for i, x in enumerate(xs)]
+def elementwise(node, xs: list, ctx, fn, out: int = 0, shapes=None):
+    """One compute over the broadcast shape of the inputs `xs` (node inputs 0..len-1, ONNX shapes `shapes` when
+    given): out = fn(*elements), cast to the node's declared output dtype where that differs."""
+    shapes = shapes or [shape_of(node, i, x) for i, x in enumerate(xs)]
     shape = broadcast(node, *shapes)
     readers = [reader(x, s, len(shape), ctx) for x, s in zip(xs, shapes)]
     want = node.out_dtypes[out] if out < len(node.out_dtypes) else None

@@ -70,8 +70,18 @@ def make_node(model: onnx.ModelProto, feeds: dict) -> Node:
                 tuple(s for s, _ in outs), tuple(d for _, d in outs), model=g.name)
 
 
-def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=None) -> list:
-    """Lower the model's one node through `table` and evaluate it on `inputs` (graph-input order)."""
+def render_c(outputs: list) -> None:
+    """Lower and render C for the graph (naive schedule): the IR verifier re-proves every read in bounds."""
+    from ansorc.api import generate_source
+    from ansorc.net.network import tensors_by_name
+    found = tensors_by_name(outputs)
+    inputs = sorted((t for t in found.values() if isinstance(t.op, PlaceholderOp)), key=lambda t: t.name)
+    generate_source(inputs + list(dict.fromkeys(outputs)), name="k")
+
+
+def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=None, render: bool = False) -> list:
+    """Lower the model's one node through `table` and evaluate it on `inputs` (graph-input order); with
+    `render`, also render it to C (which verifies the lowered program)."""
     g = model.graph
     feeds = {vi.name: np.asarray(a) for vi, a in zip(g.input, inputs)}
     node = make_node(model, feeds)
@@ -96,6 +106,8 @@ def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=Non
     values.update(ctx.weights)
     tensors = [o for o in outs if not isinstance(o, np.ndarray) and not isinstance(o.op, PlaceholderOp)]
     results = evaluate(tensors, values) if tensors else {}
+    if render and tensors:
+        render_c(tensors)
     got = []
     for o, shape in zip(outs, node.out_shapes):
         if isinstance(o, np.ndarray):
@@ -191,7 +203,7 @@ def lower_and_compare(table: dict, op: str, inputs: list, attrs=None, opset: int
     want = reference(op, inputs, attrs, opset, n_out) if expected is None else expected
     model = one_node_model(op, inputs, attrs, opset, n_out, outputs=want)
     present = [a for a in inputs if a is not None]
-    got = run_node(model, present, table, const_inputs=consts)
+    got = run_node(model, present, table, const_inputs=consts, render=True)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)

@@ -202,3 +202,11 @@ def test_onnx_node_suite_cases_of_these_ops_pass_or_are_cleanly_unsupported():
     failures = {k: v for k, v in results.items() if v[0] == "fail"}
     assert not failures, failures
     assert counts["pass"] >= 168, counts  # 168 of 425 with onnx 1.23.2; the rest are float16/uint8/string/training
+
+
+def test_opset_6_broadcast_aligns_b_at_axis():
+    a, b = rand(2, 3, 4, 5), rand(3, 4)
+    want = a + b.reshape(1, 3, 4, 1)
+    lower_and_compare(OPS, "Add", [a, b], {"broadcast": 1, "axis": 1}, opset=6, expected=[want])
+    lower_and_compare(OPS, "Mul", [a, b], {"broadcast": 1, "axis": 1}, opset=6, consts={1},
+                      expected=[a * b.reshape(1, 3, 4, 1)])

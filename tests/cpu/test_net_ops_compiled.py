@@ -1,0 +1,52 @@
+"""Lowered ONNX element-wise and shape ops compiled to C (naive schedule) agree with the numpy evaluator: the
+places where C and numpy semantics part (integer division, casts to bool, erf's selects, floor modulo, clamped
+and selected indices) are checked on the real compiler."""
+import numpy as np
+
+from ansorc import te
+from ansorc.net.ops_common import LowerContext, Node
+from ansorc.net.ops_elementwise import OPS as EW
+from ansorc.net.ops_shape import OPS as SH
+from tests.cpu.helpers import check_kernel
+
+
+def _node(op, in_shapes, dtypes, attrs=None, out_dtypes=("float32",)):
+    return Node(op, f"{op}_0", {**(attrs or {}), "_opset": 18}, tuple(in_shapes), tuple(dtypes), ((),),
+                tuple(out_dtypes), model="m")
+
+
+def test_integer_ops_and_bool_casts_compile_like_the_evaluator():
+    a, b = te.placeholder((4, 16), "int32", "a"), te.placeholder((16,), "int32", "b")
+    x = te.placeholder((4, 16), "float32", "x")
+    ctx = LowerContext()
+    [div] = EW["Div"].lower(_node("Div", [(4, 16), (16,)], ["int32"] * 2, out_dtypes=("int32",)), [a, b], ctx)
+    [mod] = EW["Mod"].lower(_node("Mod", [(4, 16), (16,)], ["int32"] * 2, {"fmod": 1}, ("int32",)), [a, b], ctx)
+    [flag] = EW["Cast"].lower(_node("Cast", [(4, 16)], ["float32"], {"to": 9}, ("bool",)), [x], ctx)
+    [back] = EW["Cast"].lower(_node("Cast", [(4, 16)], ["bool"], {"to": 1}), [flag], ctx)
+    check_kernel([a, b, x, div, mod, back], name="net_int_ops")
+
+
+def test_activations_compile_like_the_evaluator():
+    x = te.placeholder((8, 32), "float32", "x")
+    ctx = LowerContext()
+    outs = [EW[op].lower(_node(op, [(8, 32)], ["float32"], attrs), [x], ctx)[0]
+            for op, attrs in [("Gelu", {}), ("Erf", {}), ("Softplus", {}), ("HardSwish", {}), ("Selu", {})]]
+    check_kernel([x] + outs, rtol=2e-5, atol=2e-6, name="net_activations")
+
+
+def test_shape_ops_compile_like_the_evaluator():
+    x = te.placeholder((3, 4, 5), "float32", "x")
+    ctx = LowerContext()
+    node = Node("Pad", "p", {"mode": "reflect", "_opset": 18}, ((3, 4, 5), (6,)), ("float32", "int64"), (),
+                ("float32",), "m")
+    [pad] = SH["Pad"].lower(node, [x, np.array([0, 2, 1, 1, 3, 2], np.int64)], ctx)
+    node = Node("Reshape", "r", {"_opset": 18}, ((3, 4, 5), (2,)), ("float32", "int64"), (), ("float32",), "m")
+    [rs] = SH["Reshape"].lower(node, [x, np.array([6, 10], np.int64)], ctx)
+    node = Node("Slice", "s", {"_opset": 18}, ((3, 4, 5),) + ((2,),) * 4, ("float32",) + ("int64",) * 4, (),
+                ("float32",), "m")
+    [sl] = SH["Slice"].lower(node, [x] + [np.array(v, np.int64) for v in ([-1, 4], [-100, 0], [0, 2], [-2, -2])],
+                             ctx)
+    node = Node("Concat", "c", {"axis": 1, "_opset": 18}, ((3, 4, 5), (3, 4, 5)), ("float32",) * 2, (),
+                ("float32",), "m")
+    [cat] = SH["Concat"].lower(node, [x, sl if sl.shape == x.shape else x], ctx)
+    check_kernel([x, pad, rs, sl, cat], name="net_shape_ops")
