@@ -22,7 +22,7 @@ def test_integer_ops_and_bool_casts_compile_like_the_evaluator():
     [div] = EW["Div"].lower(_node("Div", [(4, 16), (16,)], ["int32"] * 2, out_dtypes=("int32",)), [a, b], ctx)
     [mod] = EW["Mod"].lower(_node("Mod", [(4, 16), (16,)], ["int32"] * 2, {"fmod": 1}, ("int32",)), [a, b], ctx)
     [flag] = EW["Cast"].lower(_node("Cast", [(4, 16)], ["float32"], {"to": 9}, ("bool",)), [x], ctx)
-    [back] = EW["Cast"].lower(_node("Cast", [(4, 16)], ["bool"], {"to": 1}), [flag], ctx)
+    [back] = EW["Cast"].lower(_node("Cast", [(4, 16)], ["bool"], {"to": 1}), [flag], ctx)  # 0.5 -> true -> 1.0
     check_kernel([a, b, x, div, mod, back], name="net_int_ops")
 
 
@@ -50,3 +50,36 @@ def test_shape_ops_compile_like_the_evaluator():
                 ("float32",), "m")
     [cat] = SH["Concat"].lower(node, [x, sl if sl.shape == x.shape else x], ctx)
     check_kernel([x, pad, rs, sl, cat], name="net_shape_ops")
+
+
+CTX = LowerContext()  # one context: unique tensor names across the ops of one kernel
+
+
+def _lower(table, op, shapes, dtypes, ins, attrs=None, n_out=1, out="float32"):
+    node = Node(op, f"{op}_0", {**(attrs or {}), "_opset": 18}, tuple(shapes), tuple(dtypes), ((),) * n_out,
+                (out,) * n_out, "m")
+    return table[op].lower(node, ins, CTX)
+
+
+def test_more_data_movement_compiles_like_the_evaluator():
+    x, s = te.placeholder((2, 8, 3, 4), "float32", "x"), te.placeholder((8, 1, 1), "float32", "s")
+    lo = te.placeholder((1,), "float32", "lo")
+    # bool stays inside the kernel: kernel.py takes bool arguments as uint8 arrays, the evaluator as numpy bool
+    [c] = _lower(EW, "Less", [(8, 1, 1), ()], ["float32"] * 2, [s, np.array(0.0, np.float32)], out="bool")
+    i64 = np.int64
+    f4 = ((2, 8, 3, 4), "float32")
+    outs = _lower(EW, "Where", [(8, 1, 1), (2, 8, 3, 4), ()], ["bool", "float32", "float32"],
+                  [c, x, np.array(0.25, np.float32)])
+    outs += _lower(EW, "Clip", [(2, 8, 3, 4), (), ()], ["float32"] * 3, [x, lo, np.array(0.5, np.float32)])
+    outs += _lower(SH, "Pad", [f4[0], (8,), ()], [f4[1], "int64", "float32"],
+                   [x, np.array([0, 0, 1, 2, 0, 0, 2, 1], i64), lo])
+    outs += _lower(SH, "Pad", [f4[0], (8,)], [f4[1], "int64"], [x, np.array([0, 1, 2, 3, 0, 2, 3, 1], i64)],
+                   {"mode": "wrap"})
+    outs += _lower(SH, "Pad", [f4[0], (8,)], [f4[1], "int64"], [x, np.array([0, 1, 2, 3, 0, 2, 1, 1], i64)],
+                   {"mode": "edge"})
+    outs += _lower(SH, "Tile", [f4[0], (4,)], [f4[1], "int64"], [x, np.array([1, 2, 1, 3], i64)])
+    outs += _lower(SH, "Transpose", [f4[0]], [f4[1]], [x], {"perm": [0, 3, 1, 2]})
+    outs += _lower(SH, "DepthToSpace", [f4[0]], [f4[1]], [x], {"blocksize": 2, "mode": "CRD"})
+    outs += _lower(SH, "Expand", [(8, 1, 1), (4,)], ["float32", "int64"], [s, np.array([2, 8, 3, 4], i64)])
+    outs += _lower(SH, "Split", [f4[0]], [f4[1]], [x], {"axis": 1, "num_outputs": 3}, n_out=3)
+    check_kernel([x, s, lo] + outs, name="net_more_shape_ops")
