@@ -58,6 +58,14 @@ def _sign(x):
     return te.if_then_else(x > zero, one, te.if_then_else(x < zero, -one, zero))
 
 
+def _round(x):
+    """Round half to even (ONNX Round) from floor: ties go to the even neighbour."""
+    r = te.floor(x)
+    d = x - r
+    even = (r - 2.0 * te.floor(r * 0.5)).equal(const(0, x.dtype))
+    return te.if_then_else(d > 0.5, r + 1.0, te.if_then_else(d < 0.5, r, te.if_then_else(even, r, r + 1.0)))
+
+
 def _map(fn, dtypes=FLOATS, attrs=(), note=""):
     """An op of one input: out = fn(x, attrs)."""
     def lower(node, ins, ctx):
@@ -90,6 +98,7 @@ OPS: dict = {
     "Log": _map(lambda x, a: te.log(x)),
     "Floor": _map(lambda x, a: te.floor(x)),
     "Ceil": _map(lambda x, a: te.ceil(x)),
+    "Round": _map(lambda x, a: _round(x), note="half to even"),
     "Relu": _map(lambda x, a: binary("max", x, const(0, x.dtype)), NUMERIC),
     "LeakyRelu": _map(lambda x, a: te.if_then_else(x < 0, x * a.get("alpha", 0.01), x), attrs=("alpha",)),
     "PRelu": OpSpec(_prelu, NUMERIC, ("consumed_inputs",), "slope broadcast to the input"),

@@ -4,6 +4,8 @@ Interface: ops_common.py.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import te
@@ -11,11 +13,9 @@ from ..ir.expr import binary, compare, const, logic
 from .ops_activation import OPS as ACTIVATIONS
 from .ops_common import OpSpec
 from .ops_shape import reshape_to
-from .ops_util import ALL, FLOATS, NUMERIC, axis, check_dtypes, elementwise, scalar_const, shape_of, unary
+from .ops_util import ALL, FLOATS, NUMERIC, ONNX_DTYPES, axis, check_dtypes, elementwise, scalar_const, shape_of, unary
 
 _LEGACY = ("broadcast", "axis", "consumed_inputs")  # opsets < 7 (consumed_inputs has no effect)
-# ONNX TensorProto.DataType -> the IR's dtype names (the others are unsupported)
-ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
 
 
 def _trunc_div(a, b):
@@ -150,7 +150,7 @@ def _dropout(node, ins, ctx):
         raise node.unsupported("is_test=0 (training) is not supported")
     outs = [ins[0]]
     if len(node.out_shapes) > 1:
-        outs.append(np.ones(node.out_shapes[1], dtype=np.bool_))
+        outs.append(np.ones(shape_of(node, 0, ins[0]), dtype=np.bool_))
     return outs
 
 
@@ -166,7 +166,8 @@ def _logic(op):
 def _clip_bound(node, ins, i, name, default):
     """Clip's min or max: attribute (opset < 11), constant or tensor input, or the dtype's extreme."""
     if node.attrs.get("_opset", 11) < 11:
-        return node.attrs.get(name, default), None
+        v = float(node.attrs.get(name, default))
+        return (None if math.isinf(v) else v), None  # an infinite bound clips nothing
     x = ins[i] if i < len(ins) else None
     if x is None:
         return None, None

@@ -10,7 +10,7 @@ from .. import te
 from ..ir.expr import binary, const
 from .network import NetError
 from .ops_common import OpSpec
-from .ops_util import (ALL, NUMERIC, attr_array, axes, check_dtypes, compute, const_input, int_list, numel,
+from .ops_util import (ALL, NUMERIC, ONNX_DTYPES, attr_array, axes, check_dtypes, compute, const_input, int_list, numel,
                        scalar_const, shape_of)
 
 
@@ -121,6 +121,14 @@ def _constant_of_shape(node, ins, ctx):
     return [np.full(shape, value.reshape(-1)[0], dtype=value.dtype)]
 
 
+def _eye_like(node, ins, ctx):
+    src = shape_of(node, 0, ins[0])
+    dtype = ONNX_DTYPES.get(int(node.attrs["dtype"])) if "dtype" in node.attrs else node.in_dtypes[0]
+    if len(src) != 2 or dtype not in ALL:
+        raise node.unsupported(f"a {len(src)}-D input or dtype {node.attrs.get('dtype', dtype)}")
+    return [np.eye(src[0], src[1], int(node.attrs.get("k", 0)), dtype=dtype)]
+
+
 def _range(node, ins, ctx):
     check_dtypes(node, NUMERIC)
     start, limit, delta = (const_input(node, ins, i, n).reshape(-1)[0] for i, n in
@@ -139,5 +147,6 @@ OPS: dict = {
     "Size": OpSpec(_size, ALL, (), "a constant (static shapes)"),
     "Constant": OpSpec(_constant, ALL, ("value", "value_float", "value_floats", "value_int", "value_ints")),
     "ConstantOfShape": OpSpec(_constant_of_shape, ("int64",), ("value",), "constant shape; a constant result"),
+    "EyeLike": OpSpec(_eye_like, ALL, ("dtype", "k"), "a constant result"),
     "Range": OpSpec(_range, NUMERIC, (), "constant inputs; a constant result"),
 }

@@ -16,6 +16,8 @@ FLOATS = ("float32", "float64")
 INTS = ("int32", "int64")
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + ("bool",)
+# ONNX TensorProto.DataType -> the IR's dtype names (the others are unsupported)
+ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
 
 
 def check_dtypes(node, allowed: tuple, first: int = 0, last: int | None = None) -> None:
