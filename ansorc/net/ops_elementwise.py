@@ -48,8 +48,6 @@ def _binary(fn, dtypes=NUMERIC, note=""):
 
 
 def _variadic(fn, dtypes=NUMERIC, mean=False):
-    dtypes = FLOATS if mean else dtypes
-
     def lower(node, ins, ctx):
         check_dtypes(node, dtypes)
         xs = [x for x in ins if x is not None]
@@ -201,8 +199,8 @@ OPS: dict = {
     "Div": _binary(_div, note="integer Div truncates toward zero"),
     "Pow": OpSpec(_pow, NUMERIC, (), "integer Pow through float64; not the opset < 7 broadcast attributes"),
     "Mod": OpSpec(_mod, NUMERIC, ("fmod",)),
-    "Sum": _variadic(lambda a, b: a + b),
-    "Mean": _variadic(lambda a, b: a + b, mean=True),
+    "Sum": _variadic(lambda a, b: a + b, FLOATS),
+    "Mean": _variadic(lambda a, b: a + b, FLOATS, mean=True),
     "Max": _variadic(lambda a, b: binary("max", a, b)),
     "Min": _variadic(lambda a, b: binary("min", a, b)),
     "Equal": _binary(lambda a, b: a.equal(b), ALL),

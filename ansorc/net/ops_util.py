@@ -36,7 +36,7 @@ def shape_of(node, i: int, x) -> tuple:
     """The ONNX shape of input `i` (value `x`): the array's own, else the node's, else the te tensor's."""
     if isinstance(x, np.ndarray):
         return tuple(x.shape)
-    if i < len(node.in_shapes) and node.in_shapes[i] is not None:
+    if i < len(node.in_shapes) and node.in_shapes[i] is not None and None not in node.in_shapes[i]:
         return tuple(int(d) for d in node.in_shapes[i])
     return tuple(x.shape)
 

@@ -209,3 +209,38 @@ def lower_and_compare(table: dict, op: str, inputs: list, attrs=None, opset: int
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
     return got
+
+
+def run_graph(model: onnx.ModelProto, feeds: dict, table: dict) -> list:
+    """Lower every node of a small model in order (a stand-in for the importer: no folding, every graph input a
+    te placeholder, initializers constants) and evaluate the graph outputs."""
+    from ansorc import te
+    model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    g = model.graph
+    types = _types(g)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    ctx, values, arrays = LowerContext(), {}, {}
+    for init in g.initializer:
+        values[init.name] = onnx.numpy_helper.to_array(init)
+    for vi in g.input:
+        if vi.name not in values:
+            a = np.asarray(feeds[vi.name])
+            t = te.placeholder(te_shape(a.shape), a.dtype.name, name=ctx.name(vi.name))
+            values[vi.name], arrays[t.name] = t, a.reshape(te_shape(a.shape))
+    for k, n in enumerate(g.node):
+        shape = [(types.get(x, (None, None)) if x else (None, None)) for x in n.input]
+        shape = [(tuple(v.shape), v.dtype.name) if isinstance(v, np.ndarray) else s
+                 for s, v in zip(shape, [values.get(x) for x in n.input])]
+        attrs = {a.name: _decode(helper.get_attribute_value(a)) for a in n.attribute}
+        node = Node(n.op_type, n.name or f"{n.op_type}_{k}", {**attrs, "_opset": opset},
+                    tuple(s for s, _ in shape), tuple(d for _, d in shape),
+                    tuple(types.get(x, (None, None))[0] for x in n.output),
+                    tuple(types.get(x, (None, None))[1] for x in n.output), model=g.name)
+        outs = table[n.op_type].lower(node, [values[x] if x else None for x in n.input], ctx)
+        values.update(zip(n.output, outs))
+    arrays.update(ctx.weights)
+    outs = [values[o.name] for o in g.output]
+    tensors = [o for o in outs if not isinstance(o, np.ndarray)]
+    results = evaluate(tensors, arrays)
+    return [o if isinstance(o, np.ndarray) else results[o.name].reshape(types[name][0])
+            for o, name in zip(outs, [o.name for o in g.output])]
