@@ -21,36 +21,44 @@ def _read(x, shape, idx):
 
 
 def reshape_to(node, x, src: tuple, dst: tuple, ctx):
-    """x (ONNX shape src) viewed as dst: the same tensor when te shapes agree, a direct index map when only
-    1-dims move, else the row-major flat index decomposed again."""
+    """x (ONNX shape src) viewed as dst: the same tensor when te shapes agree, else a compute whose reads
+    decompose the index only inside blocks of dims of equal size (so (B, S, H) -> (B, S, h, d) reads
+    x[b, s, i * d + j], and a move of unit dims no division at all)."""
     if isinstance(x, np.ndarray):
         return x.reshape(dst)
     if numel(src) != numel(dst):
         raise NetError(f"{node.where()}: cannot reshape {list(src)} ({numel(src)} elements) to {list(dst)}")
     if (tuple(src) or (1,)) == (tuple(dst) or (1,)):
         return x
-    keep_s = [d for d, n in enumerate(src) if n != 1]
-    keep_d = [d for d, n in enumerate(dst) if n != 1]
-    if [src[d] for d in keep_s] == [dst[d] for d in keep_d]:
-        where = dict(zip(keep_s, keep_d))
-        return compute(dst, lambda i: _read(x, src, [i[where[d]] if d in where else 0 for d in range(len(src))]),
-                       ctx, node.name)
+    return compute(dst, lambda i: _read(x, src, _reshape_index(src, dst, i)), ctx, node.name)
 
-    outer = keep_s[0] if keep_s else 0
 
-    def body(i):
-        flat, stride = 0, 1
-        for d in reversed(range(len(dst))):
-            if dst[d] != 1:
-                flat = i[d] * stride + flat
-            stride *= dst[d]
-        idx, stride = [], 1
-        for d in reversed(range(len(src))):
-            part = flat if d == outer else flat % (stride * src[d])
-            idx.append(0 if src[d] == 1 else part // stride if stride > 1 else part)
-            stride *= src[d]
-        return _read(x, src, idx[::-1])
-    return compute(dst, body, ctx, node.name)
+def _reshape_index(src: tuple, dst: tuple, i) -> list:
+    """Source indices of output indices i, block by block over the dims that are not 1."""
+    ks = [d for d, n in enumerate(src) if n != 1]
+    kd = [d for d, n in enumerate(dst) if n != 1]
+    idx, a, b = [0] * len(src), 0, 0
+    while a < len(ks):
+        sa, sb, ps, pd = [ks[a]], [kd[b]], src[ks[a]], dst[kd[b]]
+        while ps != pd:  # the smallest run of source and output dims holding the same number of elements
+            if ps < pd:
+                a += 1
+                sa.append(ks[a])
+                ps *= src[ks[a]]
+            else:
+                b += 1
+                sb.append(kd[b])
+                pd *= dst[kd[b]]
+        a, b = a + 1, b + 1
+        flat, stride = None, 1
+        for d in reversed(sb):
+            term = i[d] if stride == 1 else i[d] * stride
+            flat, stride = term if flat is None else term + flat, stride * dst[d]
+        stride = 1
+        for d in reversed(sa):
+            part = flat if d == sa[0] else flat % (stride * src[d])
+            idx[d], stride = part // stride if stride > 1 else part, stride * src[d]
+    return idx
 
 
 def _reshape(node, ins, ctx):

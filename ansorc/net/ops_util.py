@@ -93,12 +93,15 @@ def scalar_const(arr: np.ndarray) -> Expr:
 
 def reader(x, shape: tuple, out_rank: int, ctx, hint: str = "c"):
     """A function from output indices (out_rank exprs) to the broadcast element of `x` (ONNX shape `shape`).
-    One-element constants become te constants; larger ones weights."""
+    One-element constants become te constants; larger ones weights without their unit dims, so a (C, 1, 1)
+    bias is read as w[c], a plain subsequence of the output's indices (what fusion calls broadcast)."""
     if isinstance(x, np.ndarray):
         if x.size == 1:
             c = scalar_const(x)
             return lambda idx: c
-        x = ctx.weight(x, hint)
+        keep = [d for d, n in enumerate(shape) if n != 1]
+        t, lead = ctx.weight(x.reshape([shape[d] for d in keep]), hint), out_rank - len(shape)
+        return lambda idx: t[tuple(idx[lead + d] for d in keep)]
     t, rank = x, len(shape)
     if rank == 0:
         return lambda idx: t[0]

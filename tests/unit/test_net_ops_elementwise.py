@@ -79,6 +79,19 @@ def test_a_scalar_constant_operand_is_inlined_and_an_array_becomes_a_weight():
     assert len(ctx.weights) == 1
 
 
+def test_a_constant_with_unit_dims_is_stored_without_them():
+    from ansorc import te
+    from ansorc.ir.expr import Read
+    n = Node("Add", "n0", {"_opset": 17}, ((2, 4, 3, 3), (4, 1, 1)), ("float32",) * 2, ((2, 4, 3, 3),),
+             ("float32",), "m")
+    ctx = LowerContext()
+    [y] = OPS["Add"].lower(n, [te.placeholder((2, 4, 3, 3), "float32", "x"), rand(4, 1, 1)], ctx)
+    [w] = ctx.weights.values()
+    assert w.shape == (4,)
+    [bias] = [e for e in walk(y.op.body) if isinstance(e, Read) and e.name in ctx.weights]
+    assert repr(bias.indices) == "(i1,)"
+
+
 @pytest.mark.parametrize("op", ["Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"])
 @pytest.mark.parametrize("dtype", ["float32", "int64"])
 def test_comparisons(op, dtype):

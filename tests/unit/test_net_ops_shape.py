@@ -31,7 +31,10 @@ def node(op, in_shapes, attrs=None, out_shapes=None, dtypes=("float32",), opset=
 
 @pytest.mark.parametrize("src,spec,allowzero", [((2, 3, 4), (4, 0, -1), 0), ((2, 3, 4), (-1,), 0),
                                                 ((6, 4), (2, 3, 2, 2), 0), ((1, 6, 1), (6,), 0),
-                                                ((2, 3, 4), (0, 12), 0), ((3, 4), (4, 3), 1), ((5,), (1, 5, 1), 0)])
+                                                ((2, 3, 4), (0, 12), 0), ((3, 4), (4, 3), 1), ((5,), (1, 5, 1), 0),
+                                                ((4, 6), (3, 8), 0), ((2, 1, 6), (3, 1, 4), 0),
+                                                ((12,), (2, 1, 3, 2), 0), ((3, 4, 1, 5), (1, 60), 0),
+                                                ((2, 6, 10), (0, 0, 2, 5), 0), ((2, 6, 2, 5), (0, 0, 10), 0)])
 def test_reshape(src, spec, allowzero):
     lower_and_compare(OPS, "Reshape", [rand(*src), ints(*spec)], {"allowzero": allowzero}, opset=14)
 
@@ -43,6 +46,15 @@ def test_reshape_that_only_moves_unit_dims_needs_no_division_and_a_no_op_returns
     assert not any(isinstance(e, Binary) and e.op in ("//", "%") for e in walk(y.op.body))
     [z] = OPS["Reshape"].lower(node("Reshape", [(1, 6, 1), (3,)]), [x, ints(1, 6, 1)], LowerContext())
     assert z is x
+
+
+def test_reshape_splitting_the_last_dim_reads_with_multiply_add_only():
+    x = te.placeholder((2, 6, 10), "float32", "x")
+    [y] = OPS["Reshape"].lower(node("Reshape", [(2, 6, 10), (4,)]), [x, ints(0, 0, 2, 5)], LowerContext())
+    assert not any(isinstance(e, Binary) and e.op in ("//", "%") for e in walk(y.op.body))
+    [z] = OPS["Reshape"].lower(node("Reshape", [(2, 6, 2, 5), (3,)]), [y, ints(0, 0, 10)], LowerContext())
+    [read] = [e for e in walk(z.op.body) if type(e).__name__ == "Read"]
+    assert repr(read.indices[:2]) == "(i0, i1)"  # the untouched leading dims are read as they are
 
 
 def test_reshape_of_a_runtime_shape_is_unsupported_and_a_bad_shape_names_the_node():
