@@ -140,8 +140,11 @@ def int_list(node, values, what: str) -> list:
 
 def elementwise(node, xs: list, ctx, fn, out: int = 0, shapes=None):
     """One compute over the broadcast shape of the inputs `xs` (node inputs 0..len-1, ONNX shapes `shapes` when
-    given): out = fn(*elements), cast to the node's declared output dtype where that differs."""
+    given): out = fn(*elements), cast to the node's declared output dtype where that differs. All-constant
+    inputs give a constant (evaluated now, as the kernel would compute it)."""
     shapes = shapes or [shape_of(node, i, x) for i, x in enumerate(xs)]
+    if xs and all(isinstance(x, np.ndarray) for x in xs):
+        return _fold(node, xs, fn, out, shapes)
     shape = broadcast(node, *shapes)
     readers = [reader(x, s, len(shape), ctx) for x, s in zip(xs, shapes)]
     want = node.out_dtypes[out] if out < len(node.out_dtypes) else None
@@ -150,6 +153,14 @@ def elementwise(node, xs: list, ctx, fn, out: int = 0, shapes=None):
         e = fn(*[r(idx) for r in readers])
         return e.astype(want) if want in ALL and e.dtype != want else e
     return compute(shape, body, ctx, node.name)
+
+
+def _fold(node, xs, fn, out, shapes) -> np.ndarray:
+    from ..ir.evaluate import evaluate
+    from .ops_common import LowerContext
+    scratch = LowerContext()
+    t = elementwise(node, [scratch.weight(x, "c") for x in xs], scratch, fn, out, shapes)
+    return evaluate([t], scratch.weights)[t.name].reshape(broadcast(node, *shapes))
 
 
 def unary(node, x, ctx, fn):

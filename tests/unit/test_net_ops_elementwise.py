@@ -237,3 +237,11 @@ def test_clip_opset_6_infinite_defaults_clip_nothing():
     n = Node("Clip", "n0", {"min": 0.0, "_opset": 6}, ((2, 3),), ("float32",), ((2, 3),), ("float32",), "m")
     [y] = OPS["Clip"].lower(n, [t], LowerContext())
     assert "inf" not in repr(y.op.body) and "max" in repr(y.op.body)
+
+
+def test_all_constant_inputs_fold_to_a_constant():
+    a, b = rand(3, 1), rand(4)
+    [got] = lower_and_compare(OPS, "Mul", [a, b], consts={0, 1})
+    n = node("Div", [(3,), (3,)], ["int64", "int64"], out_shapes=((3,),), out_dtypes=("int64",))
+    [q] = OPS["Div"].lower(n, [np.array([7, -7, 9]), np.array([2, 2, -4])], LowerContext())
+    assert isinstance(q, np.ndarray) and q.tolist() == [3, -3, -2] and q.dtype == np.int64
