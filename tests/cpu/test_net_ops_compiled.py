@@ -83,3 +83,42 @@ def test_more_data_movement_compiles_like_the_evaluator():
     outs += _lower(SH, "Expand", [(8, 1, 1), (4,)], ["float32", "int64"], [s, np.array([2, 8, 3, 4], i64)])
     outs += _lower(SH, "Split", [f4[0]], [f4[1]], [x], {"axis": 1, "num_outputs": 3}, n_out=3)
     check_kernel([x, s, lo] + outs, name="net_more_shape_ops")
+
+
+def _random_programs_match(tensors, n):
+    """n sampled programs of the search space (inlining, tiling, vectorization, parallel) compile at -O1 and
+    match the evaluator, as tests/cpu/test_space_validity.py checks the benchmark operators."""
+    from ansorc.api import generate_source
+    from ansorc.ir.dag import ComputeDAG
+    from ansorc.ir.evaluate import evaluate, random_inputs
+    from ansorc.measure.builder import build
+    from ansorc.measure.errors import error_name
+    from ansorc.measure.runner import Runner
+    from ansorc.search.annotate import sample
+    from ansorc.search.task import HardwareParams, SearchTask
+    dag = ComputeDAG(tensors)
+    progs = sample(SearchTask(dag, hw=HardwareParams(num_cores=2)), n, seed=3)
+    results = build([generate_source(dag, p, name=f"net_rand_{k}") for k, p in enumerate(progs)],
+                    target_flags=("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99"), timeout=180)
+    inputs = random_inputs(dag.inputs, 0)
+    ref = evaluate(list(dag.outputs), inputs)
+    with Runner([inputs[t.name] for t in dag.inputs], [ref[t.name] for t in dag.outputs], min_repeat_ms=0,
+                repeat=1, rtol=1e-4, atol=1e-4, timeout=60) as runner:
+        measured = runner.run(results)
+    assert progs
+    for prog, res, m in zip(progs, results, measured):
+        assert res.ok and m.ok, f"{error_name(m.error_code)} for\n{prog}\n{res.error_msg[:1000]}{m.error_msg[:1000]}"
+
+
+def test_random_programs_of_concat_pad_erf_and_head_reshape_match():
+    x, w = te.placeholder((8, 16), "float32", "x"), te.placeholder((8, 21), "float32", "w")
+    [c] = _lower(SH, "Concat", [(8, 16), (8, 21)], ["float32"] * 2, [x, w], {"axis": 1})
+    [p] = _lower(SH, "Pad", [(8, 37), (4,)], ["float32", "int64"], [c, np.array([1, 2, 0, 3])], {"mode": "reflect"})
+    [e] = _lower(EW, "Erf", [(9, 42)], ["float32"], [p])
+    _random_programs_match([x, w, e], 6)
+    q = te.placeholder((2, 6, 10), "float32", "q")
+    [r] = _lower(SH, "Reshape", [(2, 6, 10), (4,)], ["float32", "int64"], [q, np.array([0, 0, 2, 5])])
+    [t] = _lower(SH, "Transpose", [(2, 6, 2, 5)], ["float32"], [r], {"perm": [0, 2, 1, 3]})
+    [s] = _lower(SH, "Slice", [(2, 2, 6, 5)] + [(1,)] * 4, ["float32"] + ["int64"] * 4,
+                 [t] + [np.array([v]) for v in (-1, -100, 2, -2)])
+    _random_programs_match([q, s], 6)
