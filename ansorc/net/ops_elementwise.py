@@ -188,8 +188,9 @@ def _clip(node, ins, ctx):
         if high is not None:
             x = binary("min", x, high)
         return x
-    extra = [t for t in (lo_t, hi_t) if t is not None]
-    return [elementwise(node, [ins[0]] + extra, ctx, body)]
+    extra = [(t, shape_of(node, i, t)) for i, t in ((1, lo_t), (2, hi_t)) if t is not None]
+    return [elementwise(node, [ins[0]] + [t for t, _ in extra], ctx, body,
+                        shapes=[shape_of(node, 0, ins[0])] + [s for _, s in extra])]
 
 
 OPS: dict = {

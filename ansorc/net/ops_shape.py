@@ -30,7 +30,7 @@ def reshape_to(node, x, src: tuple, dst: tuple, ctx):
         raise NetError(f"{node.where()}: cannot reshape {list(src)} ({numel(src)} elements) to {list(dst)}")
     if (tuple(src) or (1,)) == (tuple(dst) or (1,)):
         return x
-    return compute(dst, lambda i: _read(x, src, _reshape_index(src, dst, i)), ctx, node.name)
+    return compute(dst, lambda i: _read(x, src, _reshape_index(src, dst, i)), ctx, node)
 
 
 def _reshape_index(src: tuple, dst: tuple, i) -> list:
@@ -69,6 +69,8 @@ def _reshape(node, ins, ctx):
     else:
         spec = int_list(node, const_input(node, ins, 1, "shape"), "shape")
     allowzero = int(node.attrs.get("allowzero", 0))
+    if not allowzero and any(v == 0 and d >= len(src) for d, v in enumerate(spec)):
+        raise NetError(f"{node.where()}: shape {spec} copies a dimension (0) beyond the input's rank {len(src)}")
     dst = [src[d] if v == 0 and not allowzero else v for d, v in enumerate(spec)]
     if dst.count(-1) > 1 or any(v < -1 for v in dst):
         raise NetError(f"{node.where()}: invalid shape {spec}")
@@ -132,7 +134,7 @@ def _transpose(node, ins, ctx):
     if perm == sorted(perm):
         return [x]
     where = {p: k for k, p in enumerate(perm)}
-    return [compute(dst, lambda i: _read(x, src, [i[where[d]] for d in range(len(src))]), ctx, node.name)]
+    return [compute(dst, lambda i: _read(x, src, [i[where[d]] for d in range(len(src))]), ctx, node)]
 
 
 def _concat(node, ins, ctx):
@@ -161,13 +163,13 @@ def _concat(node, ins, ctx):
             conds = ([i[a] >= lo] if k > 0 else []) + ([i[a] < lo + s[a]] if k < len(parts) - 1 else [])
             out = te.if_then_else(te.all(*conds), here, out) if conds else here
         return out
-    return [compute(dst, body, ctx, node.name)]
+    return [compute(dst, body, ctx, node)]
 
 
 def _window(node, x, src, starts, steps, dst, ctx):
     """out[i] = x[starts + i * steps] over shape dst."""
     return compute(dst, lambda i: _read(x, src, [s + k * st if st != 1 else k + s
-                                                 for s, st, k in zip(starts, steps, i)]), ctx, node.name)
+                                                 for s, st, k in zip(starts, steps, i)]), ctx, node)
 
 
 def _split_sizes(node, ins, src, a):
@@ -237,7 +239,7 @@ def _expand(node, ins, ctx):
     if dst == src:
         return [ins[0]]
     read = reader(ins[0], src, len(dst), ctx)
-    return [compute(dst, read, ctx, node.name)]
+    return [compute(dst, read, ctx, node)]
 
 
 def _tile(node, ins, ctx):
@@ -250,7 +252,7 @@ def _tile(node, ins, ctx):
         return [np.tile(x, reps)]
     dst = tuple(n * r for n, r in zip(src, reps))
     return [compute(dst, lambda i: _read(x, src, [k % n if r > 1 else k for k, n, r in zip(i, src, reps)]),
-                    ctx, node.name)]
+                    ctx, node)]
 
 
 def _depth_space(node, ins, ctx):
@@ -260,25 +262,27 @@ def _depth_space(node, ins, ctx):
     if len(src) != 4 or b < 1:
         raise NetError(f"{node.where()}: needs a 4-D NCHW input and blocksize >= 1")
     n, c, h, w = src
+    mode = node.attrs.get("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise node.unsupported(f"mode={mode!r} (supported: DCR, CRD)")
     if node.op_type == "SpaceToDepth":
         if h % b or w % b:
             raise NetError(f"{node.where()}: H and W ({h}, {w}) must be multiples of blocksize {b}")
         dst = (n, c * b * b, h // b, w // b)
-        if node.attrs.get("mode", "DCR") == "CRD":  # out channel = (c * b + bh) * b + bw
+        if mode == "CRD":  # out channel = (c * b + bh) * b + bw
             return [compute(dst, lambda i: x[i[0], i[1] // (b * b), i[2] * b + (i[1] // b) % b,
-                                              i[3] * b + i[1] % b], ctx, node.name)]
+                                              i[3] * b + i[1] % b], ctx, node)]
         return [compute(dst, lambda i: x[i[0], i[1] % c, i[2] * b + i[1] // (c * b),
-                                          i[3] * b + (i[1] // c) % b], ctx, node.name)]
+                                          i[3] * b + (i[1] // c) % b], ctx, node)]
     if c % (b * b):
         raise NetError(f"{node.where()}: C ({c}) must be a multiple of blocksize^2 ({b * b})")
-    co = c // (b * b)
-    crd = node.attrs.get("mode", "DCR") == "CRD"
+    co, crd = c // (b * b), mode == "CRD"
 
     def body(i):
         bh, bw = i[2] % b, i[3] % b
         ch = i[1] * (b * b) + bh * b + bw if crd else (bh * b + bw) * co + i[1]
         return x[i[0], ch, i[2] // b, i[3] // b]
-    return [compute((n, co, h * b, w * b), body, ctx, node.name)]
+    return [compute((n, co, h * b, w * b), body, ctx, node)]
 
 
 OPS: dict = {

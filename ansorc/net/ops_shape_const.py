@@ -78,7 +78,7 @@ def _pad(node, ins, ctx):
         if not conds:
             return v
         return te.if_then_else(te.all(*conds), v, const(0, v.dtype) if value is None else value)
-    return [compute(dst, body, ctx, node.name)]
+    return [compute(dst, body, ctx, node)]
 
 
 def _shape(node, ins, ctx):

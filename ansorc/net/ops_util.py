@@ -112,14 +112,15 @@ def reader(x, shape: tuple, out_rank: int, ctx, hint: str = "c"):
     return read
 
 
-def compute(shape: tuple, fn, ctx, hint: str):
-    """te.compute over an ONNX shape: fn gets one index expr per ONNX dim (none for rank 0)."""
+def compute(shape: tuple, fn, ctx, node):
+    """te.compute over an ONNX shape for `node`: fn gets one index expr per ONNX dim (none for rank 0)."""
     rank = len(shape)
     if any(d <= 0 for d in shape):
-        raise NetError(f"tensor shape {shape} of {hint!r} has an empty dimension; empty tensors are not supported")
+        raise NetError(f"{node.where()}: the result would have shape {list(shape)}; empty tensors are not "
+                       "supported")
     if rank == 0:
-        return te.compute((1,), lambda i: fn(()), name=ctx.name(hint))
-    return te.compute(te_shape(shape), lambda *i: fn(tuple(i)), name=ctx.name(hint))
+        return te.compute((1,), lambda i: fn(()), name=ctx.name(node.name))
+    return te.compute(te_shape(shape), lambda *i: fn(tuple(i)), name=ctx.name(node.name))
 
 
 def as_tensor(x, ctx, hint: str = "c"):
@@ -152,7 +153,7 @@ def elementwise(node, xs: list, ctx, fn, out: int = 0, shapes=None):
     def body(idx):
         e = fn(*[r(idx) for r in readers])
         return e.astype(want) if want in ALL and e.dtype != want else e
-    return compute(shape, body, ctx, node.name)
+    return compute(shape, body, ctx, node)
 
 
 def _fold(node, xs, fn, out, shapes) -> np.ndarray:

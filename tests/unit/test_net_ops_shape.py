@@ -207,3 +207,16 @@ def test_onnx_node_suite_cases_of_these_ops_pass_or_are_cleanly_unsupported():
     failures = {k: v for k, v in results.items() if v[0] == "fail"}
     assert not failures, failures
     assert counts["pass"] >= 105, counts  # 105 of 111 with onnx 1.23.2; the rest have empty or 16-bit tensors
+
+
+def test_bad_attributes_give_one_line_errors_naming_node_and_model():
+    x = te.placeholder((2, 3), "float32", "x")
+    cases = [("Reshape", [(2, 3), (3,)], {}, [x, ints(0, 0, 0)], "beyond the input's rank"),
+             ("Slice", [(2, 3), (1,), (1,)], {}, [x, ints(2), ints(1)], "empty tensors"),
+             ("Transpose", [(2, 3)], {"perm": [0, 0]}, [x], "not a permutation"),
+             ("Pad", [(2, 3), (4,)], {"mode": "mirror"}, [x, ints(0, 0, 0, 0)], "mode='mirror'"),
+             ("Concat", [(2, 3), (3, 3)], {"axis": 1}, [x, rand(3, 3)], "do not concatenate")]
+    for op, shapes, attrs, ins, what in cases:
+        with pytest.raises(NetError, match=rf"node 'n0' \({op}\) of model 'm'.*{what}") as err:
+            OPS[op].lower(node(op, shapes, attrs), ins, LowerContext())
+        assert "\n" not in str(err.value)
