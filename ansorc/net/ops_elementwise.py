@@ -72,7 +72,7 @@ def _pow(node, ins, ctx):
         special = {1.0: lambda a: a, 2.0: lambda a: a * a, 3.0: lambda a: a * a * a, 0.5: te.sqrt,
                    -1.0: lambda a: 1.0 / a}
         if p in special:  # the common LayerNorm / variance exponents: exact and cheaper than pow
-            return [elementwise(node, [x], ctx, special[p])]
+            return [elementwise(node, [x, y], ctx, lambda a, _: special[p](a))]  # y still shapes the result
     work = xdt if xdt in FLOATS else "float64"
     return [elementwise(node, [x, y], ctx, lambda a, b: te.pow(a.astype(work), b.astype(work)).astype(xdt))]
 
@@ -142,7 +142,8 @@ def _dropout(node, ins, ctx):
     if training is not None and not isinstance(training, np.ndarray):
         raise node.unsupported("training_mode must be a constant")
     ratio = ins[1] if len(ins) > 1 else None
-    if training is not None and bool(training.reshape(-1)[0]) and (ratio is None or float(ratio.reshape(-1)[0])):
+    zero_ratio = isinstance(ratio, np.ndarray) and float(ratio.reshape(-1)[0]) == 0.0
+    if training is not None and bool(training.reshape(-1)[0]) and not zero_ratio:
         raise node.unsupported("training_mode=true (random dropout) is not supported")
     if int(node.attrs.get("is_test", 1)) == 0 and node.attrs.get("_opset", 13) < 7:
         raise node.unsupported("is_test=0 (training) is not supported")

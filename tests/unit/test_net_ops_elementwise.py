@@ -63,6 +63,10 @@ def test_pow_with_a_constant_exponent(p):
     lower_and_compare(OPS, "Pow", [x, np.array(p, np.float32)], consts={1})
 
 
+def test_pow_with_a_constant_exponent_of_higher_rank_broadcasts():
+    lower_and_compare(OPS, "Pow", [rand(4, lo=0.1, hi=2.0), np.full((1, 1), 2.0, np.float32)], consts={1})
+
+
 def test_pow_integer_base_and_mixed_types():
     lower_and_compare(OPS, "Pow", [rand(6, dtype="int64", lo=-3, hi=3), rand(6, dtype="int64", lo=0, hi=4)])
     lower_and_compare(OPS, "Pow", [rand(6, lo=0.1, hi=2), rand(6, dtype="int32", lo=-2, hi=3)])
