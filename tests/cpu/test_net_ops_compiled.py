@@ -2,6 +2,7 @@
 places where C and numpy semantics part (integer division, casts to bool, erf's selects, floor modulo, clamped
 and selected indices) are checked on the real compiler."""
 import numpy as np
+import pytest
 
 from ansorc import te
 from ansorc.net.ops_common import LowerContext, Node
@@ -122,3 +123,14 @@ def test_random_programs_of_concat_pad_erf_and_head_reshape_match():
     [s] = _lower(SH, "Slice", [(2, 2, 6, 5)] + [(1,)] * 4, ["float32"] + ["int64"] * 4,
                  [t] + [np.array([v]) for v in (-1, -100, 2, -2)])
     _random_programs_match([q, s], 6)
+
+
+@pytest.mark.slow
+def test_onnx_node_suite_cases_compiled_to_c_match():
+    """Every node-suite case of these ops that the evaluator passes also passes as a compiled C kernel."""
+    from tests.unit.onnx_node_harness import conformance
+    for table, floor in ((EW, 169), (SH, 105)):
+        results = conformance(table, mode="compiled")
+        failures = {k: v for k, v in results.items() if v[0] == "fail"}
+        assert not failures, failures
+        assert sum(v[0] == "pass" for v in results.values()) >= floor

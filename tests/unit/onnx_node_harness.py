@@ -79,9 +79,25 @@ def render_c(outputs: list) -> None:
     generate_source(inputs + list(dict.fromkeys(outputs)), name="k")
 
 
-def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=None, render: bool = False) -> list:
-    """Lower the model's one node through `table` and evaluate it on `inputs` (graph-input order); with
-    `render`, also render it to C (which verifies the lowered program)."""
+def run_compiled(outputs: list, values: dict, flags=("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC",
+                                                     "-std=c99")) -> dict:
+    """Build the graph to C (naive schedule), run it on `values`: {output name: array}."""
+    import ansorc
+    from ansorc.net.network import tensors_by_name
+    outputs = list(dict.fromkeys(outputs))
+    found = tensors_by_name(outputs)
+    inputs = sorted((t for t in found.values() if isinstance(t.op, PlaceholderOp)), key=lambda t: t.name)
+    kernel = ansorc.build(inputs + outputs, name="k", flags=flags)
+    as_c = [np.ascontiguousarray(values[t.name]) for t in inputs]
+    res = [np.zeros(t.shape, np.dtype(t.dtype)) for t in outputs]
+    kernel(*[a.view(np.uint8) if a.dtype == np.bool_ else a for a in as_c + res])  # kernels take bool as uint8
+    return {t.name: r for t, r in zip(outputs, res)}
+
+
+def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=None, mode: str = "evaluate") -> list:
+    """Lower the model's one node through `table` and evaluate it on `inputs` (graph-input order). mode
+    "render" also renders it to C (which verifies the lowered program); "compiled" returns what the C kernel
+    computes instead."""
     g = model.graph
     feeds = {vi.name: np.asarray(a) for vi, a in zip(g.input, inputs)}
     node = make_node(model, feeds)
@@ -105,8 +121,11 @@ def run_node(model: onnx.ModelProto, inputs: list, table: dict, const_inputs=Non
     outs = spec.lower(node, ins, ctx)
     values.update(ctx.weights)
     tensors = [o for o in outs if not isinstance(o, np.ndarray) and not isinstance(o.op, PlaceholderOp)]
-    results = evaluate(tensors, values) if tensors else {}
-    if render and tensors:
+    if mode == "compiled" and tensors:
+        results = run_compiled(tensors, values)
+    else:
+        results = evaluate(tensors, values) if tensors else {}
+    if mode == "render" and tensors:
         render_c(tensors)
     got = []
     for o, shape in zip(outs, node.out_shapes):
@@ -145,12 +164,12 @@ def _array(a) -> np.ndarray:
     return onnx.numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else np.asarray(a)
 
 
-def run_case(case, table: dict) -> tuple:
+def run_case(case, table: dict, mode: str = "evaluate") -> tuple:
     """('pass' | 'unsupported' | 'fail', detail) for one ONNX node test case."""
     try:
         for ins, expected in case.data_sets:
             ins, expected = [_array(a) for a in ins], [_array(a) for a in expected]
-            got = run_node(case.model, ins, table)
+            got = run_node(case.model, ins, table, mode=mode)
             if len(got) < len(expected):
                 return "fail", f"{len(got)} outputs, expected {len(expected)}"
             for a, e in zip(got, expected):
@@ -167,9 +186,9 @@ def run_case(case, table: dict) -> tuple:
     return "pass", ""
 
 
-def conformance(table: dict) -> dict:
+def conformance(table: dict, mode: str = "evaluate") -> dict:
     """Every single-node case whose op is in `table`: name -> (status, detail)."""
-    return {c.name: run_case(c, table) for c in node_cases() if c.model.graph.node[0].op_type in table}
+    return {c.name: run_case(c, table, mode) for c in node_cases() if c.model.graph.node[0].op_type in table}
 
 
 def one_node_model(op: str, inputs: list, attrs: dict | None = None, opset: int = 17, n_out: int = 1,
@@ -203,7 +222,7 @@ def lower_and_compare(table: dict, op: str, inputs: list, attrs=None, opset: int
     want = reference(op, inputs, attrs, opset, n_out) if expected is None else expected
     model = one_node_model(op, inputs, attrs, opset, n_out, outputs=want)
     present = [a for a in inputs if a is not None]
-    got = run_node(model, present, table, const_inputs=consts, render=True)
+    got = run_node(model, present, table, const_inputs=consts, mode="render")
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
