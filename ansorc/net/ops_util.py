@@ -13,8 +13,7 @@ from ..ir.expr import Expr, const
 from .network import NetError
 
 FLOATS = ("float32", "float64")
-INTS = ("int32", "int64")
-NUMERIC = FLOATS + INTS
+NUMERIC = FLOATS + ("int32", "int64")
 ALL = NUMERIC + ("bool",)
 # ONNX TensorProto.DataType -> the IR's dtype names (the others are unsupported)
 ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
@@ -39,10 +38,6 @@ def shape_of(node, i: int, x) -> tuple:
     if i < len(node.in_shapes) and node.in_shapes[i] is not None and None not in node.in_shapes[i]:
         return tuple(int(d) for d in node.in_shapes[i])
     return tuple(x.shape)
-
-
-def dtype_of(x) -> str:
-    return str(x.dtype) if isinstance(x, np.ndarray) else x.dtype
 
 
 def broadcast(node, *shapes) -> tuple:
