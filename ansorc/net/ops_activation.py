@@ -66,6 +66,34 @@ def _round(x):
     return te.if_then_else(d > 0.5, r + 1.0, te.if_then_else(d < 0.5, r, te.if_then_else(even, r, r + 1.0)))
 
 
+def _shrink(x, a):
+    lambd, bias = a.get("lambd", 0.5), a.get("bias", 0.0)
+    zero = const(0, x.dtype)
+    return te.if_then_else(x < -lambd, x + bias, te.if_then_else(x > lambd, x - bias, zero))
+
+
+def _is_inf(x, a):
+    inf = const(float("inf"), x.dtype)
+    pos, neg = x.equal(inf), x.equal(-inf)
+    if a.get("detect_positive", 1) and a.get("detect_negative", 1):
+        return te.any(pos, neg)
+    return pos if a.get("detect_positive", 1) else neg if a.get("detect_negative", 1) else const(False, "bool")
+
+
+def _odd(x, f):
+    """f(|x|) with x's sign: for functions odd around 0 whose formula cancels for negative x."""
+    return te.if_then_else(x < 0, -f(-x), f(x))
+
+
+_HYPERBOLIC = {
+    "Sinh": lambda x: (te.exp(x) - te.exp(-x)) * 0.5,
+    "Cosh": lambda x: (te.exp(x) + te.exp(-x)) * 0.5,
+    "Asinh": lambda x: _odd(x, lambda v: te.log(v + te.sqrt(v * v + 1.0))),
+    "Acosh": lambda x: te.log(x + te.sqrt(x * x - 1.0)),
+    "Atanh": lambda x: 0.5 * te.log((1.0 + x) / (1.0 - x)),
+}
+
+
 def _map(fn, dtypes=FLOATS, attrs=(), note=""):
     """An op of one input: out = fn(x, attrs)."""
     def lower(node, ins, ctx):
@@ -121,5 +149,10 @@ OPS: dict = {
     "Softsign": _map(lambda x, a: x / (te.abs(x) + 1.0)),
     "Mish": _map(lambda x, a: x * te.tanh(_softplus(x))),
     "Erf": _map(lambda x, a: erf(x)),
+    "Shrink": _map(_shrink, NUMERIC, ("lambd", "bias")),
+    "Swish": _map(lambda x, a: x * te.sigmoid(x * a.get("alpha", 1.0)), attrs=("alpha",)),
+    "IsNaN": _map(lambda x, a: x.not_equal(x), note="x != x (kernels are built without -ffast-math)"),
+    "IsInf": _map(_is_inf, attrs=("detect_positive", "detect_negative")),
+    **{op: _map(lambda x, a, f=f: f(x), note="from exp, log and sqrt") for op, f in _HYPERBOLIC.items()},
     "Gelu": OpSpec(_gelu_op, FLOATS, ("approximate",), "exact (via a built-in erf) or tanh"),
 }

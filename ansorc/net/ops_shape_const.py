@@ -57,16 +57,21 @@ def _source(mode, s, n, lo, hi):
 
 def _pad(node, ins, ctx):
     check_dtypes(node, ALL, 0, 1)
-    x, src = ins[0], shape_of(node, 0, ins[0])
-    if isinstance(x, np.ndarray):
-        x = ctx.weight(x, node.name)
     mode = node.attrs.get("mode", "constant")
     if mode not in ("constant", "reflect", "edge", "wrap"):
         raise node.unsupported(f"mode={mode!r}")
-    begin, end, value = _pad_args(node, ins, len(src))
+    begin, end, value = _pad_args(node, ins, len(shape_of(node, 0, ins[0])))
+    return [pad_compute(node, ins[0], begin, end, mode, value, ctx)]
+
+
+def pad_compute(node, x, begin, end, mode, value, ctx):
+    """x grown (or, for negative pads, cropped) by begin/end per dim, new cells filled per `mode`."""
+    src = shape_of(node, 0, x)
+    if isinstance(x, np.ndarray):
+        x = ctx.weight(x, node.name)
     dst = tuple(n + b + e for n, b, e in zip(src, begin, end))
     if any(d <= 0 for d in dst):
-        raise NetError(f"{node.where()}: pads {begin + end} leave an empty output")
+        raise NetError(f"{node.where()}: pads {list(begin) + list(end)} leave an empty output")
 
     def body(i):
         idx, conds = [], []
@@ -78,7 +83,39 @@ def _pad(node, ins, ctx):
         if not conds:
             return v
         return te.if_then_else(te.all(*conds), v, const(0, v.dtype) if value is None else value)
-    return [compute(dst, body, ctx, node)]
+    return compute(dst, body, ctx, node)
+
+
+def _center_crop_pad(node, ins, ctx):
+    """Each listed axis cropped or zero-padded to the wanted size, centred (the odd cell at the end)."""
+    check_dtypes(node, ALL, 0, 1)
+    src = shape_of(node, 0, ins[0])
+    want = int_list(node, const_input(node, ins, 1, "shape"), "shape")
+    ax = axes(node, node.attrs.get("axes", range(len(src))), len(src))
+    if len(want) != len(ax):
+        raise NetError(f"{node.where()}: shape {want} for axes {ax}")
+    begin, end = [0] * len(src), [0] * len(src)
+    for a, w in zip(ax, want):
+        grow = w - src[a]
+        begin[a] = grow // 2 if grow >= 0 else -((-grow) // 2)
+        end[a] = grow - begin[a]
+    return [pad_compute(node, ins[0], begin, end, "constant", None, ctx)]
+
+
+def _trilu(node, ins, ctx):
+    check_dtypes(node, ALL, 0, 1)
+    x, src = ins[0], shape_of(node, 0, ins[0])
+    if len(src) < 2:
+        raise NetError(f"{node.where()}: Trilu needs a rank >= 2 input, got shape {list(src)}")
+    k = const_input(node, ins, 1, "k")
+    k = 0 if k is None else int(k.reshape(-1)[0])
+    upper = int(node.attrs.get("upper", 1))
+    x = ctx.weight(x, node.name) if isinstance(x, np.ndarray) else x
+
+    def body(i):
+        d = i[-1] - i[-2]
+        return te.if_then_else(d >= k if upper else d <= k, x[tuple(i)], const(0, x.dtype))
+    return [compute(src, body, ctx, node)]
 
 
 def _shape(node, ins, ctx):
@@ -143,6 +180,8 @@ def _range(node, ins, ctx):
 OPS: dict = {
     "Pad": OpSpec(_pad, ALL, ("mode", "pads", "paddings", "value"),
                   "constant pads; modes constant, reflect, edge, wrap"),
+    "CenterCropPad": OpSpec(_center_crop_pad, ALL, ("axes",), "constant shape"),
+    "Trilu": OpSpec(_trilu, ALL, ("upper",), "constant k"),
     "Shape": OpSpec(_shape, ALL, ("start", "end"), "a constant (static shapes)"),
     "Size": OpSpec(_size, ALL, (), "a constant (static shapes)"),
     "Constant": OpSpec(_constant, ALL, ("value", "value_float", "value_floats", "value_int", "value_ints")),
