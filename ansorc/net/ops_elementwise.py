@@ -13,6 +13,7 @@ from ..ir.expr import binary, compare, const, logic
 from .ops_activation import OPS as ACTIVATIONS
 from .ops_common import OpSpec
 from .ops_shape import reshape_to
+from .ops_trig import OPS as TRIG
 from .ops_util import ALL, FLOATS, NUMERIC, ONNX_DTYPES, axis, check_dtypes, elementwise, scalar_const, shape_of, unary
 
 _LEGACY = ("broadcast", "axis", "consumed_inputs")  # opsets < 7 (consumed_inputs has no effect)
@@ -222,4 +223,5 @@ OPS: dict = {
                       "inference only: the identity"),
     "Clip": OpSpec(_clip, NUMERIC, ("min", "max", "consumed_inputs"), "min/max as attributes (opset < 11) or inputs"),
     **ACTIVATIONS,
+    **TRIG,
 }
