@@ -7,7 +7,7 @@ import math
 from .. import te
 from ..ir.expr import binary, const
 from .ops_common import OpSpec
-from .ops_util import FLOATS, NUMERIC, check_dtypes, elementwise, unary
+from .ops_util import FLOATS, NUMERIC, check_dtypes, elementwise, horner, unary
 
 _SELU_ALPHA = 1.67326319217681884765625
 _SELU_GAMMA = 1.05070102214813232421875
@@ -18,20 +18,13 @@ _ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.2788680
          -0.82215223, 0.17087277)
 
 
-def _horner(x, coefs):
-    out = const(coefs[-1], x.dtype)
-    for c in reversed(coefs[:-1]):
-        out = out * x + c
-    return out
-
-
 def erf(x):
     """erf from te math: a Taylor series near 0 (where an absolute error bound would be a large relative one),
     Numerical Recipes' erfc elsewhere; |error| <= 1.2e-7 * |erf(x)| roughly, below float32 rounding."""
     z = te.abs(x)
-    near = x * _horner(x * x, _TAYLOR)
+    near = x * horner(x * x, _TAYLOR)
     t = 1.0 / (z * 0.5 + 1.0)
-    far = 1.0 - t * te.exp(_horner(t, _ERFC) - z * z)
+    far = 1.0 - t * te.exp(horner(t, _ERFC) - z * z)
     return te.if_then_else(z < 0.5, near, te.if_then_else(x < 0, -far, far))
 
 

@@ -7,20 +7,13 @@ import math
 from .. import te
 from ..ir.expr import const
 from .ops_common import OpSpec
-from .ops_util import FLOATS, check_dtypes, unary
+from .ops_util import FLOATS, check_dtypes, horner, unary
 
 # pi/2 in three parts with few bits each (Cephes' DP1..DP3 doubled): n * part stays exact in float32
 _PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)
 _SIN = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(6))   # r - r^3/3! + ... through r^11
 _COS = tuple((-1) ** k / math.factorial(2 * k) for k in range(7))       # 1 - r^2/2! + ... through r^12
 _ATAN = (-3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1, 8.05374449538e-2)  # Cephes atanf, |t| <= tan(pi/8)
-
-
-def _poly(z, coefs):
-    out = const(coefs[-1], z.dtype)
-    for c in reversed(coefs[:-1]):
-        out = out * z + c
-    return out
 
 
 def _reduce(x):
@@ -40,7 +33,7 @@ def _quadrant(q, *arms):
 def _sin_cos(x):
     r, q = _reduce(x)
     z = r * r
-    s, c = r * _poly(z, _SIN), _poly(z, _COS)
+    s, c = r * horner(z, _SIN), horner(z, _COS)
     return (_quadrant(q, s, c, -s, -c), _quadrant(q, c, -s, -c, s))
 
 
@@ -52,7 +45,7 @@ def atan(x):
     mid = t > 0.4142135623730950
     u = te.if_then_else(mid, (t - 1.0) / (t + 1.0), t)
     z = u * u
-    v = u + u * z * _poly(z, _ATAN)
+    v = u + u * z * horner(z, _ATAN)
     v = te.if_then_else(mid, v + math.pi / 4, v)
     v = te.if_then_else(big, math.pi / 2 - v, v)
     return te.if_then_else(x < 0, -v, v)

@@ -123,6 +123,14 @@ def as_tensor(x, ctx, hint: str = "c"):
     return ctx.weight(x, hint) if isinstance(x, np.ndarray) else x
 
 
+def horner(x, coefs):
+    """coefs[0] + coefs[1] x + coefs[2] x^2 + ... as a te expression of x's dtype."""
+    out = const(coefs[-1], x.dtype)
+    for c in reversed(coefs[:-1]):
+        out = out * x + c
+    return out
+
+
 def numel(shape) -> int:
     return math.prod(int(d) for d in shape)
 
