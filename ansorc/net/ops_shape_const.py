@@ -1,5 +1,6 @@
-"""ONNX Pad and the ops whose result is known at import time (Shape, Size, Constant, ConstantOfShape, Range:
-shapes are static, so they return np.ndarray). Merged into ops_shape.OPS. Interface: ops_common.py."""
+"""ONNX Pad, CenterCropPad and Trilu, and the ops whose result is known at import time (Shape, Size, Constant,
+ConstantOfShape, EyeLike, Range: shapes are static, so they return np.ndarray). Merged into ops_shape.OPS.
+Interface: ops_common.py."""
 from __future__ import annotations
 
 import math
@@ -64,6 +65,15 @@ def _pad(node, ins, ctx):
     return [pad_compute(node, ins[0], begin, end, mode, value, ctx)]
 
 
+def _fill(value, dtype: str):
+    """The pad value in the tensor's dtype (an opset < 11 `value` attribute is a float even for integers)."""
+    if value is None:
+        return const(0, dtype)
+    if isinstance(value, (int, float)):
+        return const(value if dtype in ("float32", "float64") else int(value), dtype)
+    return value.astype(dtype)
+
+
 def pad_compute(node, x, begin, end, mode, value, ctx):
     """x grown (or, for negative pads, cropped) by begin/end per dim, new cells filled per `mode`."""
     src = shape_of(node, 0, x)
@@ -82,7 +92,7 @@ def pad_compute(node, x, begin, end, mode, value, ctx):
         v = x[tuple(idx)] if src else x[0]
         if not conds:
             return v
-        return te.if_then_else(te.all(*conds), v, const(0, v.dtype) if value is None else value)
+        return te.if_then_else(te.all(*conds), v, _fill(value, v.dtype))
     return compute(dst, body, ctx, node)
 
 

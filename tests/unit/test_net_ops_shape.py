@@ -148,6 +148,8 @@ def test_pad_value_as_a_runtime_scalar_axes_input_and_opset_2_attributes():
     lower_and_compare(OPS, "Pad", [rand(3, 4), ints(1, 2, 0, 1), np.array(-3.0, np.float32)], opset=18, consts={1})
     lower_and_compare(OPS, "Pad", [rand(2, 3, 4), ints(1, 1, 2, 0), None, ints(0, -1)], opset=18)
     lower_and_compare(OPS, "Pad", [rand(3, 4)], {"pads": [0, 1, 2, 0], "value": 1.5}, opset=2)
+    lower_and_compare(OPS, "Pad", [np.arange(6, dtype=I64).reshape(2, 3)], {"pads": [1, 0, 0, 1], "value": 4.0},
+                      opset=2)
 
 
 @pytest.mark.parametrize("src,shape", [((3, 1), (2, 1, 6)), ((4,), (3, 1)), ((2, 3), (2, 3)), ((), (2, 2))])
