@@ -10,6 +10,7 @@ from .. import te
 from ..ir.expr import const
 from .network import NetError
 from .ops_common import OpSpec
+from .ops_resize import OPS as RESIZE_OPS
 from .ops_shape_const import OPS as CONST_OPS
 from .ops_util import (ALL, as_tensor, axes, axis, broadcast, check_dtypes, compute, const_input, int_list, numel,
                        reader, shape_of)
@@ -301,4 +302,5 @@ OPS: dict = {
     "DepthToSpace": OpSpec(_depth_space, ALL, ("blocksize", "mode")),
     "SpaceToDepth": OpSpec(_depth_space, ALL, ("blocksize", "mode")),
     **CONST_OPS,
+    **RESIZE_OPS,
 }

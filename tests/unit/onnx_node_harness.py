@@ -21,7 +21,7 @@ from ansorc.net.ops_util import te_shape
 CONST_INPUTS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3},
                 "Squeeze": {1}, "Unsqueeze": {1}, "Split": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2},
                 "Dropout": {1, 2}, "Clip": {1, 2}, "CastLike": {1},
-                "Trilu": {1}, "CenterCropPad": {1}}
+                "Trilu": {1}, "CenterCropPad": {1}, "Resize": {1, 2, 3}, "Upsample": {1}}
 
 
 def _decode(v):
