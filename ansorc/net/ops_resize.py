@@ -38,47 +38,47 @@ def _nearest(ratio: np.ndarray, mode: str) -> np.ndarray:
 
 
 def axis_tables(node, ctm: str, scale: float, n_in: int, n_out: int, nearest_mode: str | None):
-    """(lower index, upper index, weight of the upper) per output position; nearest: (index, None, None)."""
+    """(lower index, upper index, weight of the upper) per output position, indices before clamping into
+    0..n_in-1 (the read clamps them); nearest: (index, None, None)."""
     x = _x_ori(ctm, scale, n_in, n_out)
     base = np.floor(x)
     ratio = np.where(x == base, 1.0, x - base)
-    start = base.astype(np.int64) - (x == base)  # an exact integer takes [x - 1, x] with weight 1 on x
-    lo, hi = np.clip(start, 0, n_in - 1), np.clip(start + 1, 0, n_in - 1)
+    lo = base.astype(np.int64) - (x == base)  # an exact integer takes [x - 1, x] with weight 1 on x
     if nearest_mode is not None:
         if nearest_mode not in ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil"):
             raise node.unsupported(f"nearest_mode={nearest_mode!r}")
-        return np.where(_nearest(ratio, nearest_mode), hi, lo), None, None
-    return lo, hi, ratio
+        return lo + _nearest(ratio, nearest_mode), None, None
+    return lo, lo + 1, ratio
 
 
-def _affine(table: np.ndarray, n_in: int):
-    """(a, b, c) with table[i] == clip((a*i + b) // c, 0, n_in - 1) for every i, or None."""
-    i = np.arange(len(table), dtype=np.int64)
+def _affine(raw: np.ndarray):
+    """(a, b, c) with raw[i] == (a*i + b) // c for every i (c <= 32), or None."""
+    i = np.arange(len(raw), dtype=np.int64)
     for c in range(1, 33):
-        slope = (table[-1] - table[0]) * c / max(len(table) - 1, 1)
-        for a in {math.floor(slope), math.ceil(slope)}:
-            for b in range(-2 * c * n_in, 2 * c * n_in + c):
-                if int(np.clip((b // c), 0, n_in - 1)) != table[0]:
-                    continue
-                if np.array_equal(np.clip((a * i + b) // c, 0, n_in - 1), table):
-                    return a, b, c
+        slope = (raw[-1] - raw[0]) * c / max(len(raw) - 1, 1)
+        for a in sorted({math.floor(slope), math.ceil(slope)}):
+            for b in range(raw[0] * c, raw[0] * c + c):  # exactly the b with b // c == raw[0]
+                if np.array_equal((a * i + b) // c, raw):
+                    return int(a), int(b), c
     return None
 
 
-def _index(table: np.ndarray, n_in: int, ctx, hint: str):
-    """A function of the output index var giving the source index expr, and whether it needs a guard."""
-    if np.array_equal(table, np.arange(len(table))):
+def _index(raw: np.ndarray, n_in: int, ctx, hint: str):
+    """A function of the output index var giving the (clamped) source index expr, and whether the read needs
+    a guard (a table read is not provably in range)."""
+    if np.array_equal(raw, np.arange(len(raw))) and len(raw) <= n_in:
         return (lambda i: i), False
-    fit = _affine(table, n_in) if len(table) <= 4096 else None
+    fit = _affine(raw)
     if fit is not None:
         a, b, c = fit
 
         def affine(i):
-            e = (i * a if a != 1 else i) + b if b else (i * a if a != 1 else i)
+            e = i * a if a != 1 else i
+            e = e + b if b else e
             e = e // c if c > 1 else e
             return binary("min", binary("max", e, const(0)), const(n_in - 1))
         return affine, False
-    t = ctx.weight(table.astype(np.int32), hint)
+    t = ctx.weight(np.clip(raw, 0, n_in - 1).astype(np.int32), hint)
     return (lambda i: t[i]), True
 
 

@@ -70,3 +70,16 @@ def test_pad_matches_numpy(pads, mode):
     got = _run("Pad", [np.array(pads, np.int64), np.array(7.0, np.float32)], {"mode": mode},
                in_shapes=(SHAPE, (6,), ()))
     np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+@FUZZ
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9), st.integers(1, 9),
+       st.sampled_from(["nearest", "linear"]),
+       st.sampled_from(["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"]),
+       st.sampled_from(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]))
+def test_resize_matches_onnx_reference(h, w, oh, ow, mode, ctm, nearest_mode):
+    from tests.unit.onnx_node_harness import lower_and_compare
+    x = np.random.default_rng(h * 10 + w).uniform(-1, 1, (1, 2, h, w)).astype(np.float32)
+    attrs = {"mode": mode, "coordinate_transformation_mode": ctm, "nearest_mode": nearest_mode}
+    lower_and_compare(OPS, "Resize", [x, None, None, np.array([1, 2, oh, ow], np.int64)], attrs, opset=19,
+                      rtol=1e-5, atol=1e-6)
