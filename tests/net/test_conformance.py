@@ -1,6 +1,7 @@
-"""onnx's backend node tests through ansorc's backend (numpy reference executor), compared as onnx's runner does.
+"""onnx's backend node tests through ansorc's backend, compared as onnx's runner does.
 
-test_node_conformance is the real run over the support table (ops_table.SUPPORT): it prints the counts and the
+test_node_conformance is the real run over the support table (ops_table.SUPPORT), every supported case compiled
+to C and run (the compiled executor: ansorc.net.compile with default schedules): it prints the counts and the
 missing ops and fails when a supported case fails, unless the case is in XFAIL with its reason. The other tests
 check the harness itself on the test table of mini_ops.py."""
 import functools
@@ -8,7 +9,7 @@ import functools
 import numpy as np
 import pytest
 
-from ansorc.net.backend import reference
+from ansorc.net.backend import compiled, reference
 from ansorc.net.ops_table import SUPPORT
 
 from .conformance import node_cases, run_all, run_case
@@ -54,7 +55,7 @@ def test_node_conformance(capsys):
         pytest.skip("the support table (ops_*.py) is empty on this branch: nothing to run")
     for name, why in XFAIL.items():
         assert why, f"XFAIL entry {name} needs a reason"
-    report = run_all(SUPPORT)
+    report = run_all(SUPPORT, executor=functools.partial(compiled, table=SUPPORT))
     with capsys.disabled():
         print("\n" + report.text())
     unexpected = [r for r in report.by("failed") if r.name not in XFAIL]

@@ -12,7 +12,7 @@ from onnx import numpy_helper
 from onnx.backend.test.runner import Runner
 
 from ansorc.net.backend import supported
-from ansorc.net.importer import graph_of, import_model, run_reference
+from ansorc.net.importer import graph_of
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 MODELS = sorted(os.path.basename(p)[len("light_"):-len(".onnx")] for p in glob.glob(os.path.join(LIGHT, "*.onnx")))
@@ -52,15 +52,26 @@ def test_import_passes_on_light_models(name):
         assert after["BatchNormalization"] == 0 < before["BatchNormalization"]
 
 
+# Light models whose stored output the compiled library cannot reproduce, with the reason (the reference
+# evaluator does; test_import_passes_on_light_models and the node suite cover their ops).
+ILL_CONDITIONED = {
+    "vgg19": "its constant weights make 1000 identical logits of 3.7e31; the compiled Gemm sums 40 of the columns "
+             "in another order (vector tail), 1 ulp apart = 4e24, and softmax turns that into 0 vs 0.001",
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=ILL_CONDITIONED[n], strict=True))
+                                  if n in ILL_CONDITIONED else n for n in MODELS])
 def test_light_model_matches_stored_output(name):
     ok, why = supported(path(name))
     if not ok:
         pytest.skip(f"the support table lacks what {name} needs: {why}")
     m = onnx.load(path(name))
     expected = numpy_helper.to_array(onnx.load_tensor(path(name)[:-len(".onnx")] + "_output_0.pb"))
-    got = run_reference(import_model(path(name)), runner_input(m))
+    import ansorc.net
+    with ansorc.net.compile(path(name)) as model:   # compiled: the library with default programs
+        got = model(*runner_input(m))
     rtol, atol = tolerances(name)
     Runner.assert_similar_outputs([expected], got[:1], rtol=rtol, atol=atol)
     assert np.isfinite(got[0]).all()

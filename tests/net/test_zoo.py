@@ -1,6 +1,6 @@
 """The offline zoo: structure of each model, sane activations under onnxruntime 1.30.0, the importer's passes on
-them, and (once the support table covers them) ansorc's reference evaluation against onnxruntime:
-L2(ansorc - ort) <= 1e-4 * L2(ort)."""
+them, and ansorc's compiled library (ansorc.net.compile, untuned default programs) against onnxruntime:
+L2(ansorc - ort) <= 1e-4 * L2(ort), in Python and from a C program linked against the exported library."""
 import collections
 import functools
 
@@ -12,7 +12,7 @@ import pytest
 from ansorc.net import zoo
 from ansorc.net.backend import supported
 from ansorc.net.import_passes import to_proto
-from ansorc.net.importer import graph_of, import_model, run_reference
+from ansorc.net.importer import graph_of
 
 BUILDERS = {"resnet18": zoo.resnet18, "resnet50": zoo.resnet50, "mobilenet_v2": zoo.mobilenet_v2,
             "bert_tiny": zoo.bert_tiny, "bert_tiny_fused_ln": functools.partial(zoo.bert_tiny, fused_layernorm=True)}
@@ -116,18 +116,47 @@ def l2_close(got, want, rel=1e-4):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(BUILDERS))
-def test_zoo_matches_onnxruntime(name):
+def test_zoo_matches_onnxruntime(name, tmp_path):
+    """The compiled model, called from Python and from examples/embed_net/main.c, matches onnxruntime."""
+    import ansorc.net
     m = built(name)
     ok, why = supported(m)
-    if not ok:
-        pytest.skip(f"the support table lacks what {name} needs: {why}")
+    assert ok, why
     inputs = feeds(m, seed=1)
-    got = run_reference(import_model(m), [inputs[vi.name] for vi in m.graph.input])
+    ordered = [inputs[vi.name] for vi in m.graph.input]
     want = ort_run(m, inputs)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        l2_close(g, w)
+    with ansorc.net.compile(m) as model:
+        got = model(*ordered)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            l2_close(g, w)
+        for g, w in zip(c_program_outputs(model, ordered, tmp_path), want):
+            l2_close(g.reshape(w.shape), w)
+
+
+def c_program_outputs(model, inputs, tmp) -> list:
+    """Export the model, build examples/embed_net/main.c against it, run it on `inputs` (files), read its outputs."""
+    import subprocess
+    from pathlib import Path
+    paths = model.export(tmp / "lib")
+    lib = tmp / "lib"
+    header = Path(paths["h"]).name
+    main = Path(__file__).resolve().parents[2] / "examples" / "embed_net" / "main.c"
+    libname = Path(paths["so"]).name[3:-3]
+    exe = tmp / "app"
+    subprocess.run(["gcc", "-O2", "-std=c99", f"-I{lib}", f'-DMODEL_HEADER="{header}"', str(main), f"-L{lib}",
+                    f"-l{libname}", f"-Wl,-rpath,{lib}", "-fopenmp", "-lm", "-o", str(exe)], check=True, timeout=300)
+    files = []
+    for k, x in enumerate(inputs):
+        files.append(str(tmp / f"in{k}.bin"))
+        np.ascontiguousarray(x).tofile(files[-1])
+    (tmp / "out").mkdir()
+    proc = subprocess.run([str(exe), paths["weights"], str(tmp / "out"), *files], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return [np.fromfile(tmp / "out" / f"out{k}.bin", np.dtype(t["dtype"]))
+            for k, t in enumerate(model.signature["outputs"])]
 
 
 SMALL = {"resnet18": functools.partial(zoo.resnet18, size=32, classes=10),
