@@ -218,14 +218,15 @@ def cbr(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
 
 
 def tbg(B, seq, heads, hidden, dtype="float32") -> list:
-    """Attention scores: transpose Q and K to (B, heads, seq, hidden), then S = Q' K'^T per (b, head)."""
+    """Attention scores: S[b,h,i,j] = sum_d Q[b,i,h,d] * K[b,j,h,d] through transposed copies, Q' (B, heads, seq,
+    hidden) and K'^T (B, heads, hidden, seq) as in TVM's te_workload: the reduction then reads K'^T contiguously
+    along j, the output's vector axis (a K' with d innermost could only be gathered lane by lane)."""
     q = te.placeholder((B, seq, heads, hidden), dtype, "query")
     k = te.placeholder((B, seq, heads, hidden), dtype, "key")
-    shape = (B, heads, seq, hidden)
-    qt = te.compute(shape, lambda b, h, i, d: q[b, i, h, d], name="query_T")
-    kt = te.compute(shape, lambda b, h, i, d: k[b, i, h, d], name="key_T")
+    qt = te.compute((B, heads, seq, hidden), lambda b, h, i, d: q[b, i, h, d], name="query_T")
+    kt = te.compute((B, heads, hidden, seq), lambda b, h, d, j: k[b, j, h, d], name="key_T")
     r = te.reduce_axis((0, hidden), "r")
-    s = te.compute((B, heads, seq, seq), lambda b, h, i, j: te.sum(qt[b, h, i, r] * kt[b, h, j, r], axis=r),
+    s = te.compute((B, heads, seq, seq), lambda b, h, i, j: te.sum(qt[b, h, i, r] * kt[b, h, r, j], axis=r),
                    name="scores")
     return [q, k, s]
 

@@ -46,7 +46,7 @@ def conv_params(op: str, args: tuple) -> dict:
     if op == "C1D":
         return {"dims": 1, "stride": args[5], "pad": args[6], "dil": 1, "groups": 1}
     if op == "C3D":
-        return {"dims": 3, "stride": args[6], "pad": args[7], "dil": 1, "groups": 1}
+        return {"dims": 3, "stride": args[7], "pad": args[8], "dil": 1, "groups": 1}
     if op == "DEP":
         return {"dims": 2, "stride": args[5], "pad": args[6], "dil": 1, "groups": args[3]}
     return {"dims": 2, "stride": args[6], "pad": args[7], "dil": 2 if op == "DIL" else 1,
