@@ -84,13 +84,20 @@ def attach_candidates(state: State, consumer: str) -> list:
 
 def attach_target(state: State, name: str) -> str | None:
     """The stage `name` may be computed inside: its single consumer, or the common root of several consumers
-    (each one root itself or attached to that root), as TVM's GetSingleConsumerId. A softmax's exp has two
+    (each one root itself or computed somewhere inside that root), as TVM's GetSingleConsumerId. A softmax's exp has two
     consumers, the row sum (attached to the output) and the output: both live in the output's loop nest."""
     cons = consumers(state, name)
     if len(cons) == 1:
         return cons[0]
-    roots = {c if state.stage(c).compute_at == "root" else state.stage(c).attach[0] for c in cons}
+    roots = {_root_of(state, c) for c in cons}
     return roots.pop() if len(roots) == 1 and cons else None
+
+
+def _root_of(state: State, name: str) -> str:
+    """The root stage whose loop nest `name` is computed in (itself when root)."""
+    while state.stage(name).compute_at == "attached":
+        name = state.stage(name).attach[0]
+    return name
 
 
 def location_options(state: State, name: str) -> list:
