@@ -166,10 +166,25 @@ def add_unroll(task, state: State, rng: random.Random, candidates: tuple = UNROL
     return state
 
 
+def _vector_reduce_loop(state: State, st) -> str | None:
+    """The innermost reduce loop of an untiled reduction, which the vectorizer turns into vector pieces with one
+    horizontal reduction each: gcc leaves float reductions scalar (it may not reorder them), so without this a
+    row max or row sum that the search did not rfactor runs one dependent scalar op per element."""
+    last = st.iters[-1] if st.iters else None
+    if not st.op.combiner or st.is_tiled or last is None or last.kind != "R" or last.extent <= 1 or \
+            last.annotation or state.attached_at(st.name, last.name):
+        return None
+    return last.name
+
+
 def vectorize(task, state: State, rng: random.Random) -> State:
     for st in list(state.stages):
         st = state.stage(st.name)
         if st.compute_at == "inline":
+            continue
+        red = _vector_reduce_loop(state, st)
+        if red is not None:
+            state = state.apply(Annotate(st.name, red, "vectorize"))
             continue
         cands, prod = [], 1
         for it in reversed(st.iters):
