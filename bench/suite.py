@@ -10,6 +10,9 @@ seeds the working copy and is rewritten after tuning (bench/peers.py's scheme). 
 dir): suite.md (ours, each peer in microseconds, ratio best peer / ours, % of the fp32 FMA peak for compute-bound
 rows counting useful FLOPs only, trials, tuning seconds, geometric mean) and suite.png (ratios, log scale).
 Peers: bench/suite_peers.py (numpy, PyTorch NCHW and channels-last: the faster counts) and bench/suite_onnx.py.
+Threads: OMP_NUM_THREADS (default 2) for ansorc's kernels, PyTorch and onnxruntime; numpy's BLAS reads its own
+OPENBLAS_NUM_THREADS. On a loaded machine 2-thread figures swing widely (a descheduled thread stalls every
+barrier): compare ratios, or run with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1.
 """
 from __future__ import annotations
 
@@ -149,16 +152,23 @@ def chart(results: list, path: Path) -> bool:
     """Ratios per operator and shape on a log scale with 1.0 marked; False when matplotlib is missing."""
     try:
         import matplotlib
+        import matplotlib.ticker
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return False
     rs = [r for r in results if r["ratio"]]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(rs)), 4))
-    ax.bar(range(len(rs)), [r["ratio"] for r in rs], color=["tab:green" if r["ratio"] >= 1 else "tab:red" for r in rs])
+    ratios = [r["ratio"] for r in rs]
+    # bars grow from 1.0: up is faster than the best peer, down is slower
+    ax.bar(range(len(rs)), [x - 1 for x in ratios], bottom=1.0,
+           color=["tab:green" if x >= 1 else "tab:red" for x in ratios])
     ax.set_yscale("log")
+    ax.set_ylim(min(ratios + [1.0]) / 1.3, max(ratios + [1.0]) * 1.3)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.axhline(1.0, color="black", linewidth=1)
-    ax.set_xticks(range(len(rs)), [f"{r['op']}#{r['idx']}" for r in rs], rotation=90, fontsize=7)
+    ax.set_xticks(range(len(rs)), [f"{r['op']} {','.join(map(str, r['args']))}" for r in rs], rotation=90,
+                  fontsize=6)
     ax.set_ylabel("best peer time / ansorc time")
     ax.set_title(f"ansorc vs best peer (geomean {geomean([r['ratio'] for r in rs]) or 0:.2f})")
     fig.tight_layout()
