@@ -22,6 +22,8 @@ def _session(nodes, feeds: dict, inits: dict, out_rank: int):
     model.ir_version = IR_VERSION   # onnx 1.23 writes IR 14 by default, newer than onnxruntime 1.30 reads
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.inter_op_num_threads = THREADS, 1
+    # idle pool threads must not spin: they would take a core from the contender timed next (alternating rounds)
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     onnx.checker.check_model(model)
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return lambda: sess.run(None, feeds)[0]
