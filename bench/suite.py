@@ -54,13 +54,18 @@ def rows(ops, shapes, quick: bool) -> list:
 
 
 def tune_row(op: str, idx: int, dag, log_dir: Path, trials: int, quiet: bool) -> tuple:
-    """(working log, seconds spent tuning now)."""
+    """(working log, seconds spent tuning this row over every run that tuned into this log dir)."""
     log = working_log(log_dir, f"{op.lower()}_{idx}")
+    spent_file = log_dir / "tuning_seconds.json"   # a resumed run adds to what earlier runs spent
+    spent = json.loads(spent_file.read_text()) if spent_file.exists() else {}
     t0 = time.time()
     if trials:
         tune(SearchTask(dag), trials=trials, log=str(log), progress=not quiet)
         pack_log(log)
-    return log, time.time() - t0
+    key = log.stem
+    spent[key] = spent.get(key, 0.0) + time.time() - t0
+    spent_file.write_text(json.dumps(spent, indent=1, sort_keys=True) + "\n")
+    return log, spent[key]
 
 
 def peer_calls(op: str, args: tuple, inputs: list) -> dict:

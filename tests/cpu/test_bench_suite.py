@@ -34,6 +34,12 @@ def test_quick_suite_writes_the_table_chart_and_logs(tmp_path):
     md = (tmp_path / "suite.md").read_text()
     assert md.count("\n| NRM |") == 1 and md.count("\n| SFM |") == 1 and "Geometric mean" in md
     assert (tmp_path / "nrm_0.jsonl.gz").exists() and (tmp_path / "sfm_0.jsonl").exists()
+    spent = json.loads((tmp_path / "tuning_seconds.json").read_text())
+    assert set(spent) == {"nrm_0", "sfm_0"} and all(r["tuning_s"] == spent[f"{r['op'].lower()}_0"] for r in rows)
+    # resumed with the budget already spent: nothing is tuned, the table still comes out
+    assert suite.main(["--quick", "--ops", "NRM", "--trials", "4", "--log-dir", str(tmp_path), "--quiet"]) == 0
+    again = json.loads((tmp_path / "suite.json").read_text())
+    assert again[0]["trials"] == rows[0]["trials"]
     if importlib.util.find_spec("matplotlib"):
         assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
 
