@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
+from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
@@ -222,7 +223,12 @@ def main(argv=None) -> int:
     results = []
     for op, idx, wargs in rows(args.ops, args.shapes, args.quick):
         log, spent = tune_row(op, idx, ComputeDAG(workloads.make(op, idx)), log_dir, args.trials, args.quiet)
-        r = summarize(op, idx, wargs, time_row(op, idx, wargs, log, rounds, min_time), log, spent, peak)
+        try:
+            timing = time_row(op, idx, wargs, log, rounds, min_time)
+        except AnsorcError as e:   # e.g. --trials 0 and no record for this row yet
+            print(f"{op} {tuple(wargs)}: skipped: {e}", flush=True)
+            continue
+        r = summarize(op, idx, wargs, timing, log, spent, peak)
         results.append(r)
         print(f"{op} {tuple(wargs)}: ours {_us(r['ours_s'])} us, ratio "
               f"{'-' if r['ratio'] is None else round(r['ratio'], 2)}", flush=True)

@@ -72,3 +72,11 @@ def test_peers_compute_what_the_workloads_define():
             assert suite.check(want.astype(np.float32), back(call())), (op, name)
             ran += 1
     assert ran >= len(cases)   # onnxruntime is installed with ansorc's test dependencies
+
+
+def test_row_without_records_is_skipped_not_fatal(tmp_path, capsys):
+    suite = _load("suite")
+    assert suite.main(["--ops", "CAP", "--shapes", "3", "--trials", "0", "--log-dir", str(tmp_path), "--quiet",
+                       "--no-peak"]) == 0
+    assert "skipped" in capsys.readouterr().out
+    assert json.loads((tmp_path / "suite.json").read_text()) == []
