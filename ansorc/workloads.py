@@ -147,33 +147,37 @@ def dep(N, H, W, C, K, stride, pad, dilation=1, dtype="float32") -> list:
 def t2d(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
     """Transposed NHWC conv, weight K x K x CI x CO, out = (in - 1) * stride - 2 * pad + K.
 
-    O[n, h*s + kh - p, w*s + kw - p, co] += I[n, h, w, ci] * W[kh, kw, ci, co] gathered per output: with the
-    flipped tap r = K-1-kh, input row (o + r - (K-1-p)) / s contributes when that is an integer in range. As in
-    TVM's conv2d_transpose_nhwc, "pad" adds whole input rows so the row is (o + r + border) // s, and the
-    divisibility test stays in the conv body so unrolled code can drop the zero taps."""
+    O[n, h*s + kh - p, w*s + kw - p, co] += I[n, h, w, ci] * W[kh, kw, ci, co], gathered per output over the
+    taps that hit a real input pixel only: output row o is reached by kh = (o + p) % s + s*t (t < ceil(K/s)) from
+    input row o // s + (o % s + p) // s - t. The zero-insertion form iterates all K*K taps and multiplies s*s - 1
+    of every s*s by inserted zeros; this one computes the same function with K*K/s^2 taps (the useful FLOPs).
+    "pad" adds the input rows that taps of border outputs reach outside the image."""
     data = te.placeholder((N, H, W, CI), dtype, "data")
     kernel = te.placeholder((K, K, CI, CO), dtype, "kernel")
     OH, OW = (H - 1) * stride - 2 * pad + K, (W - 1) * stride - 2 * pad + K
     if OH <= 0 or OW <= 0:
         raise ExpressionError(f"transposed conv of {H}x{W} with kernel {K}, stride {stride}, pad {pad} has no output")
-    back = K - 1 - pad                          # rows of zeros in front of the dilated input
-    front = -(-back // stride)                  # whole input rows padded in front (ceil)
-    border = front * stride - back              # >= 0
-    rows = lambda O: (O - 1 + K - 1 + border) // stride + 1  # noqa: E731 - padded extent that covers every read
-    before = (0, front, front, 0)
-    after = (0, rows(OH) - front - H, rows(OW) - front - W, 0)
-    padded = _pad(data, before, after)
-    rh, rw, rc = te.reduce_axis((0, K), "rh"), te.reduce_axis((0, K), "rw"), te.reduce_axis((0, CI), "rc")
+    s, taps = stride, -(-K // stride)
+    front = max(0, taps - 1 - pad // s)                      # rows read before row 0 (largest t, first outputs)
+
+    def back(O, size):   # rows read after the last one (bounded per term, as the bounds check sees it)
+        return max(0, (O - 1) // s + (min(O, s) - 1 + pad) // s - (size - 1))
+    padded = _pad(data, (0, front, front, 0), (0, back(OH, H), back(OW, W), 0))
+    th, tw, rc = te.reduce_axis((0, taps), "rh"), te.reduce_axis((0, taps), "rw"), te.reduce_axis((0, CI), "rc")
     zero = te.const(0, dtype)
 
+    def src(o, t):   # (padded input row, kernel row) of output row o at tap t
+        o = o.var if isinstance(o, IterVar) else o
+        if s == 1:
+            return o + (pad + front) - t.var, t.var
+        return o // s + (o % s + pad) // s + front - t.var, (o + pad) % s + t.var * s
+
     def body(n, h, w, co):
-        y, x = h + rh.var, w + rw.var
-        if border:
-            y, x = y + border, x + border
-        src = padded[n, y // stride, x // stride, rc] if stride > 1 else padded[n, y, x, rc]
-        if stride > 1:
-            src = te.if_then_else(te.all((y % stride).equal(0), (x % stride).equal(0)), src, zero)
-        return te.sum(src * kernel[K - 1 - rh.var, K - 1 - rw.var, rc, co], axis=[rh, rw, rc])
+        (y, kh), (x, kw) = src(h, th), src(w, tw)
+        prod = padded[n, y, x, rc] * kernel[kh, kw, rc, co]
+        if K % s:   # the last tap of some phases falls past the kernel
+            prod = te.if_then_else(te.all(kh < K, kw < K), prod, zero)
+        return te.sum(prod, axis=[th, tw, rc])
     return [data, kernel, te.compute((N, OH, OW, CO), body, name="conv")]
 
 
@@ -214,14 +218,15 @@ def cbr(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
 
 
 def tbg(B, seq, heads, hidden, dtype="float32") -> list:
-    """Attention scores: transpose Q and K to (B, heads, seq, hidden), then S = Q' K'^T per (b, head)."""
+    """Attention scores: S[b,h,i,j] = sum_d Q[b,i,h,d] * K[b,j,h,d] through transposed copies, Q' (B, heads, seq,
+    hidden) and K'^T (B, heads, hidden, seq) as in TVM's te_workload: the reduction then reads K'^T contiguously
+    along j, the output's vector axis (a K' with d innermost could only be gathered lane by lane)."""
     q = te.placeholder((B, seq, heads, hidden), dtype, "query")
     k = te.placeholder((B, seq, heads, hidden), dtype, "key")
-    shape = (B, heads, seq, hidden)
-    qt = te.compute(shape, lambda b, h, i, d: q[b, i, h, d], name="query_T")
-    kt = te.compute(shape, lambda b, h, i, d: k[b, i, h, d], name="key_T")
+    qt = te.compute((B, heads, seq, hidden), lambda b, h, i, d: q[b, i, h, d], name="query_T")
+    kt = te.compute((B, heads, hidden, seq), lambda b, h, d, j: k[b, j, h, d], name="key_T")
     r = te.reduce_axis((0, hidden), "r")
-    s = te.compute((B, heads, seq, seq), lambda b, h, i, j: te.sum(qt[b, h, i, r] * kt[b, h, j, r], axis=r),
+    s = te.compute((B, heads, seq, seq), lambda b, h, i, j: te.sum(qt[b, h, i, r] * kt[b, h, r, j], axis=r),
                    name="scores")
     return [q, k, s]
 

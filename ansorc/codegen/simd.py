@@ -101,6 +101,38 @@ def _reduce_helper(cls: str, op: str) -> tuple:
     return name, body
 
 
+_EXP_WIDTHS = {"__m512": ("512", "si512"), "__m256": ("256", "si256"), "__m128": ("", "si128")}
+
+
+def _exp_helper(cls: str) -> tuple:
+    """(name, C definition) of a float32 exp on x86 (Cephes' expf: 2^n * a degree-6 polynomial, about 1 ulp),
+    so that an exp loop vectorizes instead of calling expf per lane. The result is (2y) * 2^(n-1) so that
+    n = 128 stays finite near FLT_MAX; results below about 2e-38 flush to 0; NaN propagates, -inf gives 0."""
+    w, si = _EXP_WIDTHS[cls]
+    p = f"_mm{w}_"
+    name = f"ansorc_exp_{cls.strip('_')}"
+    c = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1]
+    poly = f"{p}set1_ps({c[0]!r}f)"
+    for k in c[1:]:
+        poly = f"{p}fmadd_ps({poly}, r, {p}set1_ps({k!r}f))"
+    body = (f"static inline {cls} {name}({cls} x) {{ "
+            f"x = {p}max_ps({p}set1_ps(-87.5f), {p}min_ps({p}set1_ps(88.8f), x)); "
+            f"__{si.replace('si', 'm')}i n = {p}cvtps_epi32({p}mul_ps(x, {p}set1_ps(1.44269504089f))); "
+            f"{cls} fn = {p}cvtepi32_ps(n); "
+            f"{cls} r = {p}fnmadd_ps(fn, {p}set1_ps(0.693359375f), x); "
+            f"r = {p}fnmadd_ps(fn, {p}set1_ps(-2.12194440e-4f), r); "
+            f"{cls} y = {p}fmadd_ps({p}mul_ps({poly}, r), r, {p}add_ps(r, {p}set1_ps(1.0f))); "
+            f"n = {p}slli_epi32({p}add_epi32(n, {p}set1_epi32(126)), 23); "
+            f"return {p}mul_ps({p}add_ps(y, y), {p}cast{si}_ps(n)); }}")
+    return name, body
+
+
+def _helpers(isa: str) -> list:
+    """(name, definition) of every prelude helper this ISA's table may call."""
+    out = [_reduce_helper(cls, op) for cls in ISAS[isa][0] for op in REDUCE_NAMES]
+    return out + [_exp_helper(cls) for cls in ISAS[isa][0] if cls in _EXP_WIDTHS]
+
+
 @lru_cache(maxsize=None)
 def table(isa: str) -> dict:
     """{(op, dtype, lanes): template} for one ISA, plus ("type", dtype, lanes): the C vector type."""
@@ -114,6 +146,8 @@ def table(isa: str) -> dict:
             out[(op, dtype, lanes)] = tmpl
         for op in REDUCE_NAMES:
             out[(f"reduce_{op}", dtype, lanes)] = _reduce_helper(cls, op)[0] + "({a})"
+        if cls in _EXP_WIDTHS:
+            out[("exp", dtype, lanes)] = _exp_helper(cls)[0] + "({a})"
     return out
 
 
@@ -129,8 +163,7 @@ def caps(isa: str) -> VectorCaps:
 def prelude(isa: str, used: str = "") -> str:
     """The header for this ISA, and the helper definitions that `used` (the kernel's text) calls."""
     header = ISAS[isa][1]
-    helpers = [body for cls in ISAS[isa][0] for op in REDUCE_NAMES
-               for name, body in [_reduce_helper(cls, op)] if name + "(" in used]
+    helpers = [body for name, body in _helpers(isa) if name + "(" in used]
     return "\n".join([header, *helpers]) + ("\n" if header else "")
 
 

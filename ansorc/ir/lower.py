@@ -147,8 +147,8 @@ class _Lowerer:
         if cname not in self.stages:
             raise ScheduleError(f"stage {name!r} is attached to {cname!r}, which is inlined")
         readers = self.readers(name)
-        if cname not in readers:
-            raise ScheduleError(f"stage {name!r} is computed at {cname!r}, which does not read it")
+        if not readers:   # the target need not read it: a sibling of its reader, both inside one loop, is fine
+            raise ScheduleError(f"stage {name!r} is computed at {cname!r}, but no stage reads it")
         outside = [r for r in readers if r != cname and not self._inside(r, cname, citer)]
         if outside:
             raise ScheduleError(f"stage {name!r} is computed at {cname}.{citer} but also read by {outside}, "

@@ -82,21 +82,53 @@ def attach_candidates(state: State, consumer: str) -> list:
     return out
 
 
+def attach_target(state: State, name: str) -> str | None:
+    """The stage `name` may be computed inside: its single consumer, or the common root of several consumers
+    (each one root itself or computed somewhere inside that root), as TVM's GetSingleConsumerId. A softmax's exp has two
+    consumers, the row sum (attached to the output) and the output: both live in the output's loop nest."""
+    cons = consumers(state, name)
+    if len(cons) == 1:
+        return cons[0]
+    roots = {_root_of(state, c) for c in cons}
+    return roots.pop() if len(roots) == 1 and cons else None
+
+
+def _root_of(state: State, name: str) -> str:
+    """The root stage whose loop nest `name` is computed in (itself when root)."""
+    while state.stage(name).compute_at == "attached":
+        name = state.stage(name).attach[0]
+    return name
+
+
+def location_options(state: State, name: str) -> list:
+    """Every compute location step for `name`: root, each candidate iterator of its target, the target's own
+    attach point when the target is itself attached (producer and consumer side by side), and inline."""
+    target = attach_target(state, name)
+    if target is None:
+        return []
+    its = attach_candidates(state, target)
+    if len(consumers(state, name)) > 1:   # not below a sibling consumer's attach point: it reads the whole region
+        held = [k for k, it in enumerate(its) if state.attached_at(target, it)]
+        its = its[:held[0] + 1] if held else its
+    options = [ComputeRoot(name)] + [ComputeAt(name, target, it) for it in its]
+    tst = state.stage(target)
+    if tst.compute_at == "attached" and tst.attach[0] != name:
+        options.append(ComputeAt(name, *tst.attach))
+    if not state.stage(name).op.combiner and not any(s.attach and s.attach[0] == name for s in state.stages):
+        options.append(ComputeInline(name))
+    return options
+
+
 def change_compute_location(task, state: State, rng: random.Random) -> State:
     for st in reversed(state.stages):
         if st.compute_at == "inline" or st.is_tiled or needs_multi_level_tiling(st.op) or \
                 state.is_output(st.name):
             continue
-        cons = consumers(state, st.name)
-        if len(cons) != 1:
+        options = location_options(state, st.name)
+        if not options:
             continue
-        options = [("root",)] + [("at", cons[0], it) for it in attach_candidates(state, cons[0])]
-        if not st.op.combiner and not any(s.attach and s.attach[0] == st.name for s in state.stages):
-            options.append(("inline",))
-        choice = rng.choice(options)
-        step = ComputeRoot(st.name) if choice[0] == "root" else ComputeInline(st.name) \
-            if choice[0] == "inline" else ComputeAt(st.name, choice[1], choice[2])
-        if choice[0] == "root" and st.compute_at == "root":
+        step = rng.choice(options)
+        if isinstance(step, ComputeRoot) and st.compute_at == "root":
             continue
         try:
             state = state.apply(step)
@@ -134,16 +166,33 @@ def add_unroll(task, state: State, rng: random.Random, candidates: tuple = UNROL
     return state
 
 
+def _vector_reduce_loop(state: State, st) -> str | None:
+    """The innermost reduce loop of an untiled reduction, which the vectorizer turns into vector pieces with one
+    horizontal reduction each: gcc leaves float reductions scalar (it may not reorder them), so without this a
+    row max or row sum that the search did not rfactor runs one dependent scalar op per element."""
+    last = st.iters[-1] if st.iters else None
+    if not st.op.combiner or st.is_tiled or last is None or last.kind != "R" or last.extent <= 1 or \
+            last.annotation or state.attached_at(st.name, last.name):
+        return None
+    return last.name
+
+
 def vectorize(task, state: State, rng: random.Random) -> State:
     for st in list(state.stages):
         st = state.stage(st.name)
         if st.compute_at == "inline":
+            continue
+        red = _vector_reduce_loop(state, st)
+        if red is not None:
+            state = state.apply(Annotate(st.name, red, "vectorize"))
             continue
         cands, prod = [], 1
         for it in reversed(st.iters):
             if it.kind != "S" or it.annotation or state.attached_at(st.name, it.name) or it.extent is None:
                 break
             if prod * it.extent > task.hw.max_vectorize_elems:
+                if not cands and not st.is_tiled:
+                    cands.append(it.name)   # an untiled stage's long loop: codegen runs it in vector pieces
                 break
             prod *= it.extent
             cands.append(it.name)

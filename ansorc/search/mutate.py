@@ -9,8 +9,7 @@ from dataclasses import replace
 
 from ..ir.state import ScheduleError, State
 from ..ir.steps import Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split
-from .annotate import UNROLL_CANDIDATES, attach_candidates, divisors
-from .rules import consumers
+from .annotate import UNROLL_CANDIDATES, divisors, location_options
 
 WEIGHTS = {"tile_size": 0.90, "compute_location": 0.05, "unroll": 0.04, "parallel": 0.01}
 
@@ -73,13 +72,7 @@ def mutate_compute_location(task, state: State, rng: random.Random) -> State | N
     prefix = _replay(task, steps[:i])
     if prefix is None:
         return None
-    name = steps[i].stage
-    cons = consumers(prefix, name)
-    if len(cons) != 1:
-        return None
-    options = [ComputeRoot(name)] + [ComputeAt(name, cons[0], it) for it in attach_candidates(prefix, cons[0])]
-    if not prefix.stage(name).op.combiner:
-        options.append(ComputeInline(name))
+    options = location_options(prefix, steps[i].stage)
     options = [o for o in options if o != steps[i]]
     if not options:
         return None

@@ -1,0 +1,243 @@
+"""The paper's table: every workload of ansorc.workloads at every listed shape, tuned, then timed side by side
+(alternating rounds, one process, medians) against every peer that computes the same thing, results checked equal.
+
+    python bench/suite.py --trials 300 --log-dir bench/results/suite          # the full table (hours here)
+    python bench/suite.py --quick --ops SFM NRM --log-dir /tmp/suite           # smoke test: smallest shapes
+    python bench/suite.py --ops SFM --shapes 1 --trials 64
+
+Logs: <log-dir>/<op>_<shape index>.jsonl, resumed (the trials budget is a total); a committed <name>.jsonl.gz
+seeds the working copy and is rewritten after tuning (bench/peers.py's scheme). Output in --out (default the log
+dir): suite.md (ours, each peer in microseconds, ratio best peer / ours, % of the fp32 FMA peak for compute-bound
+rows counting useful FLOPs only, trials, tuning seconds, geometric mean) and suite.png (ratios, log scale).
+Peers: bench/suite_peers.py (numpy, PyTorch NCHW and channels-last: the faster counts) and bench/suite_onnx.py.
+Threads: OMP_NUM_THREADS (default 2) for ansorc's kernels, PyTorch and onnxruntime; numpy's BLAS reads its own
+OPENBLAS_NUM_THREADS. On a loaded machine 2-thread figures swing widely (a descheduled thread stalls every
+barrier): compare ratios, or run with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ansorc  # noqa: E402
+from ansorc import workloads  # noqa: E402
+from ansorc.errors import AnsorcError  # noqa: E402
+from ansorc.ir.dag import ComputeDAG  # noqa: E402
+from ansorc.measure.alternate import median_alternating  # noqa: E402
+from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
+from ansorc.search.task import SearchTask  # noqa: E402
+from ansorc.search.tuner import tune  # noqa: E402
+from peers import pack_log, working_log  # noqa: E402
+from suite_onnx import ort_fns  # noqa: E402
+from suite_peers import NUMPY, torch_fns  # noqa: E402
+
+MEMORY_BOUND = ("DEP", "NRM", "SFM")    # no % of peak for these: bandwidth, not FMAs, limits them
+PEER_COLUMNS = ("numpy", "torch", "onnxruntime")
+
+
+def rows(ops, shapes, quick: bool) -> list:
+    """(op, shape index, args) for every selected row; quick: each op's smallest shape."""
+    out = []
+    for op in ops:
+        fn, listed = workloads.WORKLOADS[op]
+        idxs = [listed.index(workloads.smallest_args(op))] if quick else (shapes or range(len(listed)))
+        out += [(op, i, listed[i]) for i in idxs if i < len(listed)]
+    return out
+
+
+def tune_row(op: str, idx: int, dag, log_dir: Path, trials: int, quiet: bool) -> tuple:
+    """(working log, seconds spent tuning this row over every run that tuned into this log dir)."""
+    log = working_log(log_dir, f"{op.lower()}_{idx}")
+    spent_file = log_dir / "tuning_seconds.json"   # a resumed run adds to what earlier runs spent
+    spent = json.loads(spent_file.read_text()) if spent_file.exists() else {}
+    t0 = time.time()
+    if trials:
+        tune(SearchTask(dag), trials=trials, log=str(log), progress=not quiet)
+        pack_log(log)
+    key = log.stem
+    spent[key] = spent.get(key, 0.0) + time.time() - t0
+    spent_file.write_text(json.dumps(spent, indent=1, sort_keys=True) + "\n")
+    return log, spent[key]
+
+
+def peer_calls(op: str, args: tuple, inputs: list) -> dict:
+    out = {}
+    if op in NUMPY:
+        out["numpy"] = (NUMPY[op](*inputs), lambda r: r)
+    for make in (torch_fns, ort_fns):
+        try:
+            out.update(make(op, args, inputs))
+        except Exception as e:  # noqa: BLE001 - a peer library that cannot express this row is reported, not fatal
+            print(f"  {op}: {make.__name__}: {type(e).__name__}: {str(e)[:160]}", flush=True)
+    return out
+
+
+def check(ours: np.ndarray, got) -> bool:
+    got = np.asarray(got, dtype=np.float32).reshape(ours.shape)
+    return bool(np.allclose(got, ours, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(ours).max()))))
+
+
+def time_row(op: str, idx: int, args: tuple, log: Path, rounds: int, min_time: float) -> dict:
+    """Median seconds of ours and of every peer whose result equals ours; mismatching peers are listed."""
+    tensors = workloads.make(op, idx)
+    dag = ComputeDAG(tensors)
+    kern = ansorc.compile(tensors, trials=0, log=str(log), name=f"{op.lower()}_{idx}")
+    rng = np.random.default_rng(0)
+    inputs = [ansorc.array(rng.standard_normal(t.shape, dtype=np.float32)) for t in dag.inputs]
+    outs = [ansorc.empty(t.shape) for t in dag.outputs]
+    kern(*inputs, *outs)
+    fns, bad = {"ours": lambda: kern(*inputs, *outs)}, []
+    for name, (call, to_ours) in peer_calls(op, args, inputs).items():
+        try:
+            ok = check(outs[0], to_ours(call()))
+        except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape is reported, not fatal
+            print(f"  {op} {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+            ok = False
+        if ok:
+            fns[name] = call
+        else:
+            bad.append(name)
+    med = median_alternating(fns, rounds=rounds, min_time=min_time, pause=0.02)
+    return {"med": med, "mismatch": bad, "flops": dag.flop_count}
+
+
+def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s: float, peak) -> dict:
+    med = timing["med"]
+    peers = {k: v for k, v in med.items() if k != "ours"}
+    cols = {c: min((v for k, v in peers.items() if k.split("_")[0] == c), default=None) for c in PEER_COLUMNS}
+    best = min(peers.values()) if peers else None
+    gflops = timing["flops"] / med["ours"] / 1e9
+    return {"op": op, "idx": idx, "args": list(args), "ours_s": med["ours"], "peers_s": cols,
+            "torch_layout": min((k for k in peers if k.startswith("torch")), key=peers.get, default=None),
+            "ratio": best / med["ours"] if best else None, "gflops": gflops,
+            "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None,
+            "mismatch": timing["mismatch"], "tuning_s": tuning_s,
+            "trials": sum(r.note != RETIME_NOTE for r in load(log)) if log.exists() else 0}
+
+
+def _us(s) -> str:
+    return "-" if s is None else f"{s * 1e6:.1f}"
+
+
+def geomean(rs: list) -> float | None:
+    rs = [r for r in rs if r]
+    return math.exp(sum(math.log(r) for r in rs) / len(rs)) if rs else None
+
+
+def markdown(results: list, peak) -> str:
+    head = "| op | shape | ours us | numpy us | PyTorch us | onnxruntime us | best peer / ours | % peak | trials | " \
+           "tuning s |"
+    lines = [head, "|" + " --- |" * 10]
+    for r in results:
+        torch_s = _us(r["peers_s"]["torch"]) + (" (cl)" if r["torch_layout"] == "torch_cl" else "")
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        pct = "-" if r["peak_pct"] is None else f"{r['peak_pct']:.0f}%"
+        bad = f" (differs: {', '.join(r['mismatch'])})" if r["mismatch"] else ""
+        lines.append(f"| {r['op']} | {tuple(r['args'])} | {_us(r['ours_s'])} | {_us(r['peers_s']['numpy'])} | "
+                     f"{torch_s} | {_us(r['peers_s']['onnxruntime'])}{bad} | {ratio} | {pct} | {r['trials']} | "
+                     f"{r['tuning_s']:.0f} |")
+    g = geomean([r["ratio"] for r in results])
+    at_least = sum(1 for r in results if r["ratio"] and r["ratio"] >= 1.0)
+    lines.append(f"\nGeometric mean of best peer / ours: {g:.2f}; {at_least} of {len(results)} rows at or above 1.0."
+                 if g else "\nNo peer ran.")
+    if peak:
+        lines.append(f"fp32 FMA peak measured: {peak:.0f} GFLOP/s (2 threads). (cl): PyTorch channels-last was faster.")
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: list, path: Path) -> bool:
+    """Ratios per operator and shape on a log scale with 1.0 marked; False when matplotlib is missing."""
+    try:
+        import matplotlib
+        import matplotlib.ticker
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rs = [r for r in results if r["ratio"]]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(rs)), 4))
+    ratios = [r["ratio"] for r in rs]
+    # bars grow from 1.0: up is faster than the best peer, down is slower
+    ax.bar(range(len(rs)), [x - 1 for x in ratios], bottom=1.0,
+           color=["tab:green" if x >= 1 else "tab:red" for x in ratios])
+    ax.set_yscale("log")
+    ax.set_ylim(min(ratios + [1.0]) / 1.3, max(ratios + [1.0]) * 1.3)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.axhline(1.0, color="black", linewidth=1)
+    ax.set_xticks(range(len(rs)), [f"{r['op']} {','.join(map(str, r['args']))}" for r in rs], rotation=90,
+                  fontsize=6)
+    ax.set_ylabel("best peer time / ansorc time")
+    ax.set_title(f"ansorc vs best peer (geomean {geomean([r['ratio'] for r in rs]) or 0:.2f})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def _peak(skip: bool):
+    if skip:
+        return None
+    try:
+        from peak_fma import measure_peak
+        return measure_peak()
+    except Exception as e:  # noqa: BLE001 - the peak is context, not the result
+        print(f"peak microbenchmark unavailable: {e}")
+        return None
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=300, help="total measured programs per row (0: use the logs)")
+    ap.add_argument("--ops", nargs="*", default=list(workloads.WORKLOADS), type=str.upper)
+    ap.add_argument("--shapes", nargs="*", type=int, help="shape indices (default all four)")
+    ap.add_argument("--quick", action="store_true", help="smallest shape per op, 8 trials, short timing")
+    ap.add_argument("--log-dir", default="bench/results/suite")
+    ap.add_argument("--out", help="where suite.md, suite.json and suite.png go (default --log-dir)")
+    ap.add_argument("--no-peak", action="store_true")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    unknown = [o for o in args.ops if o not in workloads.WORKLOADS]
+    if unknown:
+        ap.error(f"unknown ops {unknown}; known: {', '.join(workloads.WORKLOADS)}")
+    if args.quick and args.trials == ap.get_default("trials"):
+        args.trials = 8
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    log_dir, out = Path(args.log_dir), Path(args.out or args.log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    peak = _peak(args.no_peak or args.quick)
+    rounds, min_time = (5, 0.02) if args.quick else (15, 0.05)
+    results = []
+    for op, idx, wargs in rows(args.ops, args.shapes, args.quick):
+        log, spent = tune_row(op, idx, ComputeDAG(workloads.make(op, idx)), log_dir, args.trials, args.quiet)
+        try:
+            timing = time_row(op, idx, wargs, log, rounds, min_time)
+        except AnsorcError as e:   # e.g. --trials 0 and no record for this row yet
+            print(f"{op} {tuple(wargs)}: skipped: {e}", flush=True)
+            continue
+        r = summarize(op, idx, wargs, timing, log, spent, peak)
+        results.append(r)
+        print(f"{op} {tuple(wargs)}: ours {_us(r['ours_s'])} us, ratio "
+              f"{'-' if r['ratio'] is None else round(r['ratio'], 2)}", flush=True)
+    (out / "suite.md").write_text(markdown(results, peak))
+    (out / "suite.json").write_text(json.dumps(results, indent=1) + "\n")
+    chart(results, out / "suite.png")
+    print(markdown(results, peak))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""bench/suite.py --quick as a smoke test: two operators at their smallest shapes, tuned briefly, timed against
+their peers (numpy always; PyTorch and onnxruntime when installed), results checked equal, table and chart out."""
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name):
+    import sys
+    sys.path.insert(0, str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_quick_suite_writes_the_table_chart_and_logs(tmp_path):
+    suite = _load("suite")
+    rc = suite.main(["--quick", "--ops", "NRM", "SFM", "--trials", "4", "--log-dir", str(tmp_path), "--quiet"])
+    assert rc == 0
+    rows = json.loads((tmp_path / "suite.json").read_text())
+    assert [(r["op"], tuple(r["args"])) for r in rows] == [("NRM", (1, 256, 256)), ("SFM", (256, 256))]
+    for r in rows:
+        assert r["mismatch"] == [], r               # every peer that ran computed what we computed
+        assert r["peers_s"]["numpy"] is not None    # numpy is always a peer of these two
+        assert r["ratio"] > 0 and r["ours_s"] > 0 and r["trials"] >= 4
+        assert r["peak_pct"] is None                # memory-bound rows get no % of peak
+    md = (tmp_path / "suite.md").read_text()
+    assert md.count("\n| NRM |") == 1 and md.count("\n| SFM |") == 1 and "Geometric mean" in md
+    assert (tmp_path / "nrm_0.jsonl.gz").exists() and (tmp_path / "sfm_0.jsonl").exists()
+    spent = json.loads((tmp_path / "tuning_seconds.json").read_text())
+    assert set(spent) == {"nrm_0", "sfm_0"} and all(r["tuning_s"] == spent[f"{r['op'].lower()}_0"] for r in rows)
+    # resumed with the budget already spent: nothing is tuned, the table still comes out
+    assert suite.main(["--quick", "--ops", "NRM", "--trials", "4", "--log-dir", str(tmp_path), "--quiet"]) == 0
+    again = json.loads((tmp_path / "suite.json").read_text())
+    assert again[0]["trials"] == rows[0]["trials"]
+    if importlib.util.find_spec("matplotlib"):
+        assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_rows_and_geomean():
+    suite = _load("suite")
+    quick = suite.rows(["T2D", "GMM"], None, quick=True)
+    assert quick == [("T2D", 3, (1, 32, 32, 64, 3, 4, 2, 1)), ("GMM", 0, (1, 128, 128, 128))]
+    assert len(suite.rows(list(suite.workloads.WORKLOADS), None, quick=False)) == 52
+    assert suite.rows(["SFM"], [1, 3], quick=False) == [("SFM", 1, (512, 512)), ("SFM", 3, (2048, 2048))]
+    assert abs(suite.geomean([2.0, 0.5, None]) - 1.0) < 1e-12
+
+
+def test_peers_compute_what_the_workloads_define():
+    """Every library peer of a small conv-family row agrees with ansorc's own reference evaluation."""
+    suite = _load("suite")
+    from ansorc import workloads
+    from ansorc.ir.dag import ComputeDAG
+    from ansorc.ir.evaluate import evaluate
+    cases = {"T2D": (1, 3, 3, 4, 2, 4, 2, 1), "GRP": (1, 6, 6, 8, 8, 3, 2, 1), "DEP": (1, 6, 6, 4, 3, 2, 1),
+             "CAP": (1, 4, 4, 2, 3, 3, 1, 1), "C1D": (1, 9, 4, 3, 3, 2, 1), "CBR": (1, 5, 5, 3, 4, 3, 1, 1),
+             "TBG": (1, 8, 2, 4), "C3D": (1, 3, 4, 4, 2, 3, 3, 1, 1), "DIL": (1, 9, 9, 2, 3, 3, 1, 1)}
+    rng = np.random.default_rng(0)
+    ran = 0
+    for op, args in cases.items():
+        dag = ComputeDAG(workloads.WORKLOADS[op][0](*args))
+        inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in dag.inputs]
+        want = evaluate(list(dag.outputs), {t.name: a for t, a in zip(dag.inputs, inputs)})[dag.outputs[0].name]
+        for name, (call, back) in suite.peer_calls(op, args, inputs).items():
+            assert suite.check(want.astype(np.float32), back(call())), (op, name)
+            ran += 1
+    assert ran >= len(cases)   # onnxruntime is installed with ansorc's test dependencies
+
+
+def test_row_without_records_is_skipped_not_fatal(tmp_path, capsys):
+    suite = _load("suite")
+    assert suite.main(["--ops", "CAP", "--shapes", "3", "--trials", "0", "--log-dir", str(tmp_path), "--quiet",
+                       "--no-peak"]) == 0
+    assert "skipped" in capsys.readouterr().out
+    assert json.loads((tmp_path / "suite.json").read_text()) == []
