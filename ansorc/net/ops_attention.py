@@ -33,7 +33,10 @@ def _present(node, k, past, shape, ctx, name):
     full = (shape[0], heads, sp + seq, size)
 
     def body(b, h, j, d):
-        return te.if_then_else(j < sp, past[b, h, j, d], read(b, h, j - sp, d))
+        # each read sits in the taken arm of the select that guards it: the IR verifier proves bounds from those
+        # facts only, also after the schedule fuses j with other loops; the final 0 is never taken
+        new = te.if_then_else(j >= sp, read(b, h, j - sp, d), te.const(0, past.dtype))
+        return te.if_then_else(j < sp, past[b, h, j, d], new)
     t = compute(full, body, ctx.name(f"{node.name}_{name}"), "kv_cache")
     return (lambda b, h, j, d: t[b, h, j, d]), t, sp + seq
 
