@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -99,6 +99,7 @@ class RayBackend:
         self._libs: OrderedDict = OrderedDict()   # driver lib key -> (digest, ObjectRef of the bytes)
         self._task: tuple | None = None    # (MeasureTask, key, boxed ObjectRef)
         self.reassigned = 0                # candidates re-sent after their runner's node died
+        self.measured_by: Counter = Counter()   # node id -> candidates it measured
         self._lost = _lost_errors(self.ray)
         self._refresh_runners()
 
@@ -231,6 +232,7 @@ class RayBackend:
                                 time.time())
         if results[i] is None:   # exactly one result per candidate
             results[i] = res
+            self.measured_by[node] += 1
             if res.ok and not res.lower_bound and res.costs:
                 best[0] = res.median if best[0] is None else min(best[0], res.median)
 

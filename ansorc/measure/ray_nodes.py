@@ -81,13 +81,17 @@ def has_library(digest: str) -> bool:
     return intact(cache_root() / "ray_libs" / f"{digest}.so")
 
 
+def token_path(host: str | None = None) -> Path:
+    """The timing token's lock file: in this machine's temporary folder, named after the (sanitized) host."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", host or socket.gethostname())[:100]
+    return Path(tempfile.gettempdir()) / f"ansorc-timing-{name}.lock"
+
+
 @contextmanager
 def timing_token(host: str | None = None):
-    """Held while one candidate is measured: one at a time per physical machine. A file lock in this machine's
-    temporary folder, keyed by host name, so nodes that share a machine (local test clusters) share it."""
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", host or socket.gethostname())
-    path = Path(tempfile.gettempdir()) / f"ansorc-timing-{name}.lock"
-    with open(path, "a") as f:
+    """Held while one candidate is measured: one at a time per physical machine. A file lock keyed by host
+    name, so nodes that share a machine (local test clusters) share it; a dead holder's lock goes with it."""
+    with open(token_path(host), "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
