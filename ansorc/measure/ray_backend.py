@@ -96,6 +96,7 @@ class RayBackend:
         self._build_remote = self.ray.remote(num_cpus=1, max_retries=3)(build_for_cluster).options(num_returns=3)
         self._actor_class = self.ray.remote(NodeRunner)
         self.runners: dict = {}            # node id -> actor handle
+        self.lost_nodes: set = set()       # nodes whose runner died: the cluster may report them alive a while
         self._libs: OrderedDict = OrderedDict()   # driver lib key -> (digest, ObjectRef of the bytes)
         self._task: tuple | None = None    # (MeasureTask, key, boxed ObjectRef)
         self.reassigned = 0                # candidates re-sent after their runner's node died
@@ -145,7 +146,7 @@ class RayBackend:
         """One runner actor on each live node that offers the target and has none yet."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         alive = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")
-                 and n.get("Resources", {}).get(self.resource, 0) > 0}
+                 and n.get("Resources", {}).get(self.resource, 0) > 0} - self.lost_nodes
         for node_id in [n for n in self.runners if n not in alive]:
             del self.runners[node_id]
         for node_id in alive - set(self.runners):
@@ -204,12 +205,15 @@ class RayBackend:
         load = {n: 0 for n in self.runners}
         for node, _ in pending.values():
             load[node] = load.get(node, 0) + 1
-        for node, actor in list(self.runners.items()):
-            while todo and load[node] < self.options.in_flight:
-                i = todo.popleft()
-                ref = actor.measure.remote(key, box, [items[i]], best[0], early_cut)
-                pending[ref] = (node, i)
-                load[node] += 1
+        placed = True
+        while todo and placed:   # round-robin, one candidate per runner per pass: every node gets work
+            placed = False
+            for node, actor in list(self.runners.items()):
+                if todo and load[node] < self.options.in_flight:
+                    i = todo.popleft()
+                    pending[actor.measure.remote(key, box, [items[i]], best[0], early_cut)] = (node, i)
+                    load[node] += 1
+                    placed = True
 
     def _collect(self, ref, pending: dict, todo: deque, results: list, best: list) -> None:
         node, i = pending.pop(ref)
@@ -218,6 +222,7 @@ class RayBackend:
         except self._lost:
             # The node or its runner died: this candidate and every other one queued there go elsewhere.
             self.runners.pop(node, None)
+            self.lost_nodes.add(node)
             lost = [i]
             for other, (n, j) in list(pending.items()):
                 if n == node:
