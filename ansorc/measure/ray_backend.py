@@ -10,6 +10,7 @@ alone writes the log) gets exactly one result per candidate. Usage statistics st
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field, replace
@@ -68,15 +69,30 @@ def connect(address: str | None) -> bool:
     ray = _ray()
     if ray.is_initialized():
         return False
+    _check_reachable(address)
     env = {"RAY_USAGE_STATS_ENABLED": "0"}
     try:
         kwargs = {} if str(address).startswith("ray://") else {"include_dashboard": False}
         ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
                  logging_level="WARNING", **kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
+    except (ConnectionError, RuntimeError, ValueError, ImportError) as exc:
         raise ClusterError(f"cannot connect to the Ray cluster at {address!r}: "
                            f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
     return True
+
+
+def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """A HOST:PORT nobody listens on fails here at once (ray.init would retry it for minutes)."""
+    text = str(address or "auto")
+    if text == "auto" or text == "local":
+        return
+    host, _, port = text.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"cluster address {text!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout).close()
+    except OSError as exc:
+        raise ClusterError(f"cannot connect to the Ray cluster at {text!r}: {exc}") from None
 
 
 class RayBackend:
