@@ -12,17 +12,19 @@ import hashlib
 import os
 import re
 import socket
+import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from ansorc.codegen.cuda_target import CudaTarget, is_cuda
 from ansorc.codegen.source import Source
-from ansorc.codegen.target import Target
+from ansorc.codegen.target import Target, library_flags
 from ansorc.measure.builder import BuildResult, build, cache_root
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.runner import MeasureResult, Runner, RunnerConfig
@@ -46,11 +48,26 @@ def node_builds(target: str) -> bool:
     return is_cuda(target) or Target.from_name(target).is_cross
 
 
+@lru_cache(maxsize=None)
+def native_march(cc: str) -> str | None:
+    """The CPU model gcc's -march=native means on this machine (e.g. "cooperlake"), or None if it won't say."""
+    try:
+        out = subprocess.run([cc, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"^\s*-march=\s+([A-Za-z0-9_.-]+)\s*$", out, re.M)
+    return found.group(1) if found else None
+
+
 def portable_flags(target: str) -> tuple:
-    """Compiler flags a library built on one node needs to run on another: "native" means the driver's widest
-    ISA, named explicitly (-march=native on a builder node could use instructions the measuring node lacks)."""
+    """Compiler flags a library built on one node needs to run on another. "native" means the driver's CPU
+    model, named (-march=native on a builder node would mean that node's CPU); else the ISA's own flags."""
     tgt = Target.from_name(target)
-    return Target.from_name(tgt.isa).flags if tgt.name == "native" else tgt.flags
+    if tgt.name != "native":
+        return tgt.flags
+    march = native_march(tgt.cc)
+    return library_flags((f"-march={march}", f"-mtune={march}")) if march else Target.from_name(tgt.isa).flags
 
 
 def build_for_cluster(source: Source, flags: tuple, cc: str, timeout: float) -> tuple:

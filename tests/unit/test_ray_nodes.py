@@ -6,8 +6,8 @@ import hashlib
 import pytest
 
 from ansorc.codegen.target import Target, host_isas
-from ansorc.measure.ray_nodes import (has_library, install_library, node_builds, portable_flags, target_resource,
-                                      timing_token, token_path)
+from ansorc.measure.ray_nodes import (has_library, install_library, native_march, node_builds, portable_flags,
+                                      target_resource, timing_token, token_path)
 
 
 def test_target_resources_are_named_after_the_isa_or_gpu_architecture():
@@ -19,10 +19,14 @@ def test_target_resources_are_named_after_the_isa_or_gpu_architecture():
     assert target_resource("native") == f"ansorc-target-{host_isas()[0]}"
 
 
-def test_native_builds_name_the_isa_so_they_run_on_another_node():
+def test_native_builds_name_the_drivers_cpu_so_a_builder_node_builds_the_same():
     flags = portable_flags("native")
     assert "-march=native" not in flags
-    assert flags == Target.from_name(Target.from_name("native").isa).flags
+    march = native_march(Target.from_name("native").cc)
+    if march:
+        assert f"-march={march}" in flags and "-O3" in flags
+    else:
+        assert flags == Target.from_name(Target.from_name("native").isa).flags
     assert portable_flags("avx2") == Target.from_name("avx2").flags
 
 
