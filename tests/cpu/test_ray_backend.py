@@ -20,6 +20,7 @@ from ansorc.measure.ray_backend import RayBackend  # noqa: E402
 from ansorc.measure.ray_local import LocalCluster  # noqa: E402
 from ansorc.measure.ray_nodes import EMULATED_NOTE, target_resource  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
+from ansorc.search.multi import tune_tasks  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
 
@@ -77,6 +78,19 @@ def test_tune_through_the_cluster_logs_every_candidate_once_and_kernels_are_corr
     recs = _tuned(load(log))
     assert again.trials == 16 and len(recs) == 16
     assert max(Counter(r.steps_json for r in recs).values()) == 1
+
+
+def test_the_task_scheduler_interleaves_tasks_on_the_cluster(cluster, tmp_path):
+    log = str(tmp_path / "net.jsonl")
+    tasks = [SearchTask(workloads.matmul(32, 32, 32), "native"),
+             SearchTask(workloads.matmul_relu(32, 48, 32), "native")]
+    with RayBackend(cluster.address, "native") as backend:
+        out = tune_tasks(tasks, trials=16, log=log, backend=backend, retime_top=0, **OPTS)
+    recs = load(log)
+    assert sum(r.trials for r in out.results) == 16 == len(recs)
+    assert {r.workload_key for r in recs} == {t.workload_key for t in tasks}   # both tasks, each checked
+    assert max(Counter((r.workload_key, r.steps_json) for r in recs).values()) == 1
+    assert all(r.ok for r in recs), [r.error_msg[:200] for r in recs if not r.ok]
 
 
 def test_cli_tunes_on_a_cluster(cluster, tmp_path):
