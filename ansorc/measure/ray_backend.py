@@ -37,14 +37,15 @@ class ClusterError(AnsorcError, RuntimeError):
 class RayOptions:
     """runner: how each node's runner times and checks; flags / cc: the build (None: the target's, made
     portable); node_wait: seconds to wait for a node offering the target when none is alive; in_flight:
-    candidates queued per runner; keep_libraries: library references the driver keeps for re-timing."""
+    candidates queued per runner; keep_libraries: references to built libraries the driver keeps (a batch's
+    are needed until its run; older ones are released from the nodes' object stores)."""
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     flags: tuple | None = None
     cc: str | None = None
     build_timeout: float = DEFAULT_BUILD_TIMEOUT
     node_wait: float = 60.0
     in_flight: int = 2
-    keep_libraries: int = 4096
+    keep_libraries: int = 512
 
 
 def _ray():
@@ -131,8 +132,8 @@ class RayBackend:
         for src, (res_ref, digest_ref, data_ref) in zip(sources, refs):
             try:
                 res, digest = ray.get([res_ref, digest_ref])
-            except self._lost as exc:
-                msg = f"build node lost: {(str(exc).splitlines() or [''])[0]}"
+            except (*self._lost, ray.exceptions.RayTaskError) as exc:   # retried by Ray, still failing
+                msg = f"build failed on the cluster: {(str(exc).splitlines() or [''])[0]}"
                 out.append(BuildResult(src, None, MeasureErrorNo.UNKNOWN_ERROR, msg, 0.0))
                 continue
             res = replace(res, source=src)
