@@ -24,7 +24,7 @@ import numpy as np
 
 from ansorc.codegen.cuda_target import CudaTarget, is_cuda
 from ansorc.codegen.source import Source
-from ansorc.codegen.target import Target, library_flags
+from ansorc.codegen.target import Target, library_flags, num_cores
 from ansorc.measure.builder import BuildResult, build, cache_root
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.runner import MeasureResult, Runner, RunnerConfig
@@ -132,6 +132,8 @@ class NodeRunner:
 
     def __init__(self, target: str, config: RunnerConfig, build_timeout: float, fetch=None):
         self.target, self.config, self.build_timeout = target, config, build_timeout
+        # Ray sets OMP_NUM_THREADS=1 in its workers; the kernels must time with every core, as they will run
+        os.environ["OMP_NUM_THREADS"] = str(num_cores())
         self.fetch = fetch or (lambda box: box[0])
         self.task_key: str | None = None
         self.task = None
@@ -139,6 +141,10 @@ class NodeRunner:
 
     def host(self) -> str:
         return socket.gethostname()
+
+    def omp_threads(self) -> int:
+        """The OpenMP threads the measured kernels get here."""
+        return int(os.environ.get("OMP_NUM_THREADS", "0"))
 
     def measure(self, task_key: str, task_box: tuple, items: list, best_seconds: float | None,
                 early_cut: bool) -> list:

@@ -15,7 +15,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from ansorc import workloads  # noqa: E402
-from ansorc.codegen.target import Target  # noqa: E402
+from ansorc.codegen.target import Target, num_cores  # noqa: E402
 from ansorc.measure.ray_backend import RayBackend  # noqa: E402
 from ansorc.measure.ray_local import LocalCluster  # noqa: E402
 from ansorc.measure.ray_nodes import EMULATED_NOTE, target_resource  # noqa: E402
@@ -65,6 +65,9 @@ def test_tune_through_the_cluster_logs_every_candidate_once_and_kernels_are_corr
     tensors = workloads.matmul(64, 64, 64)
     with RayBackend(cluster.address, "native") as backend:
         assert len(backend.nodes()) == 3          # one runner on each node offering the target
+        # kernels are timed with all cores, as they will run (Ray's workers default to one OpenMP thread)
+        threads = ray.get([a.omp_threads.remote() for a in backend.runners.values()])
+        assert threads == [num_cores()] * 3
         res = tune(SearchTask(tensors, "native"), trials=12, log=log, retime_top=2, backend=backend, **OPTS)
         assert len(set(backend.measured_by.elements())) >= 2   # the batches were spread over several nodes
     recs = _tuned(load(log))
