@@ -139,9 +139,6 @@ class NodeRunner:
         self.task = None
         self.runner = None   # made on first use: a CPU Runner, or a CUDA backend
 
-    def host(self) -> str:
-        return socket.gethostname()
-
     def omp_threads(self) -> int:
         """The OpenMP threads the measured kernels get here."""
         return int(os.environ.get("OMP_NUM_THREADS", "0"))

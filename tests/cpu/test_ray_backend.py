@@ -149,6 +149,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_measures_nothing_twice(clus
         assert backend.killed, "the victim never had a candidate in flight"
         assert backend.reassigned >= 1
         assert backend.victim_node not in backend.nodes()
+        assert sum(backend.measured_by.values()) == 16     # one accepted result per candidate
     recs = load(log)
     assert res.trials == 16 and len(recs) == 16
     assert max(Counter(r.steps_json for r in recs).values()) == 1
