@@ -39,6 +39,8 @@ setup(
         # ruff pinned: `make lint` must not start failing when a new release adds checks
         "dev": ["pytest>=7,<10", "hypothesis>=6.50,<7", "matplotlib>=3.5,<4", "ruff==0.17.5"],
         "gpu": ["pycuda>=2022.1"],
+        # distributed tuning (ansorc.measure.ray_backend), pinned
+        "ray": ["ray==2.60.0"],
     },
     entry_points={"console_scripts": ["ansorc=ansorc.cli:main"]},
 )

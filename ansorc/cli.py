@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--name", help="kernel name (a C identifier; default: the file's stem)")
     t = sub.add_parser("tune", help="tune and append the measurements to the log")
     common(t, need_log=True)
+    t.add_argument("--cluster", metavar="ADDRESS", help="measure on a Ray cluster: ray://HOST:PORT, HOST:PORT or "
+                   "auto (docs/distributed.md)")
     s = sub.add_parser("show", help="best program per workload in a log, or the tasks of an ONNX model")
     s.add_argument("log", help="tuning log, or an ONNX model (.onnx)")
     s.add_argument("--log", dest="model_log", help="with a model: the log that says which tasks are tuned")
@@ -213,8 +215,16 @@ def cmd_tune(args) -> dict:
     prog = _load_program(args)
     args.target = _target_name(args)
     _check_target(args.target)
-    res = tune(SearchTask(prog.tensors, args.target), trials=args.trials, log=args.log, seed=args.seed,
-               progress=not args.quiet)
+    backend = None
+    if args.cluster:   # ClusterError (an AnsorcError) reaches the user as one line
+        from .measure.ray_backend import RayBackend
+        backend = RayBackend(args.cluster, args.target)
+    try:
+        res = tune(SearchTask(prog.tensors, args.target), trials=args.trials, log=args.log, seed=args.seed,
+                   progress=not args.quiet, backend=backend)
+    finally:
+        if backend is not None:
+            backend.close()
     if res.best_state is None:
         raise CliError("no valid program was measured; see the log for the errors", EXIT_FAILED)
     return {"log": args.log, "trials": res.trials, "best_seconds": res.best_seconds,

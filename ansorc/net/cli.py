@@ -58,8 +58,16 @@ def tune_model(args) -> dict:
     from .tune import tune_network
     path = _model_file(args.file)
     shapes = parse_input_shapes(getattr(args, "input_shape", None))
-    run = tune_network(path, args.trials, args.log, input_shapes=shapes, target=args.target, seed=args.seed,
-                       progress=not args.quiet)
+    backend = None
+    if getattr(args, "cluster", None):   # measure on a Ray cluster (docs/distributed.md)
+        from ..measure.ray_backend import RayBackend
+        backend = RayBackend(args.cluster, args.target)
+    try:
+        run = tune_network(path, args.trials, args.log, input_shapes=shapes, target=args.target, seed=args.seed,
+                           progress=not args.quiet, backend=backend)
+    finally:
+        if backend is not None:
+            backend.close()
     est = run.estimated_latency
     best = [r.best_gflops for r in run.result.results]
     return {"log": args.log, "trials": sum(r.trials for r in run.result.results),
