@@ -1,0 +1,66 @@
+"""Gradient vs round-robin task scheduling on a model's tasks at the same budget: the curve of weighted latency
+(sum of weight x best task latency) for each, a PNG of both, and how many trials gradient needs to reach
+round-robin's final latency.
+
+    python bench/net_scheduler.py --model resnet18 --trials 2000 --per-round 16 --out bench/results/net/sched
+
+Each strategy tunes from an empty log of its own (<out>_gradient.jsonl, <out>_round-robin.jsonl; resumed when
+they exist), with the same seed and the same per-round size.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def run(strategy: str, net, args) -> dict:
+    from ansorc.net.tune import tune_network
+    log = f"{args.out}_{strategy}.jsonl"
+    t0 = time.perf_counter()
+    res = tune_network(net, args.trials, log, strategy=strategy, per_round=args.per_round, seed=args.seed,
+                       progress=False)
+    wall = time.perf_counter() - t0
+    return {"strategy": strategy, "wall_s": wall, "curve": res.result.curve, "rounds": res.result.rounds,
+            "final": res.result.estimated_latency, "tasks": len(res.tasks)}
+
+
+def trials_to_reach(curve, value: float):
+    return next((t for t, v in curve if v <= value), None)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="resnet18")
+    p.add_argument("--trials", type=int, default=2000)
+    p.add_argument("--per-round", type=int, default=16)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="bench/results/net/sched")
+    args = p.parse_args(argv)
+    from ansorc.net import zoo
+    from ansorc.net.importer import import_model
+    from ansorc.net.tune import curve_png
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    net = import_model(getattr(zoo, args.model)())
+    runs = {s: run(s, net, args) for s in ("round-robin", "gradient")}
+    rr, gr = runs["round-robin"], runs["gradient"]
+    reach = trials_to_reach(gr["curve"], rr["final"])
+    rr_total = rr["curve"][-1][0] if rr["curve"] else 0
+    summary = {"model": args.model, "tasks": gr["tasks"], "trials": args.trials, "per_round": args.per_round,
+               "round_robin_final_ms": rr["final"] * 1e3, "gradient_final_ms": gr["final"] * 1e3,
+               "gradient_trials_to_reach_round_robin_final": reach,
+               "share_of_round_robin_trials": None if reach is None else reach / rr_total,
+               "wall_s": {k: round(v["wall_s"], 1) for k, v in runs.items()}}
+    Path(f"{args.out}.json").write_text(json.dumps({"summary": summary, "runs": runs}, indent=1))
+    curve_png({k: v["curve"] for k, v in runs.items()}, f"{args.out}.png",
+              title=f"{args.model}: estimated latency, gradient vs round-robin ({args.per_round}/round)")
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
