@@ -12,7 +12,7 @@ import pytest
 from ansorc.net import zoo
 from ansorc.net.backend import supported
 from ansorc.net.import_passes import to_proto
-from ansorc.net.importer import graph_of
+from ansorc.net.importer import graph_of, import_model
 
 BUILDERS = {"resnet18": zoo.resnet18, "resnet50": zoo.resnet50, "mobilenet_v2": zoo.mobilenet_v2,
             "bert_tiny": zoo.bert_tiny, "bert_tiny_fused_ln": functools.partial(zoo.bert_tiny, fused_layernorm=True)}
@@ -174,3 +174,20 @@ def test_import_passes_keep_the_function(name):
     inputs = {k: (v % 100 if v.dtype == np.int64 else v) for k, v in feeds(m).items()}
     for got, want in zip(ort_run(to_proto(g, outputs), inputs), ort_run(m, inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_resnet18_tasks_and_weights():
+    """ResNet-18 fuses into 23 groups (20 convs with their BN/bias/add/ReLU, max pool, average pool + flatten,
+    dense) and 18 distinct tasks: per stage after the first, the strided conv, the 1x1 downsample, the second conv
+    with its residual add (x2: both blocks) and the first conv of the second block; the first stage's two conv
+    kinds occur twice each."""
+    from ansorc.net.fuse import fuse
+    from ansorc.net.tasks import extract_tasks
+    net = import_model(built("resnet18"))
+    groups = fuse(net)
+    tasks = extract_tasks(net, groups)
+    assert len(groups) == 23 and len(tasks) == 18
+    assert sum(t.weight for t in tasks) == 23
+    assert sorted(t.weight for t in tasks) == [1] * 13 + [2] * 5
+    convs = [g for g in groups if g.kind == "complex"]
+    assert len(convs) == 21   # 20 convolutions and the dense layer
