@@ -70,9 +70,14 @@ def tune_model(args) -> dict:
             backend.close()
     est = run.estimated_latency
     best = [r.best_gflops for r in run.result.results]
+    plot = None
+    if run.result.curve:   # estimated latency against trials, next to the log
+        from .tune import curve_png
+        plot = curve_png({run.net.name: run.result.curve}, str(Path(args.log).with_suffix(".latency.png")),
+                         title=f"{run.net.name}: estimated end-to-end latency while tuning")
     return {"log": args.log, "trials": sum(r.trials for r in run.result.results),
             "best_gflops": round(max(best), 2) if best else 0.0, "tasks": len(run.tasks),
-            "estimated_latency_ms": round(est * 1e3, 4) if est < 1e9 else None}
+            "estimated_latency_ms": round(est * 1e3, 4) if est < 1e9 else None, "plot": plot}
 
 
 def show_model(args) -> dict:
