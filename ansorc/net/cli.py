@@ -46,10 +46,10 @@ def compile_model(args) -> dict:
     if args.trials > 0 and not args.log:
         raise NetError("--trials > 0 on a model needs --log (the tuning log, resumable)")
     model = compile_net(path, trials=args.trials, log=args.log, input_shapes=shapes, target=args.target,
-                        name=args.name, progress=not args.quiet)
+                        name=args.name or Path(path).stem, progress=not args.quiet)
     files = model.export(args.output)
     tuned = sum(1 for t in model.tasks if t.schedule == "log")
-    return {"name": Path(path).stem, "files": {k: str(v) for k, v in files.items()}, "tasks": len(model.tasks),
+    return {"name": model.name, "files": {k: str(v) for k, v in files.items()}, "tasks": len(model.tasks),
             "tuned_tasks": tuned}
 
 

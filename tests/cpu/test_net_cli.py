@@ -1,0 +1,85 @@
+"""The command line on ONNX models: show, compile (untuned and from a log), tune; bad models exit 2 in one line."""
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ansorc.cli import main
+
+
+def tiny_cnn(path, batch=1, op="Relu"):
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3, "w")
+    fc = numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32) * 0.3, "fc")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node(op, ["c"], ["r"], name="act"),
+             helper.make_node("GlobalAveragePool", ["r"], ["p"], name="gap"),
+             helper.make_node("Flatten", ["p"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "fc"], ["y"], name="fc")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch if isinstance(batch, int) else "N", 4])
+    m = helper.make_model(helper.make_graph(nodes, "tiny", [x], [y], [w, fc]),
+                          opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(path))
+    return str(path)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_show_lists_the_tasks(tmp_path, capsys):
+    code, out, err = run(capsys, "show", tiny_cnn(tmp_path / "m.onnx"), "--json")
+    assert code == 0, err
+    tasks = json.loads(out)["tasks"]
+    assert len(tasks) >= 2 and all(t["weight"] >= 1 and t["flops"] > 0 for t in tasks)
+
+
+def test_compile_untuned_writes_the_library(tmp_path, capsys):
+    code, out, err = run(capsys, "compile", tiny_cnn(tmp_path / "m.onnx"), "-o", str(tmp_path / "out"))
+    assert code == 0, err
+    names = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"m.c", "m.h", "libm.so", "m.weights"} <= names, names
+    assert "0 of" in out   # no log: no task ran a tuned program
+
+
+@pytest.mark.slow
+def test_tune_then_compile_from_the_log(tmp_path, capsys):
+    model, log = tiny_cnn(tmp_path / "m.onnx"), str(tmp_path / "m.jsonl")
+    code, out, err = run(capsys, "tune", model, "--trials", "12", "--log", log, "--quiet", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["trials"] == 12 and res["estimated_latency_ms"] > 0 and (tmp_path / "m.latency.png").exists()
+    code, out, err = run(capsys, "compile", model, "-o", str(tmp_path / "out"), "--log", log, "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["tuned_tasks"] == res["tasks"]
+
+
+@pytest.mark.parametrize("case", ["malformed", "unsupported", "dynamic", "missing", "bad_shape_arg"])
+def test_bad_models_exit_2_in_one_line(tmp_path, capsys, case):
+    path = tmp_path / "m.onnx"
+    argv = ["compile", str(path), "-o", str(tmp_path / "out")]
+    if case == "malformed":
+        path.write_bytes(b"\x08\x01garbage that is not a model")
+    elif case == "unsupported":
+        tiny_cnn(path, op="Celu2")
+    elif case == "dynamic":
+        tiny_cnn(path, batch="N")
+    elif case == "bad_shape_arg":
+        tiny_cnn(path, batch="N")
+        argv += ["--input-shape", "x=1x3xeight"]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_input_shape_fixes_a_dynamic_dimension(tmp_path, capsys):
+    model = tiny_cnn(tmp_path / "m.onnx", batch="N")
+    code, out, err = run(capsys, "compile", model, "-o", str(tmp_path / "out"), "--input-shape", "x=2x3x8x8")
+    assert code == 0, err
