@@ -64,8 +64,7 @@ def test_batched_matmul_layer_norm_reduce_and_argmax_build_and_match_evaluator()
 
 
 def test_causal_grouped_query_attention_with_float_mask_builds_and_matches_evaluator():
-    """-inf causal biases, the fully-masked-row guard and grouped-query heads survive C codegen. (A bool mask
-    would be a uint8 kernel argument: kernel.py's table; check_kernel passes numpy bools.)"""
+    """-inf causal biases, the fully-masked-row guard and grouped-query heads survive C codegen."""
     ctx = LowerContext()
     q, k, v = (te.placeholder(s, name=n) for s, n in (((1, 4, 3, 8), "q"), ((1, 2, 5, 8), "k"), ((1, 2, 5, 8), "v")))
     node = Node("Attention", "att", {"is_causal": 1, "_opset": 23}, ((1, 4, 3, 8), (1, 2, 5, 8), (1, 2, 5, 8), (3, 5)),

@@ -66,7 +66,6 @@ def _lower(table, op, shapes, dtypes, ins, attrs=None, n_out=1, out="float32"):
 def test_more_data_movement_compiles_like_the_evaluator():
     x, s = te.placeholder((2, 8, 3, 4), "float32", "x"), te.placeholder((8, 1, 1), "float32", "s")
     lo = te.placeholder((1,), "float32", "lo")
-    # bool stays inside the kernel: kernel.py takes bool arguments as uint8 arrays, the evaluator as numpy bool
     [c] = _lower(EW, "Less", [(8, 1, 1), ()], ["float32"] * 2, [s, np.array(0.0, np.float32)], out="bool")
     i64 = np.int64
     f4 = ((2, 8, 3, 4), "float32")

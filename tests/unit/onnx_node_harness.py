@@ -91,7 +91,7 @@ def run_compiled(outputs: list, values: dict, flags=("-O1", "-march=native", "-f
     kernel = ansorc.build(inputs + outputs, name="k", flags=flags)
     as_c = [np.ascontiguousarray(values[t.name]) for t in inputs]
     res = [np.zeros(t.shape, np.dtype(t.dtype)) for t in outputs]
-    kernel(*[a.view(np.uint8) if a.dtype == np.bool_ else a for a in as_c + res])  # kernels take bool as uint8
+    kernel(*(as_c + res))  # bool arguments are numpy bool arrays (one byte, uint8_t in C)
     return {t.name: r for t, r in zip(outputs, res)}
 
 
