@@ -1,10 +1,13 @@
 """onnx's backend node tests through ansorc's backend, compared as onnx's runner does.
 
-test_node_conformance is the real run over the support table (ops_table.SUPPORT), every supported case compiled
-to C and run (the compiled executor: ansorc.net.compile with default schedules): it prints the counts and the
-missing ops and fails when a supported case fails, unless the case is in XFAIL with its reason. The other tests
+test_node_conformance is the real run over the support table (ops_table.SUPPORT): every supported case through
+the numpy reference executor, and compiled to C and run (the compiled executor: ansorc.net.compile with default
+schedules) for every second case, or for every case with ANSORC_CONFORMANCE=full (about 6 minutes on 2 cores;
+CI keeps to half). It prints the counts and the missing ops and fails when a supported case fails, unless the case
+is in XFAIL with its reason. The other tests
 check the harness itself on the test table of mini_ops.py."""
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -50,12 +53,17 @@ def test_harness_fails_a_wrong_executor_and_reports_missing_ops():
 
 
 @pytest.mark.slow
-def test_node_conformance(capsys):
+@pytest.mark.parametrize("executor", ["reference", "compiled"])
+def test_node_conformance(capsys, executor):
     if not SUPPORT:
         pytest.skip("the support table (ops_*.py) is empty on this branch: nothing to run")
     for name, why in XFAIL.items():
         assert why, f"XFAIL entry {name} needs a reason"
-    report = run_all(SUPPORT, executor=functools.partial(compiled, table=SUPPORT))
+    run = {"reference": reference, "compiled": compiled}[executor]
+    cases = node_cases()
+    if executor == "compiled" and os.environ.get("ANSORC_CONFORMANCE") != "full":
+        cases = cases[::2]
+    report = run_all(SUPPORT, cases, executor=functools.partial(run, table=SUPPORT))
     with capsys.disabled():
         print("\n" + report.text())
     unexpected = [r for r in report.by("failed") if r.name not in XFAIL]
