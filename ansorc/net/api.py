@@ -1,51 +1,35 @@
 """`ansorc.net.compile`: an ONNX model -> a Model (one library, weights file, arena), scheduled from a log or by
-default. Importing (importer.py), fusion (fuse.py) and the default schedule (search/default_schedule.py) are
-imported when used, so this module loads without them.
+default (search/default_schedule.py). The importer and fusion are imported when used.
 """
 from __future__ import annotations
 
+import itertools
 import tempfile
 import warnings
 from dataclasses import dataclass
 
 from ..codegen.pipeline import resolve_target
 from ..codegen.target import Target
-from ..ir.state import State, replay
+from ..ir.state import replay
 from ..ir.steps import steps_from_json
+from ..search.default_schedule import default_cpu_schedule
 from .library import build_library, emit_library, write_library
 from .model import Model
 from .network import NetError, Network, group_dag
+from .tasks import NetTask, extract_tasks
 
 
 @dataclass(frozen=True)
-class TaskInfo:
-    """One task of a compiled model: the groups sharing one workload, and where their program came from. Its
-    fields are tasks.NetTask's plus `schedule`, so `tasks.task_table` prints it."""
-    dag: object          # the ComputeDAG of the task's first group
-    weight: int          # how many groups run this workload
-    groups: tuple        # their names, in execution order
-    flops: float         # of one run of the task
-    name: str
-    schedule: str        # "log" | "default" | "naive"
-
-    @property
-    def workload_key(self) -> str:
-        return self.dag.workload_key
+class TaskInfo(NetTask):
+    """A task of a compiled model (tasks.NetTask) and where its program came from: "log" or "default"."""
+    schedule: str = "default"
 
 
-def _default_schedule(dag, target: Target) -> tuple:
-    try:
-        from ..search.default_schedule import default_cpu_schedule
-    except ImportError:  # until the default schedule lands: the naive loop nest, always valid
-        return State.initial(dag), "naive"
-    return default_cpu_schedule(dag, target), "default"
-
-
-def _from_log(records, dags: list, key: str, target: str):
+def _from_log(records, dags, key: str, target: str):
     """The best logged schedule of workload `key`, replayed on the first of `dags` whose names it fits."""
     from ..measure.record import best
     recs = best(records, key, target, k=1)
-    for dag in dags if recs else ():
+    for dag in dags if recs else ():  # an iterable, consumed lazily
         try:
             return replay(dag, steps_from_json(recs[0].steps))
         except (ValueError, KeyError, IndexError):  # a record of another naming of this workload
@@ -60,26 +44,20 @@ def schedule_groups(net: Network, groups, log=None, target="native") -> tuple:
     """(schedules: group name -> State, tasks: list of TaskInfo). Groups of one workload share one State: their
     DAGs differ only in names, so one kernel serves them all."""
     tgt = resolve_target(target)
-    by_key: dict = {}
-    for g in groups:
-        dag = group_dag(net, g)
-        by_key.setdefault(dag.workload_key, []).append((g, dag))
     records = None
     if log is not None:
         from ..measure.record import load
         records = list(load(log))
+    by_name = {g.name: g for g in groups}
     schedules, tasks = {}, []
-    for k, (key, members) in enumerate(by_key.items()):
-        dags = [d for _, d in members]
-        state = _from_log(records, dags, key, tgt.name) if records else None
-        how = "log"
-        if state is None:
-            state, how = _default_schedule(dags[0], tgt)
-        for g, _ in members:
-            schedules[g.name] = state
-        anchor = members[0][0].name.split("_", 1)[-1]
-        tasks.append(TaskInfo(dags[0], len(members), tuple(g.name for g, _ in members), dags[0].flop_count,
-                              f"t{k}_{anchor}", how))
+    for t in extract_tasks(net, groups):
+        # the other groups' DAGs are built only if the first naming does not replay the record
+        dags = itertools.chain([t.dag], (group_dag(net, by_name[n]) for n in t.groups[1:]))
+        state = _from_log(records, dags, t.workload_key, tgt.name) if records else None
+        how = "log" if state is not None else "default"
+        state = state if state is not None else default_cpu_schedule(t.dag, tgt)
+        schedules.update(dict.fromkeys(t.groups, state))
+        tasks.append(TaskInfo(t.dag, t.weight, t.groups, t.flops, t.name, how))
     return schedules, tasks
 
 
