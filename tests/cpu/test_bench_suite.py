@@ -7,16 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name):
     import sys
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(ROOT / "bench"))  # suite.py imports its sibling modules
+    return load_script(f"bench/{name}.py")
 
 
 @pytest.mark.slow

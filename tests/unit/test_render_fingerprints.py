@@ -3,22 +3,20 @@ tests/golden/render_fingerprints.json. ANSORC_UPDATE_GOLDEN=1 rewrites the golde
 change to the generated code); without it, a missing golden file is a failure."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "render_fingerprints.json"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("render_fingerprint", ROOT / "bench" / "render_fingerprint.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/render_fingerprint.py")
 
 
 def test_rendered_c_matches_the_golden_fingerprints():

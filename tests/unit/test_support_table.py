@@ -1,15 +1,13 @@
 """docs/networks.md embeds the support table generated from ansorc.net.ops_table.SUPPORT."""
-import importlib.util
 from pathlib import Path
+
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("support_table", ROOT / "tools" / "support_table.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("tools/support_table.py")
 
 
 def test_docs_table_matches_the_support_table():
