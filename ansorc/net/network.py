@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from ..errors import AnsorcError
 
@@ -36,17 +35,8 @@ class Network:
 
     def weight_tensors(self) -> list:
         """The placeholders holding weights, found by walking the graph from the outputs."""
-        from ..ir.graph import postorder  # noqa: F401 - documented helper location
-        seen, out, stack = set(), [], list(self.outputs)
-        while stack:
-            t = stack.pop()
-            if t.name in seen:
-                continue
-            seen.add(t.name)
-            if t.name in self.weights:
-                out.append(t)
-            stack.extend(t.op.inputs)
-        return sorted(out, key=lambda t: t.name)
+        found = tensors_by_name(self.outputs)
+        return sorted((t for n, t in found.items() if n in self.weights), key=lambda t: t.name)
 
 
 @dataclass(frozen=True)
@@ -100,6 +90,3 @@ def c_name(text: str, prefix: str = "t") -> str:
     body = _C_IDENT.sub("_", str(text))[:48]
     return f"{prefix}_{body}" if body else prefix
 
-
-def as_array(value) -> np.ndarray:
-    return np.ascontiguousarray(value)
