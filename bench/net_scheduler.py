@@ -55,13 +55,21 @@ def main(argv=None) -> int:
     p.add_argument("--per-round", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="bench/results/net/sched")
+    p.add_argument("--strategies", default="round-robin,gradient",
+                   help="run only these (two processes can then run one each, side by side under the same load); "
+                        "the summary is written once both results exist")
     args = p.parse_args(argv)
     from ansorc.net import zoo
     from ansorc.net.importer import import_model
     from ansorc.net.tune import curve_png
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     net = import_model(getattr(zoo, args.model)())
-    runs = {s: run(s, net, args) for s in ("round-robin", "gradient")}
+    for s in args.strategies.split(","):
+        Path(f"{args.out}_{s}.json").write_text(json.dumps(run(s, net, args), indent=1))
+    parts = {s: Path(f"{args.out}_{s}.json") for s in ("round-robin", "gradient")}
+    if not all(f.exists() for f in parts.values()):
+        return 0
+    runs = {s: json.loads(f.read_text()) for s, f in parts.items()}
     summary = summarize(runs, args)
     Path(f"{args.out}.json").write_text(json.dumps({"summary": summary, "runs": runs}, indent=1))
     curve_png({k: v["curve"] for k, v in runs.items()}, f"{args.out}.png",
