@@ -87,6 +87,35 @@ def estimated(net, log: Path):
     return total
 
 
+def estimated_curve(net, log: Path) -> list:
+    """[(trials, seconds)]: the estimated latency after each logged trial, in log order, from the point where
+    every task has a valid program (re-timing records excluded: they measure nothing new)."""
+    from ansorc.measure.record import RETIME_NOTE, load
+    from ansorc.net.fuse import fuse
+    from ansorc.net.tasks import extract_tasks
+    weight = {t.dag.workload_key: t.weight for t in extract_tasks(net, fuse(net))}
+    best, curve, n = {}, [], 0
+    for r in (load(str(log)) if log.exists() else []):
+        if r.note == RETIME_NOTE:
+            continue
+        n += 1
+        if r.workload_key in weight and r.ok:
+            best[r.workload_key] = min(best.get(r.workload_key, float("inf")), r.median)
+        if len(best) == len(weight):
+            curve.append((n, sum(weight[k] * v for k, v in best.items())))
+    return curve
+
+
+def plot_model(name: str, net, rows: list, log: Path, out: str) -> str:
+    """<out stem>_<model>.png: estimated latency against trials, with the measured library and onnxruntime."""
+    from ansorc.net.tune import curve_png
+    measured = {"ansorc library": [(r["trials"], r["ansorc_ms"] / 1e3) for r in rows],
+                "onnxruntime": [(r["trials"], r["ort_ms"] / 1e3) for r in rows]}
+    path = f"{Path(out).with_suffix('')}_{name}.png"
+    return curve_png({"weighted task latency": estimated_curve(net, log)}, path, measured=measured,
+                     title=f"{name}: estimated and measured end-to-end latency")
+
+
 def bench_model(name: str, checkpoints, args) -> list:
     import ansorc.net
     from ansorc.net import zoo
@@ -116,6 +145,8 @@ def bench_model(name: str, checkpoints, args) -> list:
                      "ort_ms": med["onnxruntime"] * 1e3, "speedup": med["onnxruntime"] / med["ansorc"],
                      "rel_l2": err})
         print(fmt(rows[-1]), flush=True)
+    if args.out:
+        plot_model(name, net, rows, log, args.out)
     return rows
 
 
