@@ -27,7 +27,7 @@ from ..ir.names import C_KEYWORDS
 from ..ir.steps import steps_to_json
 from ..measure.builder import build as build_sources
 from .arena import ArenaPlan, Interval, plan_arena
-from .library_c import STATUS, c_string, header, loader
+from .library_c import PROFILER, STATUS, c_string, header, loader
 from .network import NetError, Network, tensors_by_name
 from .weights import DTYPE_CODE, layout, write_weights
 
@@ -54,7 +54,7 @@ class Library:
 
 
 
-EXPORTED = ("_init", "_run", "_run_packed", "_free", "_signature")
+EXPORTED = ("_init", "_run", "_run_packed", "_free", "_signature", "_profile_enable", "_profile_read")
 
 
 def _taken(symbol: str) -> bool:
@@ -202,7 +202,9 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict)
         src = entries[key]
         _check_args(src, g, everything)
         args = ", ".join(expr[n] for n in (*g.inputs, *g.outputs))
+        calls.append("  if (ansorc_net_profiling) t0 = ansorc_net_now();")
         calls.append(f"  rc = {src.entry}({args});  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
+        calls.append(f"  if (ansorc_net_profiling) ansorc_net_prof[{len(order)}] += ansorc_net_now() - t0;")
         calls += _call_notes(src, g, f"{m}_call{len(order)}")
         # which call failed and its status (1: workspace allocation, >= 2: a data index out of range), for the caller
         at = STATUS["ERR_KERNEL"] + STATUS["KERNEL_STRIDE"] * len(order)
@@ -211,7 +213,7 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict)
     return helpers, bodies, calls, order
 
 
-def _run_function(net: Network, m: str, calls: list) -> tuple:
+def _run_function(net: Network, m: str, calls: list, n_calls: int) -> tuple:
     params = [f"const {C_TYPE[t.dtype]}* in{k}" for k, t in enumerate(net.inputs)]
     params += [f"{C_TYPE[t.dtype]}* out{k}" for k, t in enumerate(net.outputs)]
     proto = f"int {m}_run({', '.join(params) or 'void'})"
@@ -220,8 +222,8 @@ def _run_function(net: Network, m: str, calls: list) -> tuple:
     for k, t in enumerate(net.outputs):
         if first.setdefault(t.name, k) != k:
             copies.append(f"  memcpy(out{k}, out{first[t.name]}, {_size(t)}u);")
-    body = [proto + " {", "  int rc;", "  if (!ansorc_net_ready) return 7;", *calls, *copies, "  return 0;", "}",
-            ""]
+    body = [PROFILER.substitute(m=m, n=max(1, n_calls)), proto + " {", "  int rc;", "  double t0 = 0.0;",
+            "  (void)t0;", "  if (!ansorc_net_ready) return 7;", *calls, *copies, "  return 0;", "}", ""]
     casts = [f"({'const ' * (k < len(net.inputs))}{C_TYPE[t.dtype]}*)args[{k}]"
              for k, t in enumerate((*net.inputs, *net.outputs))]
     body += [f"int {m}_run_packed(void** args) {{", f"  return {m}_run({', '.join(casts)});", "}", ""]
@@ -248,7 +250,7 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     expr, arena, order = _bindings(net, groups, everything)
     helpers, bodies, calls, called = _kernels(groups, schedules, tgt, m, expr, everything)
     wfile = layout(net.weights, order)
-    proto, run = _run_function(net, m, calls)
+    proto, run = _run_function(net, m, calls, len(called))
     sig = _signature(net, m, arena, called, len(bodies), wfile)
     sig_text = c_string(json.dumps(sig, separators=(",", ":")))
     code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE),

@@ -119,6 +119,31 @@ int ${m}_init(const char* weights_path) {
 """)
 
 
+# Per-call wall time, off unless enabled (one predictable branch per kernel call when off). clock_gettime is
+# POSIX: codegen's PRELUDE defines _POSIX_C_SOURCE before any header, as -std=c99 hides it otherwise.
+PROFILER = Template(r"""
+#include <time.h>
+static int ansorc_net_profiling = 0;
+static double ansorc_net_prof[$n];
+static double ansorc_net_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+/* on != 0: from now on <model>_run adds each kernel call's seconds to its counter; the counters restart at 0 */
+void ${m}_profile_enable(int on) {
+  ansorc_net_profiling = on != 0;
+  memset(ansorc_net_prof, 0, sizeof ansorc_net_prof);
+}
+/* copies up to n counters (seconds summed over runs, in the order of "calls") into out; returns how many exist */
+int ${m}_profile_read(double* out, int n) {
+  int total = (int)(sizeof ansorc_net_prof / sizeof ansorc_net_prof[0]);
+  for (int k = 0; k < n && k < total; ++k) out[k] = ansorc_net_prof[k];
+  return total;
+}
+""")
+
+
 def c_string(text: str) -> str:
     """A C string literal holding `text` (UTF-8): anything but plain printable ASCII as a 3-digit octal escape
     (quotes, backslashes, and '?' and '*' too: no trigraph, no comment end where the string is quoted)."""
@@ -177,6 +202,8 @@ def header(m: str, run_proto: str, signature: dict, build_line: str) -> str:
     lines += _generic_names(m, sig)
     lines += ["", f"int {m}_init(const char* weights_path);", run_proto,
               f"int {m}_run_packed(void** args);  /* args[i]: input i, then the outputs */", f"void {m}_free(void);",
+              f"void {m}_profile_enable(int on);  /* time each kernel call of run (0: off, the default) */",
+              f"int {m}_profile_read(double* seconds, int n);  /* per call, summed since enable; returns the count */",
               f"extern const char {m}_signature[];  /* the ansorc-network JSON above */", "",
               "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
@@ -208,4 +235,4 @@ def read_network_signature(header_text: str) -> dict:
     raise ValueError("not an ansorc model header: no 'ansorc-network' line")
 
 
-__all__ = ["loader", "header", "c_string", "read_network_signature", "STATUS", "MESSAGES"]
+__all__ = ["loader", "header", "c_string", "read_network_signature", "STATUS", "MESSAGES", "PROFILER"]

@@ -39,7 +39,7 @@ def _prototypes(sig: dict) -> str:
     params = [f"const {C_TYPE[t['dtype']]}*" for t in sig["inputs"]]
     params += [f"{C_TYPE[t['dtype']]}*" for t in sig["outputs"]]
     return (f"int {m}_init(const char*);\nint {m}_run({', '.join(params) or 'void'});\nvoid {m}_free(void);\n"
-            f"extern const char {m}_signature[];\n")
+            f"extern const char {m}_signature[];\nvoid {m}_profile_enable(int);\nint {m}_profile_read(double*, int);\n")
 
 
 def _private_copy(so_path) -> str:
@@ -161,6 +161,29 @@ class Model:
         return [o.reshape(tuple(t["shape"])) for o, t in zip(outs, self.signature["outputs"])]
 
     run = __call__
+
+    def profile(self, *inputs, rounds: int = 10) -> list:
+        """Run the model `rounds` times (after one untimed run) timing each kernel call: a list, in call order, of
+        {"group", "kernel", "seconds"} (mean seconds per run of that call)."""
+        calls = self.signature.get("calls", [])
+        try:
+            enable = getattr(self._lib, f"{self.name}_profile_enable")
+            read = getattr(self._lib, f"{self.name}_profile_read")
+        except AttributeError:
+            raise NetError(f"model {self.name!r}: this library was built without profiling; rebuild it") from None
+        self(*inputs)
+        with self._lock:
+            enable(1)
+        try:
+            for _ in range(max(1, rounds)):
+                self(*inputs)
+            with self._lock:
+                buf = self._ffi.new("double[]", max(1, len(calls)))
+                read(buf, len(calls))
+        finally:
+            with self._lock:
+                enable(0)
+        return [{"group": g, "kernel": k, "seconds": buf[i] / max(1, rounds)} for i, (g, k) in enumerate(calls)]
 
     def _status(self, rc: int) -> str:
         """Words for a status of <model>_run: which group's kernel failed and why, or the library's message."""

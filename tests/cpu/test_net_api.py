@@ -70,3 +70,24 @@ def test_compile_with_trials_tunes_then_uses_the_log(monkeypatch, tmp_path):
     with ansorc.net.compile(net, trials=2, log=str(log)) as model:
         assert log.exists() and any(t.schedule == "log" for t in model.tasks)
         check(net, model, seed=2)
+
+
+def test_profile_times_every_kernel_call_and_leaves_results_alone():
+    net = conv_mlp_softmax(seed=5)
+    x = np.random.default_rng(5).standard_normal(net.inputs[0].shape).astype(np.float32)
+    with ansorc.net.compile(net) as model:
+        before = model(x)
+        prof = model.profile(x, rounds=3)
+        calls = model.signature["calls"]
+        assert [(p["group"], p["kernel"]) for p in prof] == [tuple(c) for c in calls]
+        assert all(p["seconds"] > 0 for p in prof)
+        for a, b in zip(before, model(x)):  # profiling is off again and changed nothing
+            np.testing.assert_array_equal(a, b)
+        lib, n = model._lib, len(calls)
+        buf = model._ffi.new("double[]", n)
+        getattr(lib, f"{model.name}_profile_enable")(1)   # enabling restarts the counters at zero
+        assert getattr(lib, f"{model.name}_profile_read")(buf, n) == n and list(buf) == [0.0] * n
+        getattr(lib, f"{model.name}_profile_enable")(0)
+        model(x)                                           # off: nothing is counted
+        getattr(lib, f"{model.name}_profile_read")(buf, n)
+        assert list(buf) == [0.0] * n

@@ -51,8 +51,8 @@ def test_one_unit_exports_only_the_model_api():
     lib = emit_library(net, groups, naive(net, groups), target="avx2")
     exported = [ln.split("(")[0] for ln in lib.code.splitlines()
                 if ln and not ln.startswith(("static", " ", "#", "}", "/")) and "(" in ln]
-    assert sorted(exported) == ["int convnet_init", "int convnet_run", "int convnet_run_packed",
-                                "void convnet_free"]
+    assert sorted(exported) == ["int convnet_init", "int convnet_profile_read", "int convnet_run",
+                                "int convnet_run_packed", "void convnet_free", "void convnet_profile_enable"]
     assert lib.code.count("#define ANSORC_PRELUDE") == 1
     assert lib.code.count("static int convnet_k") == lib.code.count("  rc = convnet_k") == len(groups)
     assert lib.signature["calls"] == [[g.name, f"convnet_k{k}"] for k, g in enumerate(groups)]
