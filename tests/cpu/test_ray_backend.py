@@ -83,17 +83,23 @@ def test_tune_through_the_cluster_logs_every_candidate_once_and_kernels_are_corr
     assert max(Counter(r.steps_json for r in recs).values()) == 1
 
 
-def test_the_task_scheduler_interleaves_tasks_on_the_cluster(cluster, tmp_path):
+def test_the_task_scheduler_measures_batches_of_several_tasks_at_once(cluster, tmp_path):
     log = str(tmp_path / "net.jsonl")
-    tasks = [SearchTask(workloads.matmul(32, 32, 32), "native"),
-             SearchTask(workloads.matmul_relu(32, 48, 32), "native")]
+    tensors = [workloads.matmul(32, 32, 32), workloads.matmul_relu(32, 48, 32), workloads.matmul(48, 16, 32)]
+    tasks = [SearchTask(t, "native") for t in tensors]
     with RayBackend(cluster.address, "native") as backend:
-        out = tune_tasks(tasks, trials=16, log=log, backend=backend, retime_top=0, **OPTS)
+        assert backend.slots() == 3
+        out = tune_tasks(tasks, trials=24, log=log, backend=backend, retime_top=0, **OPTS)
+        assert backend.peak_batches >= 2        # candidates of two batches were on the nodes at one moment
+    assert out.driver is not None and out.driver.peak_overlap() >= 2   # submitted..completed intervals overlap
+    assert len(set(out.rounds[:3])) == 3        # the warm-up went out before any batch came back
     recs = load(log)
-    assert sum(r.trials for r in out.results) == 16 == len(recs)
-    assert {r.workload_key for r in recs} == {t.workload_key for t in tasks}   # both tasks, each checked
+    assert sum(r.trials for r in out.results) == 24 == len(recs)
+    assert {r.workload_key for r in recs} == {t.workload_key for t in tasks}   # every task, each checked
     assert max(Counter((r.workload_key, r.steps_json) for r in recs).values()) == 1
     assert all(r.ok for r in recs), [r.error_msg[:200] for r in recs if not r.ok]
+    for t, res in zip(tensors, out.results):
+        check_kernel(t, res.best_state)
 
 
 def test_cli_tunes_on_a_cluster(cluster, tmp_path):
@@ -123,35 +129,34 @@ def test_neon_node_measures_under_emulation_and_flags_it(cluster, tmp_path):
 
 
 class _KillingBackend(RayBackend):
-    """Kills the LocalCluster node `victim` with SIGKILL as soon as the second batch has candidates on it."""
+    """Kills the LocalCluster node `victim` with SIGKILL once candidates of two batches are on the nodes and one
+    of them on the victim."""
 
     def __init__(self, cluster, victim, *args):
         super().__init__(*args)
-        self.cluster, self.victim_node, self.victim, self.batches, self.killed = cluster, None, victim, 0, []
+        self.cluster, self.victim, self.killed = cluster, victim, []
         self.victim_node = _node_of(victim, cluster)
 
-    def run(self, builds, task=None, **kw):
-        self.batches += 1
-        return super().run(builds, task, **kw)
-
-    def _dispatch(self, todo, pending, *args):
-        super()._dispatch(todo, pending, *args)
-        on_victim = [i for node, i in pending.values() if node == self.victim_node]
-        if not self.killed and self.batches >= 2 and on_victim:
+    def _dispatch(self):
+        super()._dispatch()
+        on_victim = [n for kind, _, _, n in self._refs.values() if kind == "measure" and n == self.victim_node]
+        if not self.killed and self.peak_batches >= 2 and self._next_handle >= 3 and on_victim:
             self.killed = self.cluster.kill(self.victim)
 
 
-def test_a_worker_killed_mid_batch_loses_nothing_and_measures_nothing_twice(cluster, tmp_path):
+def test_a_worker_killed_while_batches_overlap_loses_nothing_and_measures_nothing_twice(cluster, tmp_path):
     log = str(tmp_path / "kill.jsonl")
-    tensors = workloads.matmul(64, 64, 64)
+    tensors = [workloads.matmul(64, 64, 64), workloads.matmul_relu(32, 48, 32)]
     with _KillingBackend(cluster, "w1", cluster.address, "native") as backend:
-        res = tune(SearchTask(tensors, "native"), trials=16, log=log, retime_top=0, backend=backend, **OPTS)
+        out = tune_tasks([SearchTask(t, "native") for t in tensors], trials=20, log=log, backend=backend,
+                         retime_top=0, **OPTS)
         assert backend.killed, "the victim never had a candidate in flight"
         assert backend.reassigned >= 1
         assert backend.victim_node not in backend.nodes()
-        assert sum(backend.measured_by.values()) == 16     # one accepted result per candidate
+        assert sum(backend.measured_by.values()) == 20     # one accepted result per candidate
+    assert out.driver.peak_overlap() >= 2
     recs = load(log)
-    assert res.trials == 16 and len(recs) == 16
-    assert max(Counter(r.steps_json for r in recs).values()) == 1
+    assert sum(r.trials for r in out.results) == 20 == len(recs)
+    assert max(Counter((r.workload_key, r.steps_json) for r in recs).values()) == 1
     assert all(r.ok for r in recs), [r.error_msg[:200] for r in recs if not r.ok]
     assert Target.from_name("native").isa in NATIVE
