@@ -78,6 +78,9 @@ def connect(address: str | None) -> bool:
     if ray.is_initialized():
         return False
     _check_reachable(address)
+    if str(address).startswith("ray://") and not client_available():
+        raise ClusterError(f"{address}: ray:// addresses need Ray Client (grpcio): pip install 'ansorc[ray]', or "
+                           "give the head's HOST:PORT from a machine inside the cluster")
     env = {"RAY_USAGE_STATS_ENABLED": "0"}
     try:
         kwargs = {} if str(address).startswith("ray://") else {"include_dashboard": False}
@@ -87,6 +90,12 @@ def connect(address: str | None) -> bool:
         raise ClusterError(f"cannot connect to the Ray cluster at {address!r}: "
                            f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
     return True
+
+
+def client_available() -> bool:
+    """Whether Ray Client (ray://) can work here: it needs grpcio, which ray[client] brings."""
+    import importlib.util
+    return importlib.util.find_spec("grpc") is not None
 
 
 def _check_reachable(address: str | None, timeout: float = 5.0) -> None:

@@ -68,11 +68,17 @@ class LocalCluster:
     python_path: str = ""          # PYTHONPATH for the nodes' workers (the checkout under test)
     root: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="ar", dir="/tmp"))  # short: socket paths
     port: int = field(default_factory=free_port)
+    client_port: int = field(default_factory=free_port)   # Ray Client's server on the head (ray://)
     nodes: dict = field(default_factory=dict)
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def client_address(self) -> str:
+        """ray://HOST:PORT of the head's Ray Client server (it serves only where grpcio is installed)."""
+        return f"ray://127.0.0.1:{self.client_port}"
 
     def _ray_exe(self) -> str:
         exe = Path(sys.executable).with_name("ray")
@@ -96,7 +102,8 @@ class LocalCluster:
 
     def start(self, resources: dict | None = None, num_cpus: int = 1) -> str:
         node = Node("head", os.path.join(self.root, "head"), resources or {}, num_cpus)
-        self._start(node, ["--head", "--port", str(self.port), "--include-dashboard=false"])
+        self._start(node, ["--head", "--port", str(self.port), "--include-dashboard=false",
+                           "--ray-client-server-port", str(self.client_port)])
         return self.address
 
     def add(self, name: str, resources: dict, num_cpus: int = 1) -> Node:

@@ -16,7 +16,7 @@ ray = pytest.importorskip("ray")
 
 from ansorc import workloads  # noqa: E402
 from ansorc.codegen.target import Target, num_cores  # noqa: E402
-from ansorc.measure.ray_backend import RayBackend  # noqa: E402
+from ansorc.measure.ray_backend import RayBackend, client_available  # noqa: E402
 from ansorc.measure.ray_local import LocalCluster  # noqa: E402
 from ansorc.measure.ray_nodes import EMULATED_NOTE, target_resource  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
@@ -103,13 +103,16 @@ def test_the_task_scheduler_measures_batches_of_several_tasks_at_once(cluster, t
 
 
 def test_cli_tunes_on_a_cluster(cluster, tmp_path):
+    # through Ray Client (ray://) where grpcio is installed (ansorc[ray] brings it), else the GCS address
+    address = cluster.client_address if client_available() else cluster.address
     src = tmp_path / "mm.te"
     src.write_text("input A: float32[32, 32]\ninput B: float32[32, 32]\n"
                    "output C: float32[32, 32]\nC[i, j] = sum(A[i, k] * B[k, j])\n")
     log = tmp_path / "cli.jsonl"
-    env = dict(os.environ, PYTHONPATH=ROOT, RAY_USAGE_STATS_ENABLED="0")
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, RAY_USAGE_STATS_ENABLED="0")
     cmd = [sys.executable, "-m", "ansorc.cli", "tune", str(src), "--trials", "4", "--log", str(log), "--quiet",
-           "--json", "--cluster", cluster.address]
+           "--json", "--cluster", address]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(_tuned(load(str(log)))) == 4
