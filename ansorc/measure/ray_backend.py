@@ -271,8 +271,9 @@ class RayBackend:
         return batch.builds, batch.results
 
     def slots(self) -> int:
-        """Batches that keep the cluster busy: one per measuring node."""
-        return max(1, len(self.runners))
+        """Batches that keep the cluster busy: one per measuring node, plus one searched ahead, so that a node
+        whose batch is done takes the next one's candidates instead of waiting for the driver's search."""
+        return len(self.runners) + 1
 
     def run(self, builds: Sequence[BuildResult], task: MeasureTask | None = None, *,
             best_seconds: float | None = None, early_cut: bool = True) -> list[MeasureResult]:

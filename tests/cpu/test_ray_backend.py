@@ -88,7 +88,7 @@ def test_the_task_scheduler_measures_batches_of_several_tasks_at_once(cluster, t
     tensors = [workloads.matmul(32, 32, 32), workloads.matmul_relu(32, 48, 32), workloads.matmul(48, 16, 32)]
     tasks = [SearchTask(t, "native") for t in tensors]
     with RayBackend(cluster.address, "native") as backend:
-        assert backend.slots() == 3
+        assert backend.slots() == 4            # three measuring nodes, and one batch searched ahead
         out = tune_tasks(tasks, trials=24, log=log, backend=backend, retime_top=0, **OPTS)
         assert backend.peak_batches >= 2        # candidates of two batches were on the nodes at one moment
     assert out.driver is not None and out.driver.peak_overlap() >= 2   # submitted..completed intervals overlap
