@@ -58,7 +58,7 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
     ...). on_round(scheduler, task index) is called after each round.
     in_flight: rounds of different tasks measured at once on `backend` while the driver searches the next
     (TaskScheduler.run_overlapped; result.driver says where the driver's time went). Default: the backend's
-    slots() (one per measuring node of a RayBackend), and a local backend's 1 runs rounds one by one as
+    slots() (a RayBackend's: measuring nodes + 1), and a local backend's 1 runs rounds one by one as
     before. Without a `backend`, measurement is local and synchronous and in_flight is ignored."""
     tasks = [t if isinstance(t, SearchTask) else SearchTask(t) for t in tasks]
     weights = tuple(float(w) for w in (weights if weights is not None else [1] * len(tasks)))
