@@ -120,6 +120,27 @@ def test_run_overlapped_keeps_rounds_of_different_tasks_in_flight_and_spends_the
     assert counts[1] > counts[0] + counts[2], counts    # the bottleneck still gets most rounds
 
 
+def test_one_round_in_flight_gives_the_synchronous_order_of_rounds():
+    def fresh():
+        return [CurveTuner(8.0, 1.0, 150), CurveTuner(1.0, 0.9, 30), CurveTuner(0.5, 0.45, 30)]
+    opts = SchedulerOptions(per_round=8, epsilon=0.05, seed=1)
+    sync = TaskScheduler(fresh(), make_objective("f1", [1, 1, 1]), opts, [1e9] * 3)
+    sync.run(240)
+    tuners = fresh()
+    over = TaskScheduler(tuners, make_objective("f1", [1, 1, 1]), opts, [1e9] * 3)
+    over.run_overlapped(240, CurvePipeline(tuners), in_flight=1)
+    assert over.rounds == sync.rounds and over.curve == sync.curve
+
+
+def test_driver_times_add_up_and_find_the_overlap():
+    from ansorc.search.overlap import DriverTimes
+    t = DriverTimes(search=1.0, wait=2.0, model=0.5, start=0.0)
+    t.batches = [[0, 4, 10.0, 12.0], [1, 4, 11.0, 13.0], [0, 4, 12.5, 14.0], [2, 4, 14.0, 15.0]]
+    assert t.peak_overlap() == 2           # 10-12 and 11-13 overlap; 12.5-14 overlaps only 11-13
+    summary = t.summary()
+    assert summary["candidates"] == 16 and summary["search_ms_per_candidate"] == 62.5
+
+
 def test_run_overlapped_stops_when_every_task_is_exhausted():
     tuners = [CurveTuner(1.0, 0.5, 50, space=16), CurveTuner(1.0, 0.5, 50, space=8)]
     s = TaskScheduler(tuners, make_objective("f1", [1, 1]), SchedulerOptions(per_round=8), [1e9] * 2)
