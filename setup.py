@@ -40,7 +40,7 @@ setup(
         "dev": ["pytest>=7,<10", "hypothesis>=6.50,<7", "matplotlib>=3.5,<4", "ruff==0.17.5"],
         "gpu": ["pycuda>=2022.1"],
         # distributed tuning (ansorc.measure.ray_backend), pinned
-        "ray": ["ray==2.60.0"],
+        "ray": ["ray[client]==2.60.0"],   # [client]: ray://HOST:PORT addresses (grpcio)
     },
     entry_points={"console_scripts": ["ansorc=ansorc.cli:main"]},
 )

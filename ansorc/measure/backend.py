@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
 from ansorc.codegen.source import Source
@@ -28,7 +30,66 @@ class MeasureBackend(Protocol):
     def close(self) -> None: ...
 
 
-class LocalBackend:
+@runtime_checkable
+class BatchBackend(Protocol):
+    """A backend that takes several batches at once (the Ray backend): submit() returns at once with a handle;
+    wait() returns the handles among those given whose batch is complete (at least one unless `timeout` ran
+    out); collect() hands back a complete batch's (builds, results), once. slots() is how many batches keep it
+    busy (e.g. one per measuring node). A synchronous backend gets these from SyncBatches: slots() == 1 and
+    submit() builds and runs before it returns."""
+
+    def submit(self, sources: Sequence[Source], task: MeasureTask | None = None, *,
+               best_seconds: float | None = None, early_cut: bool = True) -> int: ...
+
+    def wait(self, handles: Sequence[int], timeout: float | None = None) -> list[int]: ...
+
+    def collect(self, handle: int) -> tuple[list[BuildResult], list[MeasureResult]]: ...
+
+    def slots(self) -> int: ...
+
+
+@dataclass
+class BatchTimes:
+    """When a batch was submitted and completed (time.monotonic), for the scheduler's instrumentation."""
+    submitted: float = field(default_factory=time.monotonic)
+    done: float | None = None
+
+
+class SyncBatches:
+    """submit/wait/collect over a backend's build() and run(): each batch is complete when submit returns."""
+
+    def __init__(self, backend=None):
+        self._backend = backend if backend is not None else self
+        self._done: dict = {}         # handle -> (builds, results)
+        self.batch_times: dict = {}   # handle -> BatchTimes
+        self._next = 0
+
+    def submit(self, sources: Sequence[Source], task: MeasureTask | None = None, *,
+               best_seconds: float | None = None, early_cut: bool = True) -> int:
+        handle, self._next = self._next, self._next + 1
+        times = self.batch_times[handle] = BatchTimes()
+        builds = self._backend.build(sources)
+        self._done[handle] = (builds, self._backend.run(builds, task, best_seconds=best_seconds,
+                                                       early_cut=early_cut))
+        times.done = time.monotonic()
+        return handle
+
+    def wait(self, handles: Sequence[int], timeout: float | None = None) -> list[int]:
+        return [h for h in handles if h in self._done]
+
+    def collect(self, handle: int) -> tuple[list[BuildResult], list[MeasureResult]]:
+        return self._done.pop(handle)
+
+    def slots(self) -> int:
+        return 1
+
+
+def batches_of(backend) -> BatchBackend:
+    """The backend itself when it takes batches asynchronously, else SyncBatches around it."""
+    return backend if isinstance(backend, BatchBackend) else SyncBatches(backend)
+
+
+class LocalBackend(SyncBatches):
     """Builds with the local compiler in parallel and runs on this machine through one runner.
 
     The runner is anything with set_task(inputs, reference_outputs, **extra) and run(builds, best_seconds,
@@ -43,6 +104,7 @@ class LocalBackend:
         self.target_flags, self.build_timeout, self.n_parallel = tuple(target_flags), build_timeout, n_parallel
         self.cc, self.build_dir = cc, build_dir
         self.task: MeasureTask | None = None   # the task the runner holds, once a batch named one
+        SyncBatches.__init__(self)
 
     def build(self, sources: Sequence[Source]) -> list[BuildResult]:
         return build(sources, self.target_flags, self.build_timeout, self.n_parallel, self.cc, self.build_dir)
@@ -70,4 +132,4 @@ class LocalBackend:
         self.close()
 
 
-__all__ = ["MeasureBackend", "LocalBackend", "MeasureTask"]
+__all__ = ["MeasureBackend", "BatchBackend", "BatchTimes", "SyncBatches", "batches_of", "LocalBackend", "MeasureTask"]

@@ -6,13 +6,19 @@ runner needs them). Measurement runs in one NodeRunner actor per node advertisin
 (two queued per runner, so none waits for the driver) and collects each result once: a runner whose node dies
 has its unanswered candidates sent to another, and a late or repeated answer is dropped, so the tuner (which
 alone writes the log) gets exactly one result per candidate. Usage statistics stay off.
+
+Besides build() and run(), the backend takes whole batches asynchronously (measure.backend.BatchBackend):
+submit() starts a batch's builds and returns, wait() and collect() hand back complete batches, so several
+batches (of different tasks) are built and measured at once while the driver searches. One event loop (_pump)
+serves them all: build results become candidates ready to measure, free runners take from the batch they last
+measured (no task switch) or else the oldest (ray_batches.pick).
 """
 from __future__ import annotations
 
 import os
 import socket
 import time
-from collections import Counter, OrderedDict, deque
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -21,6 +27,7 @@ from ansorc.codegen.target import Target
 from ansorc.errors import AnsorcError
 from ansorc.measure.builder import DEFAULT_BUILD_TIMEOUT, BuildResult
 from ansorc.measure.errors import MeasureErrorNo
+from ansorc.measure.ray_batches import Batch, pick
 from ansorc.measure.ray_nodes import (NODE_BUILT, Item, NodeRunner, build_for_cluster, node_builds,
                                       portable_flags, target_resource)
 from ansorc.measure.runner import MeasureResult, RunnerConfig
@@ -71,6 +78,9 @@ def connect(address: str | None) -> bool:
     if ray.is_initialized():
         return False
     _check_reachable(address)
+    if str(address).startswith("ray://") and not client_available():
+        raise ClusterError(f"{address}: ray:// addresses need Ray Client (grpcio): pip install 'ansorc[ray]', or "
+                           "give the head's HOST:PORT from a machine inside the cluster")
     env = {"RAY_USAGE_STATS_ENABLED": "0"}
     try:
         kwargs = {} if str(address).startswith("ray://") else {"include_dashboard": False}
@@ -80,6 +90,12 @@ def connect(address: str | None) -> bool:
         raise ClusterError(f"cannot connect to the Ray cluster at {address!r}: "
                            f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
     return True
+
+
+def client_available() -> bool:
+    """Whether Ray Client (ray://) can work here: it needs grpcio, which ray[client] brings."""
+    import importlib.util
+    return importlib.util.find_spec("grpc") is not None
 
 
 def _check_reachable(address: str | None, timeout: float = 5.0) -> None:
@@ -115,7 +131,14 @@ class RayBackend:
         self.runners: dict = {}            # node id -> actor handle
         self.lost_nodes: set = set()       # nodes whose runner died: the cluster may report them alive a while
         self._libs: OrderedDict = OrderedDict()   # driver lib key -> (digest, ObjectRef of the bytes)
-        self._task: tuple | None = None    # (MeasureTask, key, boxed ObjectRef)
+        self._task: tuple | None = None    # (MeasureTask, key, boxed ObjectRef) of the latest batch
+        self._tasks: OrderedDict = OrderedDict()   # task key -> (MeasureTask, key, boxed ObjectRef)
+        self._batches: dict = {}           # handle -> Batch, submitted and not yet collected
+        self._refs: dict = {}              # ObjectRef -> ("build" | "measure", handle, index, extra)
+        self._affinity: dict = {}          # node id -> handle of the batch it last measured for
+        self._next_handle = 0
+        self.batch_times: dict = {}        # handle -> BatchTimes (submitted, done)
+        self.peak_batches = 0              # most batches measured on the nodes at one moment
         self.reassigned = 0                # candidates re-sent after their runner's node died
         self.measured_by: Counter = Counter()   # node id -> candidates it measured
         self._lost = _lost_errors(self.ray)
@@ -184,79 +207,154 @@ class RayBackend:
             time.sleep(1.0)
 
     def _task_box(self, task: MeasureTask | None) -> tuple:
-        if task is not None and (self._task is None or not task.same_as(self._task[0])):
-            key = task.key or f"task-{id(task)}-{time.time_ns()}"
-            ref_task = task
-            if isinstance(task.reference, BuildResult):
-                ref_task = replace(task, reference=self._item(task.reference))
-            self._task = (task, key, (self.ray.put(ref_task),))
+        """(key, boxed reference) of `task` on the cluster, put once per task (a few kept: batches of several
+        tasks are in flight at once); None means the previous batch's task."""
+        if task is not None:
+            key = task.key or f"task-{id(task)}"
+            hit = self._tasks.get(key)
+            if hit is None or not task.same_as(hit[0]):
+                ref_task = task
+                if isinstance(task.reference, BuildResult):
+                    ref_task = replace(task, reference=self._item(task.reference))
+                hit = self._tasks[key] = (task, key, (self.ray.put(ref_task),))
+            self._tasks.move_to_end(key)
+            while len(self._tasks) > 8:
+                self._tasks.popitem(last=False)
+            self._task = hit
         if self._task is None:
             raise ValueError("RayBackend.run: the first batch must name its task")
         return self._task[1], self._task[2]
 
-    # -- measurement ---------------------------------------------------------------------------------------
+    # -- batches -------------------------------------------------------------------------------------------
+    def _new_batch(self, task, n: int, best_seconds, early_cut: bool) -> tuple:
+        key, box = self._task_box(task)
+        handle, self._next_handle = self._next_handle, self._next_handle + 1
+        batch = self._batches[handle] = Batch(key, box, early_cut, best_seconds, [None] * n, [None] * n)
+        self.batch_times[handle] = batch.times
+        return handle, batch
+
+    def _ready(self, batch: Batch, i: int, build: BuildResult, item: Item | None = None) -> None:
+        if build.ok:
+            batch.builds[i], batch.items[i] = build, item or self._item(build)
+            batch.todo.append(i)
+        else:
+            batch.fail(i, build)
+
+    def submit(self, sources: Sequence[Source], task: MeasureTask | None = None, *,
+               best_seconds: float | None = None, early_cut: bool = True) -> int:
+        """Start building and measuring `sources` and return at once: a handle for wait() and collect()."""
+        handle, batch = self._new_batch(task, len(sources), best_seconds, early_cut)
+        for i, src in enumerate(sources):
+            if self.node_built:
+                self._ready(batch, i, BuildResult(src, NODE_BUILT + src.key, MeasureErrorNo.NO_ERROR, "", 0.0))
+            else:
+                res_ref, digest_ref, data_ref = self._build_remote.remote(src, self.flags, self.cc,
+                                                                          self.options.build_timeout)
+                self._refs[res_ref] = ("build", handle, i, (src, digest_ref, data_ref))
+        self._dispatch()
+        return handle
+
+    def wait(self, handles: Sequence[int], timeout: float | None = None) -> list[int]:
+        """The handles among `handles` whose batch is complete; blocks until one is (or `timeout` passes)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            done = [h for h in handles if self._batches[h].complete]
+            left = None if deadline is None else deadline - time.monotonic()
+            if done or (left is not None and left <= 0):
+                return done
+            self._pump(5.0 if left is None else min(left, 5.0))
+
+    def collect(self, handle: int) -> tuple[list, list]:
+        """A complete batch's (builds, results), once."""
+        batch = self._batches.pop(handle)
+        self.batch_times.pop(handle, None)
+        return batch.builds, batch.results
+
+    def slots(self) -> int:
+        """Batches that keep the cluster busy: one per measuring node, plus one searched ahead, so that a node
+        whose batch is done takes the next one's candidates instead of waiting for the driver's search."""
+        return len(self.runners) + 1
+
     def run(self, builds: Sequence[BuildResult], task: MeasureTask | None = None, *,
             best_seconds: float | None = None, early_cut: bool = True) -> list[MeasureResult]:
         """One result per build, in order; builds that failed come back as their error without a round trip."""
-        key, box = self._task_box(task)
-        results: list = [None] * len(builds)
-        todo = deque()
+        handle, batch = self._new_batch(task, len(builds), best_seconds, early_cut)
         for i, b in enumerate(builds):
-            if b.ok:
-                todo.append(i)
-            else:
-                results[i] = MeasureResult((), b.error_code, b.error_msg, b.build_seconds, time.time())
-        items = {i: self._item(builds[i]) for i in todo}
-        best = [best_seconds]
-        pending: dict = {}   # ObjectRef -> (node id, candidate index)
-        while todo or pending:
-            self._dispatch(todo, pending, items, key, box, best, early_cut)
-            ready, _ = self.ray.wait(list(pending), num_returns=1, timeout=5.0)
-            for ref in ready:
-                self._collect(ref, pending, todo, results, best)
-        return results
+            self._ready(batch, i, b)
+        self.wait([handle])
+        return self.collect(handle)[1]
 
-    def _dispatch(self, todo: deque, pending: dict, items: dict, key, box, best: list, early_cut: bool) -> None:
-        if todo and not self.runners:
+    # -- the event loop ------------------------------------------------------------------------------------
+    def _pump(self, timeout: float) -> None:
+        """Hand out work, wait up to `timeout` for builds or results, take in all that arrived."""
+        self._dispatch()
+        if not self._refs:
+            return
+        ready, _ = self.ray.wait(list(self._refs), num_returns=1, timeout=timeout)
+        if ready:
+            ready, _ = self.ray.wait(list(self._refs), num_returns=len(self._refs), timeout=0)
+        for ref in ready:
+            if ref in self._refs:     # a lost node's refs may have been dropped by an earlier one
+                kind, handle, i, extra = self._refs.pop(ref)
+                (self._on_build if kind == "build" else self._on_measure)(ref, handle, i, extra)
+        self._dispatch()
+
+    def _on_build(self, ref, handle: int, i: int, extra: tuple) -> None:
+        src, digest_ref, data_ref = extra
+        batch = self._batches[handle]
+        try:
+            res, digest = self.ray.get([ref, digest_ref])
+        except (*self._lost, self.ray.exceptions.RayTaskError) as exc:   # retried by Ray, still failing
+            msg = f"build failed on the cluster: {(str(exc).splitlines() or [''])[0]}"
+            batch.fail(i, BuildResult(src, None, MeasureErrorNo.UNKNOWN_ERROR, msg, 0.0))
+            return
+        res = replace(res, source=src)
+        if res.ok:
+            res = replace(res, lib_path=f"ray:{digest}")
+            self._keep(res.lib_path, digest, data_ref)
+        self._ready(batch, i, res, Item(res, digest, (data_ref,)) if res.ok else None)
+
+    def _dispatch(self) -> None:
+        """Each runner with room gets a candidate, round-robin, one per runner per pass: every node gets work."""
+        if any(b.todo for b in self._batches.values()) and not self.runners:
             self._wait_for_runners()
-        load = {n: 0 for n in self.runners}
-        for node, _ in pending.values():
-            load[node] = load.get(node, 0) + 1
+        load = Counter(node for kind, _, _, node in self._refs.values() if kind == "measure")
         placed = True
-        while todo and placed:   # round-robin, one candidate per runner per pass: every node gets work
+        while placed:
             placed = False
             for node, actor in list(self.runners.items()):
-                if todo and load[node] < self.options.in_flight:
-                    i = todo.popleft()
-                    pending[actor.measure.remote(key, box, [items[i]], best[0], early_cut)] = (node, i)
-                    load[node] += 1
-                    placed = True
+                got = pick(self._batches, self._affinity.get(node)) if load[node] < self.options.in_flight else None
+                if got is not None:
+                    handle, i = got
+                    b = self._batches[handle]
+                    b.measuring = b.measuring or time.monotonic()
+                    ref = actor.measure.remote(b.key, b.box, [b.items[i]], b.best, b.early_cut)
+                    self._refs[ref] = ("measure", handle, i, node)
+                    self._affinity[node], load[node], placed = handle, load[node] + 1, True
+        measuring = {h for kind, h, _, _ in self._refs.values() if kind == "measure"}
+        self.peak_batches = max(self.peak_batches, len(measuring))
 
-    def _collect(self, ref, pending: dict, todo: deque, results: list, best: list) -> None:
-        node, i = pending.pop(ref)
+    def _on_measure(self, ref, handle: int, i: int, node) -> None:
         try:
             [res] = self.ray.get(ref)
         except self._lost:
             # The node or its runner died: this candidate and every other one queued there go elsewhere.
             self.runners.pop(node, None)
             self.lost_nodes.add(node)
-            lost = [i]
-            for other, (n, j) in list(pending.items()):
-                if n == node:
-                    del pending[other]
-                    lost.append(j)
-            todo.extendleft(sorted((j for j in lost if results[j] is None), reverse=True))
+            queued = [r for r, (kind, _, _, n) in self._refs.items() if kind == "measure" and n == node]
+            lost = [(handle, i)] + [self._refs.pop(r)[1:3] for r in queued]
+            for h, j in sorted(lost, reverse=True):
+                if h in self._batches and self._batches[h].results[j] is None:
+                    self._batches[h].todo.appendleft(j)
             self.reassigned += len(lost)
             self._refresh_runners()
             return
         except self.ray.exceptions.RayTaskError as exc:   # the runner itself failed on this candidate
             res = MeasureResult((), MeasureErrorNo.UNKNOWN_ERROR, f"runner failed: {str(exc)[-2000:]}", 0.0,
                                 time.time())
-        if results[i] is None:   # exactly one result per candidate
-            results[i] = res
+        batch = self._batches.get(handle)
+        if batch is not None and batch.accept(i, res):   # exactly one result per candidate
             self.measured_by[node] += 1
-            if res.ok and not res.lower_bound and res.costs:
-                best[0] = res.median if best[0] is None else min(best[0], res.median)
 
     def nodes(self) -> list:
         """Node ids of the live runners."""

@@ -20,6 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def _has_grpc() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("grpc") is not None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -68,11 +73,18 @@ class LocalCluster:
     python_path: str = ""          # PYTHONPATH for the nodes' workers (the checkout under test)
     root: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="ar", dir="/tmp"))  # short: socket paths
     port: int = field(default_factory=free_port)
+    # Ray Client's server on the head (ray://); `ray start` refuses the option where grpcio is missing
+    client_port: int | None = field(default_factory=lambda: free_port() if _has_grpc() else None)
     nodes: dict = field(default_factory=dict)
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def client_address(self) -> str | None:
+        """ray://HOST:PORT of the head's Ray Client server, or None without grpcio (no server)."""
+        return f"ray://127.0.0.1:{self.client_port}" if self.client_port else None
 
     def _ray_exe(self) -> str:
         exe = Path(sys.executable).with_name("ray")
@@ -96,7 +108,8 @@ class LocalCluster:
 
     def start(self, resources: dict | None = None, num_cpus: int = 1) -> str:
         node = Node("head", os.path.join(self.root, "head"), resources or {}, num_cpus)
-        self._start(node, ["--head", "--port", str(self.port), "--include-dashboard=false"])
+        client = ["--ray-client-server-port", str(self.client_port)] if self.client_port else []
+        self._start(node, ["--head", "--port", str(self.port), "--include-dashboard=false", *client])
         return self.address
 
     def add(self, name: str, resources: dict, num_cpus: int = 1) -> Node:

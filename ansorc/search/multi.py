@@ -7,8 +7,10 @@ import math
 import sys
 from dataclasses import dataclass, field, replace
 
+from ..measure.backend import BatchBackend
 from ..measure.record import RecordLog
 from .objectives import NO_PROGRAM, make_objective
+from .overlap import DriverTimes, Pipeline
 from .scheduler import SchedulerOptions, TaskScheduler
 from .task import SearchTask
 from .tuner import local_backend, tune_options
@@ -23,6 +25,7 @@ class ScheduleResult:
     curve: list = field(default_factory=list)     # (total trials, objective) after each round
     rounds: list = field(default_factory=list)    # task index of each round
     objective: float = math.inf
+    driver: DriverTimes | None = None             # where the driver's time went (overlapped runs only)
 
     @property
     def latencies(self) -> list:
@@ -46,13 +49,17 @@ def task_tag(task: SearchTask) -> str:
 def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, objective="f1",
                strategy: str = "gradient", networks=None, backend=None, options: TuneOptions | None = None,
                scheduler: SchedulerOptions | None = None, requirements=None, references=None, on_round=None,
-               **kwargs) -> ScheduleResult:
+               in_flight: int | None = None, **kwargs) -> ScheduleResult:
     """Tune `tasks` (SearchTasks or tensor lists) for `trials` measured programs in all, each round going where
     the objective gains most (strategy "gradient") or in turn ("round-robin"). weights: occurrences of each task
     (default 1). objective: "f1" weighted latency (default), "f2" with per-network `requirements`, "f3" geometric-
     mean speedup over per-network `references`, "f4" f1 with per-task early stopping, or a callable; networks:
     task indices per network (f2/f3). kwargs override TuneOptions fields (per_round=, seed=, model=, progress=,
-    ...). on_round(scheduler, task index) is called after each round."""
+    ...). on_round(scheduler, task index) is called after each round.
+    in_flight: rounds of different tasks measured at once on `backend` while the driver searches the next
+    (TaskScheduler.run_overlapped; result.driver says where the driver's time went). Default: the backend's
+    slots() (a RayBackend's: measuring nodes + 1), and a local backend's 1 runs rounds one by one as
+    before. Without a `backend`, measurement is local and synchronous and in_flight is ignored."""
     tasks = [t if isinstance(t, SearchTask) else SearchTask(t) for t in tasks]
     weights = tuple(float(w) for w in (weights if weights is not None else [1] * len(tasks)))
     if len(weights) != len(tasks):
@@ -72,13 +79,31 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
             tuners.append(TaskTuner(task, per_task, model, backend or backends[task.target], record_log))
         s = TaskScheduler(tuners, obj, sched, [t.dag.flop_count for t in tasks], [task_tag(t) for t in tasks])
         table = _progress_table(tasks, weights) if opts.progress else None
-        s.run(trials, on_round=_chain(on_round, table))
+        flights = _in_flight(backend, in_flight)
+        pipe = Pipeline(tuners, backend) if flights else None
+        if pipe is not None:
+            s.run_overlapped(trials, pipe, flights, on_round=_chain(on_round, table))
+        else:
+            s.run(trials, on_round=_chain(on_round, table))
         for t in tuners:
             t.retime()
     finally:
         for b in backends.values():
             b.close()
-    return ScheduleResult(tasks, weights, [t.result for t in tuners], s.curve, s.rounds, s.value())
+    return ScheduleResult(tasks, weights, [t.result for t in tuners], s.curve, s.rounds, s.value(),
+                          pipe.times if pipe is not None else None)
+
+
+def _in_flight(backend, asked: int | None) -> int:
+    """How many rounds to keep in flight (0: the synchronous loop)."""
+    if backend is None:
+        return 0
+    if asked is not None:
+        if asked < 1:
+            raise ValueError(f"in_flight must be at least 1, got {asked}")
+        return asked
+    slots = backend.slots() if isinstance(backend, BatchBackend) else 1
+    return slots if slots > 1 else 0
 
 
 def _chain(*callbacks):

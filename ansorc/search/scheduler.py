@@ -14,6 +14,12 @@ rounds is dead; per-task early stopping (objective f4) kills a task that has not
 
 The scheduler drives anything with TaskTuner's surface: `step(n) -> records`, `result.best_seconds`, `done`,
 `exhausted`; unit tests drive it with synthetic latency curves.
+
+run_overlapped keeps several rounds of different tasks in flight on a backend that measures batches
+concurrently (a Ray cluster): while they are measured, the driver chooses and searches the next task's round.
+The choice then uses the results that have arrived, not those of the rounds still in flight, and a task with a
+round in flight is not chosen again until it lands: the order of rounds differs from the strict gradient order
+of run() (with one batch in flight it is the same).
 """
 from __future__ import annotations
 
@@ -88,8 +94,9 @@ class TaskScheduler:
         return [i for i, p in enumerate(self.tasks) if not p.dead]
 
     # ------------------------------------------------------------------ choosing
-    def next_task(self) -> int | None:
-        alive = self.alive()
+    def next_task(self, busy=()) -> int | None:
+        """The task for the next round; tasks in `busy` (a round in flight) are not chosen."""
+        alive = [i for i in self.alive() if i not in busy]
         if not alive:
             return None
         fresh = [i for i in alive if not self.tasks[i].history]
@@ -133,9 +140,12 @@ class TaskScheduler:
 
     def run_round(self, i: int, n: int) -> int:
         """Give task i one round of n programs; returns how many were measured."""
+        return self.account(i, self.tuners[i].step(n))
+
+    def account(self, i: int, recs: list) -> int:
+        """Task i's round came back with `recs`: its history, death, the curve."""
         p, tuner = self.tasks[i], self.tuners[i]
         before = p.best
-        recs = tuner.step(n)
         p.trials += len(recs)
         best = tuner.result.best_seconds
         best = best if math.isfinite(best) else NO_PROGRAM
@@ -173,6 +183,34 @@ class TaskScheduler:
             self.run_round(i, min(n, limit - self.total_trials))
             if on_round is not None:
                 on_round(self, i)
+
+    def run_overlapped(self, trials: int, pipeline, in_flight: int, on_round=None) -> None:
+        """run() with up to `in_flight` rounds of different tasks measured at once: pipeline.begin(i, n) searches
+        and submits task i's round (a token, or None when its space is exhausted), pipeline.wait(tokens) blocks
+        until some are complete, pipeline.finish(token) records one and returns its records."""
+        limit = self.total_trials + trials
+        n = self.round_size(trials)
+        flying: dict = {}   # token -> (task, programs asked for)
+        while True:
+            while len(flying) < max(1, in_flight) and not self._stop_early():
+                left = limit - self.total_trials - sum(k for _, k in flying.values())
+                i = self.next_task(busy={t for t, _ in flying.values()}) if left > 0 else None
+                if i is None:
+                    break
+                token = pipeline.begin(i, min(n, left))
+                if token is None:
+                    self.account(i, [])   # nothing new in its space: dead
+                    if on_round is not None:
+                        on_round(self, i)
+                else:
+                    flying[token] = (i, min(n, left))
+            if not flying:
+                break
+            for token in pipeline.wait(list(flying)):
+                i, _ = flying.pop(token)
+                self.account(i, pipeline.finish(token))
+                if on_round is not None:
+                    on_round(self, i)
 
     def _stop_early(self) -> bool:
         es = self.options.early_stopping

@@ -56,3 +56,40 @@ def test_the_timing_token_excludes_every_other_holder_on_the_machine():
                 fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     with open(token_path(host), "a") as other:       # released afterwards
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_free_runner_takes_from_its_last_batch_then_the_oldest():
+    from ansorc.measure.ray_batches import Batch, pick
+    batches = {h: Batch(f"t{h}", (), True, None, [None] * 2, [None] * 2) for h in (3, 5)}
+    for b in batches.values():
+        b.todo.extend([0, 1])
+    assert pick(batches, last=5) == (5, 0)          # its own batch: the runner keeps that task's inputs
+    assert pick(batches, last=None) == (3, 0)       # else the oldest batch first
+    assert pick(batches, last=9) == (3, 1)
+    assert pick(batches, last=3) == (5, 1)          # its batch ran dry: another's work
+    assert pick(batches, last=3) is None
+
+
+def test_a_batch_takes_one_result_per_candidate_and_notes_when_it_completed():
+    import time
+    from ansorc.measure.errors import MeasureErrorNo
+    from ansorc.measure.ray_batches import Batch
+    from ansorc.measure.runner import MeasureResult
+    b = Batch("t", (), True, None, [None] * 2, [None] * 2)
+    ok = MeasureResult((2e-3, 1e-3, 3e-3), MeasureErrorNo.NO_ERROR, "", 0.0, time.time())
+    assert b.accept(0, ok) and not b.accept(0, ok)   # a late or repeated answer is dropped
+    assert b.best == 2e-3 and not b.complete and b.times.done is None
+    assert b.accept(1, MeasureResult((), MeasureErrorNo.RUNTIME_DEVICE, "x", 0.0, time.time()))
+    assert b.complete and b.times.done is not None and b.best == 2e-3
+
+
+def test_a_ray_client_address_without_grpc_says_what_to_install(monkeypatch):
+    pytest.importorskip("ray")
+    import socket
+    from ansorc.measure import ray_backend
+    monkeypatch.setattr(ray_backend, "client_available", lambda: False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(ray_backend.ClusterError, match=r"pip install 'ansorc\[ray\]'"):
+            ray_backend.connect(f"ray://127.0.0.1:{s.getsockname()[1]}")
