@@ -1,0 +1,247 @@
+"""Channels-last layout pass (as TVM's ConvertLayout): 2-D convolutions and pools computed NHWC, the tensors
+between them kept NHWC, transposes only where an NCHW-only op (Flatten, Reshape, Softmax, ...) or a graph
+output needs the NCHW value.
+
+One sweep in topological order. Each NCHW tensor may have an NHWC twin (`Sweep.nhwc`); a converted op reads
+the twins of its inputs and produces a twin, never the NCHW value itself. The NCHW value is made back from its
+twin (one `ToNCHW` node) only when a consumer that stays NCHW reads it, so transposes never meet in pairs:
+conv -> relu -> conv holds no transpose at all. A graph input read by a conv gets one `ToNHWC` node.
+
+The new nodes are internal ops (domain "ansorc", ops_layout.INTERNAL); their output shapes are written into
+`Graph.types` here (onnx shape inference knows nothing of them), so this pass runs last.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+from onnx import helper
+
+from .import_passes import Graph
+
+DOMAIN = "ansorc"
+TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+LAYOUTS = ("nhwc", "nchw")
+# one input, same shape out; extra inputs (Clip's min/max) must be constants, kept as they are
+UNARY = frozenset({"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
+                   "Sigmoid", "Tanh", "Softplus", "Softsign", "Mish", "Swish", "Gelu", "Erf", "Exp", "Log", "Neg",
+                   "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Shrink", "Clip"})
+# element-wise with numpy broadcasting: every input an NHWC twin of the output's shape or a permuted constant
+BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu"})
+POOLS = {"MaxPool": "MaxPoolNHWC", "AveragePool": "AveragePoolNHWC",
+         "GlobalAveragePool": "GlobalAveragePoolNHWC", "GlobalMaxPool": "GlobalMaxPoolNHWC"}
+
+
+def default_layout() -> str:
+    """The layout networks compute convolutions in: ANSORC_NET_LAYOUT=nchw turns the pass off."""
+    value = os.environ.get("ANSORC_NET_LAYOUT", "nhwc").strip().lower()
+    return value if value in LAYOUTS else "nhwc"
+
+
+def nhwc_shape(shape) -> tuple:
+    return tuple(shape[p] for p in TO_NHWC)
+
+
+class Sweep:
+    """The mutable state of one run of the pass (the Graph itself stays immutable)."""
+
+    def __init__(self, g: Graph):
+        self.g = g
+        self.nodes: list = []
+        self.consts = dict(g.consts)
+        self.types = dict(g.types)
+        self.nhwc: dict = {}          # NCHW tensor name -> its NHWC twin
+        self.present: set = set(g.inputs) | set(g.consts)  # NCHW values that exist
+        self.taken = set(g.types) | set(g.consts) | {o for n in g.nodes for o in n.output}
+        self.names = {n.name for n in g.nodes}
+
+    def fresh(self, hint: str, pool: set) -> str:
+        name, k = hint, 0
+        while name in pool:
+            k += 1
+            name = f"{hint}_{k}"
+        pool.add(name)
+        return name
+
+    def emit(self, op: str, inputs, hint: str, out_shape, elem: int, domain: str = DOMAIN, like=None, **attrs):
+        """A new node of one output (a fresh tensor of `out_shape`) after the nodes so far; its output name."""
+        out = self.fresh(f"{hint}_nhwc", self.taken)
+        if like is not None:  # a copy of an ONNX node on other tensors
+            node = helper.make_node(op, list(inputs), [out], name=self.fresh(f"{like.name}_nhwc", self.names))
+            node.attribute.extend(like.attribute)
+        else:
+            node = helper.make_node(op, list(inputs), [out], name=self.fresh(hint, self.names), domain=domain,
+                                    **attrs)
+        self.nodes.append(node)
+        self.types[out] = (tuple(out_shape), elem)
+        return out
+
+    def elem(self, name: str) -> int:
+        if name in self.consts:
+            return helper.np_dtype_to_tensor_dtype(self.consts[name].dtype)
+        return self.types.get(name, (None, 0))[1]
+
+    def twin(self, name: str) -> str:
+        """The NHWC twin of a 4-D NCHW value, made (one ToNHWC) when it has none yet."""
+        if name not in self.nhwc:
+            shape = nhwc_shape(self.g.shape(name))
+            self.nhwc[name] = self.emit("ToNHWC", [name], f"{name}_to", shape, self.elem(name))
+        return self.nhwc[name]
+
+    def need_nchw(self, name: str) -> None:
+        """Make the NCHW value of `name` from its twin when only the twin exists."""
+        if name and name not in self.present and name in self.nhwc:
+            src = self.nhwc[name]
+            node = helper.make_node("ToNCHW", [src], [name], name=self.fresh(f"{name}_to_nchw", self.names),
+                                    domain=DOMAIN)
+            self.nodes.append(node)
+            self.present.add(name)
+
+
+def _attrs(node) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _rank4(g: Graph, name: str) -> bool:
+    s = g.shape(name)
+    return s is not None and len(s) == 4
+
+
+def _conv_ok(node, g: Graph) -> bool:
+    """A 2-D Conv with constant weights (and bias) whose groups fit its shapes; anything else stays NCHW (and
+    reports its own error when lowered)."""
+    if len(node.input) < 2 or node.input[1] not in g.consts or not _rank4(g, node.input[0]):
+        return False
+    if len(node.input) > 2 and node.input[2] and node.input[2] not in g.consts:
+        return False
+    if node.input[0] in g.consts or not node.output[0] or not _rank4(g, node.output[0]):
+        return False
+    w, c = g.consts[node.input[1]], g.shape(node.input[0])[1]
+    group = int(_attrs(node).get("group", 1))
+    if w.ndim != 4 or group < 1 or c % group or w.shape[0] % group or w.shape[1] * group != c:
+        return False
+    b = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    return b is None or g.consts[b].shape == (w.shape[0],)
+
+
+def _conv(s: Sweep, node) -> None:
+    g = s.g
+    w = s.consts[node.input[1]]
+    wname = s.fresh(f"{node.input[1]}_hwio", s.taken)
+    s.consts[wname] = np.ascontiguousarray(np.transpose(w, (2, 3, 1, 0)))  # (KH, KW, CI/group, CO)
+    ins = [s.twin(node.input[0]), wname] + [i for i in node.input[2:3] if i]
+    out = node.output[0]
+    s.nhwc[out] = s.emit("ConvNHWC", ins, node.name, nhwc_shape(g.shape(out)), s.elem(out), **_attrs(node))
+
+
+def _pool_ok(node, g: Graph, s: Sweep) -> bool:
+    if node.op_type not in POOLS or node.input[0] not in s.nhwc or not _rank4(g, node.output[0]):
+        return False
+    return len([o for o in node.output if o]) == 1 and len(node.output) == 1  # MaxPool's Indices stay NCHW
+
+
+def _pool(s: Sweep, node) -> None:
+    out = node.output[0]
+    s.nhwc[out] = s.emit(POOLS[node.op_type], [s.nhwc[node.input[0]]], node.name, nhwc_shape(s.g.shape(out)),
+                         s.elem(out), **_attrs(node))
+
+
+def _permuted_const(s: Sweep, name: str, out_shape) -> str | None:
+    """An NHWC version of a constant operand broadcast against an NCHW output, or None when it cannot be."""
+    a = s.consts[name]
+    if a.size == 1 and a.ndim <= 4:
+        return name
+    if a.ndim > 4:
+        return None
+    full = a.reshape((1,) * (4 - a.ndim) + a.shape)
+    try:
+        if np.broadcast_shapes(full.shape, out_shape) != tuple(out_shape):
+            return None
+    except ValueError:
+        return None
+    new = s.fresh(f"{name}_nhwc", s.taken)
+    s.consts[new] = np.ascontiguousarray(np.transpose(full, TO_NHWC))
+    return new
+
+
+def _elementwise(s: Sweep, node) -> bool:
+    """Unary/binary element-wise node on NHWC twins; False (nothing emitted) when it must stay NCHW."""
+    g = s.g
+    out = node.output[0] if len(node.output) == 1 else ""
+    shape = g.shape(out) if out else None
+    if shape is None or len(shape) != 4 or (node.op_type in BINARY and g.opset < 7):
+        return False
+    firsts = node.input[:1] if node.op_type in UNARY else node.input
+    rest = node.input[1:] if node.op_type in UNARY else []
+    if any(i and i not in s.consts for i in rest):
+        return False
+    ins = []
+    for i in firsts:
+        if i in s.consts:
+            ins.append(_permuted_const(s, i, shape))
+        else:
+            ins.append(s.nhwc.get(i) if g.shape(i) == shape else None)
+    if None in ins or not any(i in s.nhwc for i in firsts):
+        return False
+    s.nhwc[out] = s.emit(node.op_type, ins + list(rest), out, nhwc_shape(shape), s.elem(out), like=node,
+                         domain="")
+    return True
+
+
+def _concat(s: Sweep, node) -> bool:
+    g = s.g
+    out = node.output[0]
+    axis = int(_attrs(node).get("axis", 1))
+    if not _rank4(g, out) or axis not in (1, -3) or not all(i in s.nhwc for i in node.input):
+        return False
+    twins = [s.nhwc[i] for i in node.input]
+    s.nhwc[out] = s.emit("Concat", twins, out, nhwc_shape(g.shape(out)), s.elem(out), domain="", axis=3)
+    return True
+
+
+def _keep(s: Sweep, node) -> None:
+    for i in node.input:
+        s.need_nchw(i)
+    s.nodes.append(node)
+    s.present.update(o for o in node.output if o)
+
+
+def _step(s: Sweep, node) -> None:
+    op = node.op_type
+    if op == "Conv" and _conv_ok(node, s.g):
+        _conv(s, node)
+    elif _pool_ok(node, s.g, s):
+        _pool(s, node)
+    elif op in UNARY or op in BINARY:
+        if not _elementwise(s, node):
+            _keep(s, node)
+    elif op == "Concat":
+        if not _concat(s, node):
+            _keep(s, node)
+    else:
+        _keep(s, node)
+
+
+def to_channels_last(g: Graph) -> Graph:
+    """The graph with its 2-D convolutions (and the element-wise ops and pools between them) channels-last."""
+    if not any(n.op_type == "Conv" for n in g.nodes):
+        return g
+    s = Sweep(g)
+    for node in g.nodes:
+        _step(s, node)
+    for o in g.outputs:
+        s.need_nchw(g.resolve(o))
+    return dataclasses.replace(g, nodes=tuple(s.nodes), consts=s.consts, types=s.types)
+
+
+def apply_layout(g: Graph, layout: str | None = None) -> Graph:
+    """The layout step of the importer: `layout` "nhwc" (default: ANSORC_NET_LAYOUT, else nhwc) or "nchw"."""
+    layout = (layout or default_layout()).lower()
+    if layout not in LAYOUTS:
+        from .network import NetError
+        raise NetError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    return to_channels_last(g) if layout == "nhwc" else g
+
+
+__all__ = ["DOMAIN", "apply_layout", "default_layout", "to_channels_last"]
