@@ -7,7 +7,10 @@ so that fusion treats it like any epilogue. ConvTranspose dilates and pads its i
 conv with the flipped kernel over it (as TVM's conv2d_transpose)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import te
+from ..search.default_schedule import weight_block
 from .ops_nn_util import as_tensor, compute, ints, spec, zero
 from .ops_window import Window, pad_spatial, taps, window
 
@@ -89,7 +92,9 @@ def lower_conv_nhwc(node, ins, ctx):
     if kernel != ws[:2] or group < 1 or C % group or M % group or cg * group != C:
         raise node.unsupported(f"kernel_shape {list(kernel)}, group={group}: do not match input {list(xs)} and "
                                f"weight {list(ws)}")
-    x, w = as_tensor(ins[0], ctx, f"{node.name}_x"), as_tensor(ins[1], ctx, f"{node.name}_w")
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    block = weight_block(M, x.dtype) if group == 1 and isinstance(ins[1], np.ndarray) else None
+    w = as_tensor(ins[1] if block is None else _packed(ins[1], block), ctx, f"{node.name}_w")
     win = window(node, xs[1:3], ws[:2])
     padded = pad_spatial(x, xs[1:3], win, zero(x.dtype), ctx.name(f"{node.name}_pad"), channels_last=True)
     rh, rw = te.reduce_axis((0, ws[0]), "rh"), te.reduce_axis((0, ws[1]), "rw")
@@ -101,10 +106,18 @@ def lower_conv_nhwc(node, ins, ctx):
     def body(n, oh, ow, co):
         ci = _channel(co, rc, M // group, cg, group)
         src = padded[n, taps(oh, rh, win, 0), taps(ow, rw, win, 1), ci]
-        return te.sum(src * w[rh, rw, rc if rc is not None else 0, co], axis=reduce)
+        r = rc if rc is not None else 0
+        wv = w[rh, rw, r, co] if block is None else w[co // block, rh, rw, r, co % block]
+        return te.sum(src * wv, axis=reduce)
     tag = "depthwise_conv2d_nhwc" if depthwise else "conv2d_nhwc"
     out = compute((xs[0],) + win.out + (M,), body, ctx.name(node.name), tag)
     return [_add_bias_last(node, out, ins[2] if len(ins) > 2 else None, ctx)]
+
+
+def _packed(w, block: int):
+    """HWIO weights (KH, KW, CI, CO) as (CO / block, KH, KW, CI, block): a block of output channels contiguous."""
+    kh, kw, ci, co = w.shape
+    return np.ascontiguousarray(w.reshape(kh, kw, ci, co // block, block).transpose(3, 0, 1, 2, 4))
 
 
 def _add_bias_last(node, out, b, ctx):

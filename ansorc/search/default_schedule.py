@@ -17,7 +17,7 @@ import math
 
 from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
-from ..ir.expr import Read, Var, walk
+from ..ir.expr import Binary, Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
 from ..ir.steps import Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams, hardware_params
@@ -44,14 +44,36 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     return state
 
 
-def _contiguous_along(op, var: str) -> bool:
-    """Every read that depends on `var` has it in its last subscript (and nowhere else): a vector of consecutive
-    outputs reads consecutive (or strided by a small step) elements, not a gather across rows."""
+def _contiguous_along(op, var: str, factor: int | None = None) -> bool:
+    """Every read that depends on `var` has it in its last subscript and elsewhere at most as `var // factor`
+    (a blocked layout: conv weights packed by blocks of output channels, read w[co // B, ..., co % B]): a vector
+    of `factor` consecutive outputs then reads consecutive (or strided by a small step) elements, not a gather
+    across rows."""
     for r in (n for n in walk(op.body) if isinstance(n, Read)):
-        uses = [any(isinstance(v, Var) and v.name == var for v in walk(i)) for i in r.indices]
-        if any(uses[:-1]):
-            return False
+        for i in r.indices[:-1]:
+            if _uses(i, var) and not (_block_of(i, var) and i.b.value == factor):
+                return False
     return True
+
+
+def block_size(op, var: str) -> int | None:
+    """c when some read subscripts `var // c` (a blocked layout), else None: a vector along `var` must then be
+    exactly c long, or its reads would be gathers."""
+    for r in (n for n in walk(op.body) if isinstance(n, Read)):
+        for i in r.indices[:-1]:
+            if _block_of(i, var):
+                return i.b.value
+    return None
+
+
+def _uses(e, var: str) -> bool:
+    return any(isinstance(v, Var) and v.name == var for v in walk(e))
+
+
+def _block_of(e, var: str) -> bool:
+    """e is `var // c` (c a positive constant)."""
+    return isinstance(e, Binary) and e.op == "//" and isinstance(e.a, Var) and e.a.name == var and \
+        isinstance(e.b, Const) and e.b.value > 0
 
 
 def _vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
@@ -66,6 +88,14 @@ def _vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
     return max(fits) if fits else lanes
 
 
+def weight_block(channels: int, dtype: str = "float32", target="native") -> int | None:
+    """The block of output channels to pack conv weights by, (CO / B, KH, KW, CI, B): the vector tile of the
+    default schedule's register tile on `target` (one or two vectors) when it divides `channels`, else None.
+    Packed, each tile streams one contiguous slice of the weights instead of B floats per CO-float row."""
+    lanes = hardware_params(target).lanes(dtype)
+    return next((b for b in (TILE_VECTORS * lanes, lanes) if channels % b == 0 and b < channels), None)
+
+
 def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     st = state.stage(name)
     spatial = [it for it in st.iters if it.kind == "S"]
@@ -73,7 +103,8 @@ def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     inner, outer = [], [it.name for it in spatial]
     last = spatial[-1] if spatial else None
     factor = _vector_factor(last.extent, hw, st.op.dtype) if last is not None else None
-    if factor and _contiguous_along(st.op, last.name):
+    factor = (block_size(st.op, last.name) or factor) if factor else None
+    if factor and _contiguous_along(st.op, last.name, factor):
         outer = outer[:-1]
         if factor < last.extent:
             state = state.apply(Split(name, last.name, (factor,)))
@@ -108,8 +139,8 @@ def _tile_axes(st, hw: HardwareParams):
     vec = spatial[-1]
     lanes = hw.lanes(op.dtype)
     most = TILE_VECTORS * lanes
-    vf = vec.extent if vec.extent <= most else _divisor(vec.extent, lanes, most)
-    if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name):
+    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else _divisor(vec.extent, lanes, most))
+    if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name, vf):
         return None
     rows = [a for a in spatial[:-1] if a.extent > 1]
     if not rows:
@@ -177,4 +208,4 @@ def _parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State
     return state.apply(Annotate(name, "@".join(take), "parallel"))
 
 
-__all__ = ["default_cpu_schedule"]
+__all__ = ["block_size", "default_cpu_schedule", "weight_block"]

@@ -140,3 +140,15 @@ def test_a_table_without_conv_rejects_the_channels_last_conv_as_conv():
     table = {k: v for k, v in SUPPORT.items() if k != "Conv"}
     with pytest.raises(UnsupportedError, match=r"\(Conv\).*operator Conv is not supported"):
         import_model(m, table=table)
+
+
+def test_wide_convs_read_weights_packed_by_output_channel_blocks():
+    from ansorc.search.default_schedule import weight_block
+    b = G((1, 8, 6, 6))
+    m = b.model(b.conv(b.op("Relu", [b.conv("x", 8, 64)]), 64, 64, stride=2))
+    net = import_model(m)
+    block = weight_block(64)
+    assert block is not None and 64 % block == 0
+    assert sorted(w.shape for w in net.weights.values() if w.ndim == 5) == [(64 // block, 3, 3, c, block)
+                                                                            for c in (8, 64)]
+    check_against_ort(m)
