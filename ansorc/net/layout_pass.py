@@ -21,7 +21,7 @@ from onnx import helper
 from .import_passes import Graph
 
 DOMAIN = "ansorc"
-TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
+TO_NHWC, TO_NCHW, HWIO = (0, 2, 3, 1), (0, 3, 1, 2), (2, 3, 1, 0)
 LAYOUTS = ("nhwc", "nchw")
 # one input, same shape out; extra inputs (Clip's min/max) must be constants, kept as they are
 UNARY = frozenset({"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
@@ -109,28 +109,35 @@ def _rank4(g: Graph, name: str) -> bool:
 
 
 def _conv_ok(node, g: Graph) -> bool:
-    """A 2-D Conv with constant weights (and bias) whose groups fit its shapes; anything else stays NCHW (and
-    reports its own error when lowered)."""
-    if len(node.input) < 2 or node.input[1] not in g.consts or not _rank4(g, node.input[0]):
-        return False
-    if len(node.input) > 2 and node.input[2] and node.input[2] not in g.consts:
+    """A 2-D Conv whose weight, bias and groups fit its shapes; anything else stays NCHW (and reports its own
+    error when lowered)."""
+    if len(node.input) < 2 or not _rank4(g, node.input[0]) or not _rank4(g, node.input[1]):
         return False
     if node.input[0] in g.consts or not node.output[0] or not _rank4(g, node.output[0]):
         return False
-    w, c = g.consts[node.input[1]], g.shape(node.input[0])[1]
+    ws, c = g.shape(node.input[1]), g.shape(node.input[0])[1]
     group = int(_attrs(node).get("group", 1))
-    if w.ndim != 4 or group < 1 or c % group or w.shape[0] % group or w.shape[1] * group != c:
+    if group < 1 or c % group or ws[0] % group or ws[1] * group != c:
         return False
     b = node.input[2] if len(node.input) > 2 and node.input[2] else None
-    return b is None or g.consts[b].shape == (w.shape[0],)
+    return b is None or g.shape(b) == (ws[0],)
+
+
+def _weight(s: Sweep, name: str) -> str:
+    """The (KH, KW, CI/group, CO) weight: permuted now when constant, else by a ToHWIO node at run time."""
+    if name not in s.consts:
+        shape = tuple(s.g.shape(name)[p] for p in HWIO)
+        return s.emit("ToHWIO", [name], f"{name}_to", shape, s.elem(name))
+    wname = s.fresh(f"{name}_hwio", s.taken)
+    s.consts[wname] = np.ascontiguousarray(np.transpose(s.consts[name], HWIO))
+    return wname
 
 
 def _conv(s: Sweep, node) -> None:
     g = s.g
-    w = s.consts[node.input[1]]
-    wname = s.fresh(f"{node.input[1]}_hwio", s.taken)
-    s.consts[wname] = np.ascontiguousarray(np.transpose(w, (2, 3, 1, 0)))  # (KH, KW, CI/group, CO)
-    ins = [s.twin(node.input[0]), wname] + [i for i in node.input[2:3] if i]
+    for i in node.input[1:]:
+        s.need_nchw(i)
+    ins = [s.twin(node.input[0]), _weight(s, node.input[1])] + [i for i in node.input[2:3] if i]
     out = node.output[0]
     s.nhwc[out] = s.emit("ConvNHWC", ins, node.name, nhwc_shape(g.shape(out)), s.elem(out), **_attrs(node))
 

@@ -28,10 +28,18 @@ def _to_nchw(node, ins, ctx):
     return [compute((n, c, h, w), lambda i, ch, j, k: x[i, j, k, ch], ctx.name(node.name), "layout_transform")]
 
 
+def _to_hwio(node, ins, ctx):
+    """A conv weight computed at run time, (CO, CI/group, KH, KW) -> (KH, KW, CI/group, CO)."""
+    w = as_tensor(ins[0], ctx, f"{node.name}_w")
+    co, ci, kh, kw = w.shape
+    return [compute((kh, kw, ci, co), lambda h, v, c, o: w[o, c, h, v], ctx.name(node.name), "layout_transform")]
+
+
 # internal op -> (the ONNX op it stands for, or None; its OpSpec)
 INTERNAL: dict = {
     "ToNHWC": (None, spec(_to_nhwc, ALL)),
     "ToNCHW": (None, spec(_to_nchw, ALL)),
+    "ToHWIO": (None, spec(_to_hwio, ALL)),
     "ConvNHWC": ("Conv", spec(lower_conv_nhwc, FLOATS, _CONV_ATTRS, required=2)),
     "MaxPoolNHWC": ("MaxPool", spec(lower_max_pool_nhwc, FLOATS, _POOL_ATTRS + ("storage_order",))),
     "AveragePoolNHWC": ("AveragePool", spec(lower_average_pool_nhwc, FLOATS, _POOL_ATTRS + ("count_include_pad",))),
