@@ -38,9 +38,15 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     for st in dag.compute_ops:
         if not dag.is_output(st.name) and is_strictly_inlinable(st) and dag.consumers(st.name):
             state = state.apply(ComputeInline(st.name))
+    done: set = set()
     for st in list(state.stages):
-        if st.compute_at == "root":
-            state = _register_tiled(state, st.name, hw) or _schedule_root(state, st.name, hw)
+        if st.compute_at == "root" and st.name not in done:
+            tiled = _register_tiled(state, st.name, hw)
+            if tiled is not None:
+                state, fused = tiled
+                done.update(fused)
+            else:
+                state = _schedule_root(state, st.name, hw)
     return state
 
 
@@ -161,9 +167,11 @@ def _reuse_first(op, axes: list) -> list:
     return [a for a in axes if a in used] + [a for a in axes if a not in used]
 
 
-def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
+def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None:
     """name.local accumulates a (row tile x vector tile) block over the whole reduction, computed at the
-    innermost outer loop of `name`, which copies it out (vectorized); None when the stage does not qualify."""
+    innermost outer loop of `name`, which copies it out (vectorized), or of its element-wise epilogue, which then
+    reads the block (name inlined). (state, names of the stages scheduled), or None when `name` does not
+    qualify."""
     axes = _tile_axes(state.stage(name), hw)
     if axes is None:
         return None
@@ -181,15 +189,55 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None
     outer = [f"{a}.0" if a in steps else a for a in axes]
     inner = [f"{a}.1" if a in steps else a for a in (row, vec)]
     state = state.apply(Reorder(local, tuple(outer + reduce + inner)))
+    epilogue = _epilogue(state, name)
+    if epilogue is not None:  # the copy-out is the epilogue itself: the conv's output never goes to memory
+        state = state.apply(ComputeInline(name))
+        rename = dict(zip((a.name for a in state.stage(local).op.axes),
+                          (a.name for a in state.stage(epilogue).op.axes)))
+        outer, inner = ([_renamed(a, rename) for a in names] for names in (outer, inner))
+        steps = {rename[a]: src for a, src in steps.items()}
+    target = epilogue or name
     for ax, src in steps.items():
-        state = state.apply(FollowSplit(name, ax, src, 1))
-    state = state.apply(Reorder(name, tuple(outer + inner)))
+        state = state.apply(FollowSplit(target, ax, src, 1))
+    state = state.apply(Reorder(target, tuple(outer + inner)))
     if outer:
-        state = state.apply(ComputeAt(local, name, outer[-1]))
-    state = _parallel(state, name, outer, hw)
-    state = state.apply(Annotate(local, inner[-1], "vectorize"))
-    state = state.apply(Annotate(name, inner[-1], "vectorize"))
-    return state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
+        state = state.apply(ComputeAt(local, target, outer[-1]))
+    state = _parallel(state, target, outer, hw)
+    state = state.apply(Annotate(local, state.stage(local).iters[-1].name, "vectorize"))
+    state = state.apply(Annotate(target, inner[-1], "vectorize"))
+    state = state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
+    return state, {name, target}
+
+
+def _renamed(iter_name: str, rename: dict) -> str:
+    base, dot, part = iter_name.partition(".")
+    return rename[base] + dot + part
+
+
+def _same_element(r: Read, op) -> bool:
+    """r reads the element op computes: each subscript is op's own axis (or 0 along an axis of extent 1)."""
+    return len(r.indices) == len(op.axes) and all(
+        i == a.var or (isinstance(i, Const) and i.value == 0 and a.extent == 1) for i, a in zip(r.indices, op.axes))
+
+
+def _epilogue(state: State, name: str) -> str | None:
+    """The root output stage that alone reads `name` (a cache-written conv, now a copy) through a chain of
+    inlined element-wise stages of its shape (bias, batch-norm, ReLU, a residual add), else None."""
+    shape = tuple(state.stage(name).op.shape)
+    chain, roots = {name}, []
+    for st in state.stages[state.stage_index(name) + 1:]:
+        reads = [r for r in walk(st.op.body) if isinstance(r, Read) and r.name in chain]
+        if not reads:
+            continue
+        if tuple(st.op.shape) != shape or st.op.combiner or not all(_same_element(r, st.op) for r in reads):
+            return None
+        if st.compute_at == "inline":
+            chain.add(st.name)
+        else:
+            roots.append(st.name)
+    if len(roots) != 1 or not state.is_output(roots[0]) or state.stage(roots[0]).compute_at != "root":
+        return None
+    return roots[0]
 
 
 def _parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
