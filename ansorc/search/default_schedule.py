@@ -36,7 +36,8 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     hw = hw or hardware_params(target)
     state = State.initial(dag)
     for st in dag.compute_ops:
-        if not dag.is_output(st.name) and is_strictly_inlinable(st) and dag.consumers(st.name):
+        if not dag.is_output(st.name) and dag.consumers(st.name) and (
+                is_strictly_inlinable(st) or _padding_of_depthwise(dag, st)):
             state = state.apply(ComputeInline(st.name))
     done: set = set()
     for st in list(state.stages):
@@ -48,6 +49,17 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
             else:
                 state = _schedule_root(state, st.name, hw)
     return state
+
+
+def _padding_of_depthwise(dag, op) -> bool:
+    """A padding stage (tag "pad") read only by reductions without a channel reduction (a depthwise conv, a
+    pool): inlined, its border test costs less than writing and reading back a padded copy of the input, which
+    such a reduction reads only once per tap."""
+    if getattr(op, "tag", "") != "pad":
+        return False
+    ops = {o.name: o for o in dag.compute_ops}
+    readers = [ops.get(n) for n in dag.consumers(op.name)]
+    return bool(readers) and all(r is not None and r.combiner and len(r.reduce_axes) <= 2 for r in readers)
 
 
 def _contiguous_along(op, var: str, factor: int | None = None) -> bool:
