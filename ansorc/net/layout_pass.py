@@ -64,15 +64,17 @@ class Sweep:
         pool.add(name)
         return name
 
-    def emit(self, op: str, inputs, hint: str, out_shape, elem: int, domain: str = DOMAIN, like=None, **attrs):
-        """A new node of one output (a fresh tensor of `out_shape`) after the nodes so far; its output name."""
+    def emit(self, op: str, inputs, hint: str, out_shape, elem: int, domain: str = DOMAIN, like=None,
+             replaces=None, **attrs):
+        """A new node of one output (a fresh tensor of `out_shape`) after the nodes so far; its output name.
+        `like`: copy that ONNX node's op and attributes; `replaces`: the node it stands for, whose name it takes
+        (so messages name the user's node)."""
         out = self.fresh(f"{hint}_nhwc", self.taken)
-        if like is not None:  # a copy of an ONNX node on other tensors
-            node = helper.make_node(op, list(inputs), [out], name=self.fresh(f"{like.name}_nhwc", self.names))
+        old = like if like is not None else replaces
+        name = old.name if old is not None else self.fresh(hint, self.names)
+        node = helper.make_node(op, list(inputs), [out], name=name, domain=domain, **attrs)
+        if like is not None:
             node.attribute.extend(like.attribute)
-        else:
-            node = helper.make_node(op, list(inputs), [out], name=self.fresh(hint, self.names), domain=domain,
-                                    **attrs)
         self.nodes.append(node)
         self.types[out] = (tuple(out_shape), elem)
         return out
@@ -139,7 +141,8 @@ def _conv(s: Sweep, node) -> None:
         s.need_nchw(i)
     ins = [s.twin(node.input[0]), _weight(s, node.input[1])] + [i for i in node.input[2:3] if i]
     out = node.output[0]
-    s.nhwc[out] = s.emit("ConvNHWC", ins, node.name, nhwc_shape(g.shape(out)), s.elem(out), **_attrs(node))
+    s.nhwc[out] = s.emit("ConvNHWC", ins, node.name, nhwc_shape(g.shape(out)), s.elem(out), replaces=node,
+                         **_attrs(node))
 
 
 def _pool_ok(node, g: Graph, s: Sweep) -> bool:
@@ -151,7 +154,7 @@ def _pool_ok(node, g: Graph, s: Sweep) -> bool:
 def _pool(s: Sweep, node) -> None:
     out = node.output[0]
     s.nhwc[out] = s.emit(POOLS[node.op_type], [s.nhwc[node.input[0]]], node.name, nhwc_shape(s.g.shape(out)),
-                         s.elem(out), **_attrs(node))
+                         s.elem(out), replaces=node, **_attrs(node))
 
 
 def _permuted_const(s: Sweep, name: str, out_shape) -> str | None:
@@ -203,7 +206,32 @@ def _concat(s: Sweep, node) -> bool:
     if not _rank4(g, out) or axis not in (1, -3) or not all(i in s.nhwc for i in node.input):
         return False
     twins = [s.nhwc[i] for i in node.input]
-    s.nhwc[out] = s.emit("Concat", twins, out, nhwc_shape(g.shape(out)), s.elem(out), domain="", axis=3)
+    s.nhwc[out] = s.emit("Concat", twins, out, nhwc_shape(g.shape(out)), s.elem(out), domain="", replaces=node,
+                         axis=3)
+    return True
+
+
+def _batchnorm(s: Sweep, node) -> bool:
+    """An inference BatchNormalization left over (not after a conv: DenseNet's BN -> ReLU -> Conv) on an NHWC
+    twin: x * scale' + shift' with per-channel constants in the last axis."""
+    attrs = _attrs(node)
+    out = node.output[0]
+    if len(node.input) != 5 or any(node.output[1:]) or node.input[0] not in s.nhwc or not _rank4(s.g, out):
+        return False
+    if attrs.get("training_mode", 0) or not attrs.get("spatial", 1) or not all(i in s.consts for i in node.input[1:]):
+        return False
+    scale, bias, mean, var = (s.consts[i].astype(np.float64).reshape(-1) for i in node.input[1:])
+    dtype = s.consts[node.input[1]].dtype
+    with np.errstate(all="ignore"):  # a negative variance gives NaN, as the ONNX op would
+        mul = scale / np.sqrt(var + float(attrs.get("epsilon", 1e-5)))
+        add = bias - mean * mul
+    names = []
+    for hint, a in (("bn_scale", mul), ("bn_shift", add)):
+        names.append(s.fresh(f"{node.name}_{hint}", s.taken))
+        s.consts[names[-1]] = a.astype(dtype).reshape(1, 1, 1, -1)
+    shape, elem = nhwc_shape(s.g.shape(out)), s.elem(out)
+    scaled = s.emit("Mul", [s.nhwc[node.input[0]], names[0]], f"{out}_scaled", shape, elem, domain="")
+    s.nhwc[out] = s.emit("Add", [scaled, names[1]], out, shape, elem, domain="", replaces=node)
     return True
 
 
@@ -220,14 +248,13 @@ def _step(s: Sweep, node) -> None:
         _conv(s, node)
     elif _pool_ok(node, s.g, s):
         _pool(s, node)
-    elif op in UNARY or op in BINARY:
-        if not _elementwise(s, node):
-            _keep(s, node)
-    elif op == "Concat":
-        if not _concat(s, node):
-            _keep(s, node)
     else:
-        _keep(s, node)
+        convert = _elementwise if op in UNARY or op in BINARY else CONVERT.get(op)
+        if convert is None or not convert(s, node):
+            _keep(s, node)
+
+
+CONVERT = {"Concat": _concat, "BatchNormalization": _batchnorm}  # op -> converter (False: it stays NCHW)
 
 
 def to_channels_last(g: Graph) -> Graph:

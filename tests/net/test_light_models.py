@@ -43,7 +43,7 @@ def test_light_models_are_there():
 def test_import_passes_on_light_models(name):
     """Weights folded to constants, BatchNormalization folded into its conv wherever it follows one."""
     m = onnx.load(path(name))
-    g = graph_of(path(name))
+    g = graph_of(path(name), layout="nchw")
     before = collections.Counter(n.op_type for n in m.graph.node)
     after = collections.Counter(n.op_type for n in g.nodes)
     assert after["Conv"] == before["Conv"] and after["Dropout"] == 0

@@ -138,7 +138,7 @@ def test_a_table_without_conv_rejects_the_channels_last_conv_as_conv():
     b = G()
     m = b.model(b.conv("x", 8, 8))
     table = {k: v for k, v in SUPPORT.items() if k != "Conv"}
-    with pytest.raises(UnsupportedError, match=r"\(Conv\).*operator Conv is not supported"):
+    with pytest.raises(UnsupportedError, match=r"node 'n1' \(Conv\).*operator Conv is not supported"):
         import_model(m, table=table)
 
 
@@ -151,4 +151,15 @@ def test_wide_convs_read_weights_packed_by_output_channel_blocks():
     assert block is not None and 64 % block == 0
     assert sorted(w.shape for w in net.weights.values() if w.ndim == 5) == [(64 // block, 3, 3, c, block)
                                                                             for c in (8, 64)]
+    check_against_ort(m)
+
+
+def test_batchnorm_not_after_a_conv_becomes_channels_last_scale_and_shift():
+    b = G()
+    c = b.const
+    params = [c(RNG.uniform(0.5, 2, 8)), c(RNG.standard_normal(8)), c(RNG.standard_normal(8)), c(RNG.uniform(0.5, 2, 8))]
+    bn = b.op("BatchNormalization", [b.op("Relu", [b.conv("x", 8, 8)])] + params, epsilon=1e-3)
+    m = b.model(b.conv(bn, 8, 4))
+    counted = ops(m)
+    assert counted["BatchNormalization"] == 0 and counted["Mul"] == counted["Add"] == 1 and counted["ToNCHW"] == 1
     check_against_ort(m)
