@@ -156,8 +156,8 @@ def test_wide_convs_read_weights_packed_by_output_channel_blocks():
 
 def test_batchnorm_not_after_a_conv_becomes_channels_last_scale_and_shift():
     b = G()
-    c = b.const
-    params = [c(RNG.uniform(0.5, 2, 8)), c(RNG.standard_normal(8)), c(RNG.standard_normal(8)), c(RNG.uniform(0.5, 2, 8))]
+    c = b.const  # scale, shift, mean, variance
+    params = [c(RNG.uniform(0.5, 2, 8)), c(RNG.standard_normal(8)), c(RNG.standard_normal(8)), c(RNG.uniform(1, 2, 8))]
     bn = b.op("BatchNormalization", [b.op("Relu", [b.conv("x", 8, 8)])] + params, epsilon=1e-3)
     m = b.model(b.conv(bn, 8, 4))
     counted = ops(m)
