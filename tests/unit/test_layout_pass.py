@@ -163,3 +163,37 @@ def test_batchnorm_not_after_a_conv_becomes_channels_last_scale_and_shift():
     counted = ops(m)
     assert counted["BatchNormalization"] == 0 and counted["Mul"] == counted["Add"] == 1 and counted["ToNCHW"] == 1
     check_against_ort(m)
+
+
+def _conv_tasks(model):
+    from ansorc.net.fuse import fuse
+    from ansorc.net.tasks import extract_tasks
+    net = import_model(model)
+    return [t for t in extract_tasks(net, fuse(net)) if any("conv2d_nhwc" in getattr(o, "tag", "") for o in t.dag.ops)]
+
+
+def test_default_schedule_register_tiles_channels_last_convs_along_output_channels():
+    """Stride-2 conv, 7x7 stem and depthwise: a register tile (conv.local) whose vector loop is the output
+    channels (the packed block for group-1 convs), rows along the output width; the padding of the depthwise conv
+    inlined, the epilogue (bias, ReLU) reading the tile."""
+    from ansorc.search.default_schedule import default_cpu_schedule, weight_block
+    from ansorc.search.task import hardware_params
+    b = G((1, 3, 32, 32))
+    stem = b.op("Relu", [b.conv("x", 3, 64, k=7, stride=2)])
+    m = b.model(b.conv(b.op("Relu", [b.conv(stem, 64, 64, group=64)]), 64, 64, stride=2))
+    tasks = _conv_tasks(m)
+    assert len(tasks) == 3
+    lanes = hardware_params("native").lanes("float32")
+    for t in tasks:
+        state = default_cpu_schedule(t.dag)
+        local = next(s for s in state.stages if s.name.endswith(".local"))
+        vec = local.iters[-1]
+        depthwise = any(getattr(o, "tag", "") == "depthwise_conv2d_nhwc" for o in t.dag.ops)
+        assert vec.annotation == "vectorize" and vec.name.startswith("i3") and vec.extent % lanes == 0
+        assert local.iters[-2].name.startswith("i2")     # rows: output width
+        if not depthwise:
+            assert vec.extent == weight_block(64)
+        pads = [s for s in state.stages if getattr(s.op, "tag", "") == "pad"]
+        assert all(s.compute_at == "inline" for s in pads) == depthwise
+        out = next(s for s in state.stages if s.name == t.dag.outputs[0].name)
+        assert local.attach[0] == out.name   # the ReLU epilogue reads the register tile
