@@ -18,7 +18,7 @@ import os
 import numpy as np
 from onnx import helper
 
-from .import_passes import Graph
+from .import_passes import Graph, _has_subgraph
 
 DOMAIN = "ansorc"
 TO_NHWC, TO_NCHW, HWIO = (0, 2, 3, 1), (0, 3, 1, 2), (2, 3, 1, 0)
@@ -259,8 +259,8 @@ CONVERT = {"Concat": _concat, "BatchNormalization": _batchnorm}  # op -> convert
 
 def to_channels_last(g: Graph) -> Graph:
     """The graph with its 2-D convolutions (and the element-wise ops and pools between them) channels-last."""
-    if not any(n.op_type == "Conv" for n in g.nodes):
-        return g
+    if not any(n.op_type == "Conv" for n in g.nodes) or any(_has_subgraph(n) for n in g.nodes):
+        return g  # (a subgraph may read any outer value by name: every NCHW value must then exist)
     s = Sweep(g)
     for node in g.nodes:
         _step(s, node)
