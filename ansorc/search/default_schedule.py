@@ -1,10 +1,11 @@
 """The schedule of an untuned task (trials=0): deterministic, always valid, reasonably fast.
 
-Strictly inlinable stages are inlined (outputs stay). Each remaining root stage: the innermost spatial loop is
-vectorized (whole when short, else split by a vector-sized factor) when its reads are contiguous or invariant
-along it, the reduction loops go between the outer spatial loops and that vector loop (so a reduction updates
-a vector of outputs per step, as a matmul's inner product becomes FMAs on rows), and the outer spatial loops
-are fused into one parallel loop of enough iterations for the cores. Reductions stay serial.
+Strictly inlinable stages are inlined (outputs stay), and so are layout transposes (a network's NCHW input read
+by its first channels-last conv) and the padding of depthwise convs and pools. Each remaining root stage: the
+innermost spatial loop is vectorized (whole when short, else split by a vector-sized factor) when its reads are
+contiguous or invariant along it, the reduction loops go between the outer spatial loops and that vector loop
+(so a reduction updates a vector of outputs per step, as a matmul's inner product becomes FMAs on rows), and the
+outer spatial loops are fused into one parallel loop of enough iterations for the cores. Reductions stay serial.
 
 A reduction with data reuse (a matmul, a conv) also gets a register tile, Ansor's cache-write sketch with fixed
 sizes: it accumulates a block of rows x one or two vectors in a local buffer (registers once unrolled) over the
@@ -37,7 +38,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     state = State.initial(dag)
     for st in dag.compute_ops:
         if not dag.is_output(st.name) and dag.consumers(st.name) and (
-                is_strictly_inlinable(st) or _padding_of_depthwise(dag, st)):
+                is_strictly_inlinable(st) or _padding_of_depthwise(dag, st) or st.tag == "layout_transform"):
             state = state.apply(ComputeInline(st.name))
     done: set = set()
     for st in list(state.stages):
