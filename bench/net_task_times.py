@@ -3,7 +3,7 @@ random inputs, weighted by how often the network runs it. Shows which fused grou
 figure is the fastest of `calls` calls: on a machine shared with other work, a call the OS preempted is slower
 for reasons the program does not control (OMP_NUM_THREADS=1 steadies it further).
 
-    python bench/net_profile.py --model resnet18 --layout nhwc [--top 15]
+    python bench/net_task_times.py --model resnet18 --layout nhwc [--top 15]
 """
 from __future__ import annotations
 
