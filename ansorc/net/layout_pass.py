@@ -35,8 +35,7 @@ POOLS = {"MaxPool": "MaxPoolNHWC", "AveragePool": "AveragePoolNHWC",
 
 def default_layout() -> str:
     """The layout networks compute convolutions in: ANSORC_NET_LAYOUT=nchw turns the pass off."""
-    value = os.environ.get("ANSORC_NET_LAYOUT", "nhwc").strip().lower()
-    return value if value in LAYOUTS else "nhwc"
+    return os.environ.get("ANSORC_NET_LAYOUT", "nhwc").strip().lower() or "nhwc"
 
 
 def nhwc_shape(shape) -> tuple:
@@ -274,7 +273,8 @@ def apply_layout(g: Graph, layout: str | None = None) -> Graph:
     layout = (layout or default_layout()).lower()
     if layout not in LAYOUTS:
         from .network import NetError
-        raise NetError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+        raise NetError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)} (the layout= argument, else "
+                       "ANSORC_NET_LAYOUT)")
     return to_channels_last(g) if layout == "nhwc" else g
 
 

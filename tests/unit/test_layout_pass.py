@@ -197,3 +197,18 @@ def test_default_schedule_register_tiles_channels_last_convs_along_output_channe
         assert all(s.compute_at == "inline" for s in pads) == depthwise
         out = next(s for s in state.stages if s.name == t.dag.outputs[0].name)
         assert local.attach[0] == out.name   # the ReLU epilogue reads the register tile
+
+
+def test_the_layout_comes_from_the_environment_and_a_bad_one_is_one_line(monkeypatch):
+    from ansorc.net.network import NetError
+    b = G()
+    m = b.model(b.conv("x", 8, 8))
+    monkeypatch.setenv("ANSORC_NET_LAYOUT", "nchw")
+    assert ops(m, layout=None)["Conv"] == 1
+    monkeypatch.setenv("ANSORC_NET_LAYOUT", "NHWC")
+    assert ops(m, layout=None)["ConvNHWC"] == 1
+    with pytest.raises(NetError, match="layout 'nwhc' is not one of nhwc, nchw"):
+        graph_of(m, layout="nwhc")
+    monkeypatch.setenv("ANSORC_NET_LAYOUT", "chw")
+    with pytest.raises(NetError, match="layout 'chw' is not one of"):
+        graph_of(m)
