@@ -3,7 +3,8 @@
 A pool is a padded stage (-inf or 0 on the border) and one max/sum reduction over the kernel taps; an average
 divides by the per-position count in its own element-wise compute. The count depends only on the output
 position and is separable per spatial dim, so it is a product of small per-dim select chains built here from
-the exact counts (ceil_mode, count_include_pad and dilations all included)."""
+the exact counts (ceil_mode, count_include_pad and dilations all included). The *_nhwc lowerings are the 2-D
+channels-last pools of layout_pass (internal ops, ops_layout.INTERNAL)."""
 from __future__ import annotations
 
 from collections import Counter
