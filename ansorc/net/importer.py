@@ -17,6 +17,7 @@ from onnx import helper, numpy_helper
 
 from ..ir.dtypes import DTYPE_TABLE
 from .import_passes import PASSES, Graph
+from .layout_pass import apply_layout
 from .network import NetError, Network, UnsupportedError
 
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit for one message
@@ -232,23 +233,27 @@ def _named(node, name: str):
 
 # ----------------------------------------------------------------------------- the whole import
 
-def graph_of(model, input_shapes: dict | None = None) -> Graph:
-    """The model after loading, checks, shape inference and the graph passes (before lowering)."""
+def graph_of(model, input_shapes: dict | None = None, layout: str | None = None) -> Graph:
+    """The model after loading, checks, shape inference and the graph passes (before lowering). `layout`:
+    "nhwc" computes 2-D convolutions and pools channels-last (layout_pass), "nchw" as ONNX gives them; default
+    ANSORC_NET_LAYOUT, else nhwc."""
     proto, name = load(model)
     default_opset(proto, name)
     types = infer(static_shapes(proto, name, input_shapes), name)
     graph = to_graph(proto, name, types)
     for p in PASSES:
         graph = p(graph)
-    return graph
+    return apply_layout(graph, layout)  # last: onnx shape inference knows none of its internal ops
 
 
-def import_model(model, input_shapes: dict | None = None, table: dict | None = None) -> Network:
-    """Import an ONNX model (path or ModelProto) as a Network; `table` defaults to ops_table.SUPPORT."""
+def import_model(model, input_shapes: dict | None = None, table: dict | None = None,
+                 layout: str | None = None) -> Network:
+    """Import an ONNX model (path or ModelProto) as a Network; `table` defaults to ops_table.SUPPORT, `layout`
+    as graph_of."""
     from .lowering import lower_graph
     if table is None:
         from .ops_table import SUPPORT as table
-    return lower_graph(graph_of(model, input_shapes), table)
+    return lower_graph(graph_of(model, input_shapes, layout), table)
 
 
 def run_reference(net: Network, inputs) -> list:

@@ -14,6 +14,7 @@ from ..ir.te import PlaceholderOp, Tensor
 from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, run_node
 from .network import NetError, Network, UnsupportedError, c_name
 from .ops_common import LowerContext, Node
+from .ops_layout import DOMAIN, internal_spec
 
 
 def dtype_name(elem: int) -> str:
@@ -104,6 +105,13 @@ def check_node(node: Node, table: dict):
     return spec
 
 
+def node_spec(proto, node: Node, table: dict) -> tuple:
+    """(node, table row) of an ONNX node or of an internal one of the layout pass (ops_layout)."""
+    if proto.domain == DOMAIN:
+        return internal_spec(proto, node, table, check_node)
+    return node, check_node(node, table)
+
+
 def _te_shape(shape) -> tuple:
     return tuple(shape) if shape else (1,)  # rank-0 ONNX tensors are held as shape (1,)
 
@@ -177,7 +185,7 @@ def check_graph(g: Graph, table: dict) -> None:
         if dt not in DTYPE_TABLE:
             raise UnsupportedError(f"model {g.name!r}: input {name!r} has dtype {dt}, which is not supported")
     for k in topological(g):
-        check_node(make_node(g.nodes[k], g, shapes, dtypes), table)
+        node_spec(g.nodes[k], make_node(g.nodes[k], g, shapes, dtypes), table)
 
 
 def lower_graph(g: Graph, table: dict) -> Network:
@@ -192,7 +200,7 @@ def lower_graph(g: Graph, table: dict) -> Network:
         node = make_node(proto, g, shapes, dtypes)
         if missing:
             raise NetError(f"{node.where()}: input {missing[0]!r} is produced by no node")
-        spec = check_node(node, table)
+        node, spec = node_spec(proto, node, table)
         outs = _lower(node, proto, [env[i] if i else None for i in proto.input], spec, ctx, g)
         for o, v in zip(proto.output, outs):
             if o and v is not None:

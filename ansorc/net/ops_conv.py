@@ -1,4 +1,5 @@
-"""Conv and ConvTranspose (1-D/2-D/3-D, NCHW as ONNX gives it) lowered to te.
+"""Conv and ConvTranspose (1-D/2-D/3-D, NCHW as ONNX gives it) lowered to te; ConvNHWC, the channels-last 2-D
+conv that layout_pass makes of Conv.
 
 A conv is a padded-input stage (select on the border, inlined by the search) and one multiply-add reduction over
 (input channel of the group, kernel taps), as workloads.c2d/c1d/c3d/dep; the bias is its own element-wise compute
@@ -6,7 +7,10 @@ so that fusion treats it like any epilogue. ConvTranspose dilates and pads its i
 conv with the flipped kernel over it (as TVM's conv2d_transpose)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import te
+from ..search.default_schedule import weight_block
 from .ops_nn_util import as_tensor, compute, ints, spec, zero
 from .ops_window import Window, pad_spatial, taps, window
 
@@ -73,6 +77,57 @@ def lower_conv(node, ins, ctx):
     padded = pad_spatial(x, xs[2:], win, zero(x.dtype), ctx.name(f"{node.name}_pad"))
     out = _conv(node, padded, w, win, group, ctx.name(node.name))
     return [_add_bias(node, out, ins[2] if len(ins) > 2 else None, ctx)]
+
+
+# ----------------------------------------------------------------------------- channels-last (layout_pass)
+
+def lower_conv_nhwc(node, ins, ctx):
+    """The internal ConvNHWC of layout_pass: x (N, H, W, C), w (KH, KW, C/group, CO), as workloads.c2d/dep:
+    out[n, oh, ow, co] = sum_{rh, rw, rc} pad[n, oh*s + rh*d, ow*s + rw*d, ci(co, rc)] * w[rh, rw, rc, co]."""
+    xs, ws = tuple(node.in_shapes[0]), tuple(node.in_shapes[1])
+    if len(xs) != 4 or len(ws) != 4:
+        raise node.unsupported(f"input {list(xs)} and weight {list(ws)} of a channels-last conv must be 4-D")
+    kernel = ints(node, "kernel_shape", ws[:2], 2)
+    group, (C, cg, M) = int(node.attrs.get("group", 1)), (xs[3], ws[2], ws[3])
+    if kernel != ws[:2] or group < 1 or C % group or M % group or cg * group != C:
+        raise node.unsupported(f"kernel_shape {list(kernel)}, group={group}: do not match input {list(xs)} and "
+                               f"weight {list(ws)}")
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    block = weight_block(M, x.dtype) if group == 1 and isinstance(ins[1], np.ndarray) else None
+    w = as_tensor(ins[1] if block is None else _packed(ins[1], block), ctx, f"{node.name}_w")
+    win = window(node, xs[1:3], ws[:2])
+    padded = pad_spatial(x, xs[1:3], win, zero(x.dtype), ctx.name(f"{node.name}_pad"), channels_last=True)
+    rh, rw = te.reduce_axis((0, ws[0]), "rh"), te.reduce_axis((0, ws[1]), "rw")
+    rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
+    depthwise = group == C and cg == 1
+
+    reduce = [rh, rw] + ([rc] if rc is not None else [])
+
+    def body(n, oh, ow, co):
+        ci = _channel(co, rc, M // group, cg, group)
+        src = padded[n, taps(oh, rh, win, 0), taps(ow, rw, win, 1), ci]
+        r = rc if rc is not None else 0
+        wv = w[rh, rw, r, co] if block is None else w[co // block, rh, rw, r, co % block]
+        return te.sum(src * wv, axis=reduce)
+    tag = "depthwise_conv2d_nhwc" if depthwise else "conv2d_nhwc"
+    out = compute((xs[0],) + win.out + (M,), body, ctx.name(node.name), tag)
+    return [_add_bias_last(node, out, ins[2] if len(ins) > 2 else None, ctx)]
+
+
+def _packed(w, block: int):
+    """HWIO weights (KH, KW, CI, CO) as (CO / block, KH, KW, CI, block): a block of output channels contiguous."""
+    kh, kw, ci, co = w.shape
+    return np.ascontiguousarray(w.reshape(kh, kw, ci, co // block, block).transpose(3, 0, 1, 2, 4))
+
+
+def _add_bias_last(node, out, b, ctx):
+    if b is None:
+        return out
+    bias = as_tensor(b, ctx, f"{node.name}_bias")
+    if tuple(bias.shape) != (out.shape[-1],):
+        raise node.unsupported(f"bias of shape {list(bias.shape)} should be ({out.shape[-1]},)")
+    return compute(out.shape, lambda n, h, w, c: out[n, h, w, c] + bias[c], ctx.name(f"{node.name}_bias_add"),
+                   "bias_add")
 
 
 # ----------------------------------------------------------------------------- ConvTranspose

@@ -3,7 +3,8 @@
 A pool is a padded stage (-inf or 0 on the border) and one max/sum reduction over the kernel taps; an average
 divides by the per-position count in its own element-wise compute. The count depends only on the output
 position and is separable per spatial dim, so it is a product of small per-dim select chains built here from
-the exact counts (ceil_mode, count_include_pad and dilations all included)."""
+the exact counts (ceil_mode, count_include_pad and dilations all included). The *_nhwc lowerings are the 2-D
+channels-last pools of layout_pass (internal ops, ops_layout.INTERNAL)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -153,6 +154,58 @@ def lower_global_average_pool(node, ins, ctx):
 
 def lower_global_max_pool(node, ins, ctx):
     return [_global(node, ins, ctx, te.max)]
+
+
+# ----------------------------------------------------------------------------- channels-last (layout_pass)
+
+def _nhwc(node, ins, ctx, fill):
+    """(x, padded, window, (H, W)) of a 2-D pool on x (N, H, W, C)."""
+    shape = tuple(node.in_shapes[0])
+    if len(shape) != 4 or "kernel_shape" not in node.attrs:
+        raise node.unsupported(f"a channels-last pool needs a 4-D input (got {list(shape)}) and kernel_shape")
+    win = window(node, shape[1:3], ints(node, "kernel_shape", (), 2), bool(node.attrs.get("ceil_mode", 0)))
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    return x, pad_spatial(x, shape[1:3], win, fill(x.dtype), ctx.name(f"{node.name}_pad"), True), win, shape[1:3]
+
+
+def _pool_last(padded, win: Window, combiner, name: str):
+    rh, rw = te.reduce_axis((0, win.kernel[0]), "rh"), te.reduce_axis((0, win.kernel[1]), "rw")
+    return compute((padded.shape[0],) + win.out + (padded.shape[-1],), lambda n, h, w, c: combiner(
+        padded[n, taps(h, rh, win, 0), taps(w, rw, win, 1), c], axis=[rh, rw]), name, "pool")
+
+
+def lower_max_pool_nhwc(node, ins, ctx):
+    _, padded, win, _ = _nhwc(node, ins, ctx, lowest)
+    return [_pool_last(padded, win, te.max, ctx.name(node.name))]
+
+
+def lower_average_pool_nhwc(node, ins, ctx):
+    x, padded, win, sizes = _nhwc(node, ins, ctx, zero)
+    total = _pool_last(padded, win, te.sum, ctx.name(f"{node.name}_sum"))
+    include = bool(node.attrs.get("count_include_pad", 0))
+    counts = [_counts(n, win, d, include) for d, n in enumerate(sizes)]
+    if min(min(c) for c in counts) < 1:
+        raise node.unsupported("a pooling window covers no input element")
+    return [compute(total.shape, lambda n, h, w, c: total[n, h, w, c] / (
+        _table(h, counts[0]) * _table(w, counts[1])).astype(x.dtype), ctx.name(node.name), "pool_average")]
+
+
+def _global_last(node, ins, ctx, combiner, name):
+    shape = tuple(node.in_shapes[0])
+    x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    rh, rw = te.reduce_axis((0, shape[1]), "rh"), te.reduce_axis((0, shape[2]), "rw")
+    return compute((shape[0], 1, 1, shape[3]), lambda n, h, w, c: combiner(x[n, rh, rw, c], axis=[rh, rw]),
+                   ctx.name(name), "pool_global")
+
+
+def lower_global_average_pool_nhwc(node, ins, ctx):
+    total = _global_last(node, ins, ctx, te.sum, f"{node.name}_sum")
+    count = float(np.prod(node.in_shapes[0][1:3]))
+    return [compute(total.shape, lambda *i: total[i] / count, ctx.name(node.name), "pool_average")]
+
+
+def lower_global_max_pool_nhwc(node, ins, ctx):
+    return [_global_last(node, ins, ctx, te.max, node.name)]
 
 
 _POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")

@@ -66,26 +66,34 @@ def _out_size(padded: int, span: int, stride: int, last_start: int, ceil_mode: b
     return out - 1 if (out - 1) * stride >= last_start else out
 
 
-def pad_spatial(x, sizes, win: Window, fill, name: str):
-    """x (N, C, *sizes) padded to cover every window read: `fill` outside the input, or x itself when no read
-    leaves the input."""
+def pad_spatial(x, sizes, win: Window, fill, name: str, channels_last: bool = False):
+    """x (N, C, *sizes), or (N, *sizes, C) when channels_last, padded to cover every window read: `fill`
+    outside the input, or x itself when no read leaves the input."""
     before = win.before
     after = tuple(win.needed(d) - b - n for d, (b, n) in enumerate(zip(before, sizes)))
     if not any(before) and max(after) <= 0:
         return x
-    shape = tuple(x.shape[:2]) + tuple(n + b + a for n, b, a in zip(sizes, before, after))
+    spatial = tuple(n + b + a for n, b, a in zip(sizes, before, after))
+    if channels_last:
+        shape = (x.shape[0],) + spatial + (x.shape[-1],)
+        return compute(shape, lambda n, *i: _padded(x, sizes, before, after, fill, [n], i[:-1], i[-1:]), name,
+                       "pad")
+    shape = tuple(x.shape[:2]) + spatial
+    return compute(shape, lambda n, c, *pos: _padded(x, sizes, before, after, fill, [n, c], pos, ()), name,
+                   "pad")
 
-    def body(n, c, *pos):
-        conds, src = [], [n, c]
-        for p, size, b, a in zip(pos, sizes, before, after):
-            if b:
-                conds.append(p >= b)
-            if a > 0:
-                conds.append(p < b + size)
-            src.append(p - b if b else p)
-        read = x[tuple(src)]
-        return te.if_then_else(te.all(*conds), read, fill) if conds else read
-    return compute(shape, body, name, "pad")
+
+def _padded(x, sizes, before, after, fill, head, pos, tail):
+    """x at the padded position: `head` indices, the spatial `pos` shifted by the front pads, `tail` indices."""
+    conds, src = [], list(head)
+    for p, size, b, a in zip(pos, sizes, before, after):
+        if b:
+            conds.append(p >= b)
+        if a > 0:
+            conds.append(p < b + size)
+        src.append(p - b if b else p)
+    read = x[tuple(src) + tuple(tail)]
+    return te.if_then_else(te.all(*conds), read, fill) if conds else read
 
 
 def taps(o, r, win: Window, d: int):

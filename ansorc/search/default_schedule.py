@@ -1,10 +1,11 @@
 """The schedule of an untuned task (trials=0): deterministic, always valid, reasonably fast.
 
-Strictly inlinable stages are inlined (outputs stay). Each remaining root stage: the innermost spatial loop is
-vectorized (whole when short, else split by a vector-sized factor) when its reads are contiguous or invariant
-along it, the reduction loops go between the outer spatial loops and that vector loop (so a reduction updates
-a vector of outputs per step, as a matmul's inner product becomes FMAs on rows), and the outer spatial loops
-are fused into one parallel loop of enough iterations for the cores. Reductions stay serial.
+Strictly inlinable stages are inlined (outputs stay), and so are layout transposes (a network's NCHW input read
+by its first channels-last conv) and the padding of depthwise convs and pools. Each remaining root stage: the
+innermost spatial loop is vectorized (whole when short, else split by a vector-sized factor) when its reads are
+contiguous or invariant along it, the reduction loops go between the outer spatial loops and that vector loop
+(so a reduction updates a vector of outputs per step, as a matmul's inner product becomes FMAs on rows), and the
+outer spatial loops are fused into one parallel loop of enough iterations for the cores. Reductions stay serial.
 
 A reduction with data reuse (a matmul, a conv) also gets a register tile, Ansor's cache-write sketch with fixed
 sizes: it accumulates a block of rows x one or two vectors in a local buffer (registers once unrolled) over the
@@ -17,7 +18,7 @@ import math
 
 from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
-from ..ir.expr import Read, Var, walk
+from ..ir.expr import Binary, Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
 from ..ir.steps import Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams, hardware_params
@@ -36,22 +37,62 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     hw = hw or hardware_params(target)
     state = State.initial(dag)
     for st in dag.compute_ops:
-        if not dag.is_output(st.name) and is_strictly_inlinable(st) and dag.consumers(st.name):
+        if not dag.is_output(st.name) and dag.consumers(st.name) and (
+                is_strictly_inlinable(st) or _padding_of_depthwise(dag, st) or st.tag == "layout_transform"):
             state = state.apply(ComputeInline(st.name))
+    done: set = set()
     for st in list(state.stages):
-        if st.compute_at == "root":
-            state = _register_tiled(state, st.name, hw) or _schedule_root(state, st.name, hw)
+        if st.compute_at == "root" and st.name not in done:
+            tiled = _register_tiled(state, st.name, hw)
+            if tiled is not None:
+                state, fused = tiled
+                done.update(fused)
+            else:
+                state = _schedule_root(state, st.name, hw)
     return state
 
 
-def _contiguous_along(op, var: str) -> bool:
-    """Every read that depends on `var` has it in its last subscript (and nowhere else): a vector of consecutive
-    outputs reads consecutive (or strided by a small step) elements, not a gather across rows."""
+def _padding_of_depthwise(dag, op) -> bool:
+    """A padding stage (tag "pad") read only by reductions without a channel reduction (a depthwise conv, a
+    pool): inlined, its border test costs less than writing and reading back a padded copy of the input, which
+    such a reduction reads only once per tap."""
+    if getattr(op, "tag", "") != "pad":
+        return False
+    ops = {o.name: o for o in dag.compute_ops}
+    readers = [ops.get(n) for n in dag.consumers(op.name)]
+    return bool(readers) and all(r is not None and r.combiner and len(r.reduce_axes) <= 2 for r in readers)
+
+
+def _contiguous_along(op, var: str, factor: int | None = None) -> bool:
+    """Every read that depends on `var` has it in its last subscript and elsewhere at most as `var // factor`
+    (a blocked layout: conv weights packed by blocks of output channels, read w[co // B, ..., co % B]): a vector
+    of `factor` consecutive outputs then reads consecutive (or strided by a small step) elements, not a gather
+    across rows."""
     for r in (n for n in walk(op.body) if isinstance(n, Read)):
-        uses = [any(isinstance(v, Var) and v.name == var for v in walk(i)) for i in r.indices]
-        if any(uses[:-1]):
-            return False
+        for i in r.indices[:-1]:
+            if _uses(i, var) and not (_block_of(i, var) and i.b.value == factor):
+                return False
     return True
+
+
+def block_size(op, var: str) -> int | None:
+    """c when some read subscripts `var // c` (a blocked layout), else None: a vector along `var` must then be
+    exactly c long, or its reads would be gathers."""
+    for r in (n for n in walk(op.body) if isinstance(n, Read)):
+        for i in r.indices[:-1]:
+            if _block_of(i, var):
+                return i.b.value
+    return None
+
+
+def _uses(e, var: str) -> bool:
+    return any(isinstance(v, Var) and v.name == var for v in walk(e))
+
+
+def _block_of(e, var: str) -> bool:
+    """e is `var // c` (c a positive constant)."""
+    return isinstance(e, Binary) and e.op == "//" and isinstance(e.a, Var) and e.a.name == var and \
+        isinstance(e.b, Const) and e.b.value > 0
 
 
 def _vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
@@ -66,6 +107,14 @@ def _vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
     return max(fits) if fits else lanes
 
 
+def weight_block(channels: int, dtype: str = "float32", target="native") -> int | None:
+    """The block of output channels to pack conv weights by, (CO / B, KH, KW, CI, B): the vector tile of the
+    default schedule's register tile on `target` (one or two vectors) when it divides `channels`, else None.
+    Packed, each tile streams one contiguous slice of the weights instead of B floats per CO-float row."""
+    lanes = hardware_params(target).lanes(dtype)
+    return next((b for b in (TILE_VECTORS * lanes, lanes) if channels % b == 0 and b < channels), None)
+
+
 def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     st = state.stage(name)
     spatial = [it for it in st.iters if it.kind == "S"]
@@ -73,7 +122,8 @@ def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     inner, outer = [], [it.name for it in spatial]
     last = spatial[-1] if spatial else None
     factor = _vector_factor(last.extent, hw, st.op.dtype) if last is not None else None
-    if factor and _contiguous_along(st.op, last.name):
+    factor = (block_size(st.op, last.name) or factor) if factor else None
+    if factor and _contiguous_along(st.op, last.name, factor):
         outer = outer[:-1]
         if factor < last.extent:
             state = state.apply(Split(name, last.name, (factor,)))
@@ -108,8 +158,8 @@ def _tile_axes(st, hw: HardwareParams):
     vec = spatial[-1]
     lanes = hw.lanes(op.dtype)
     most = TILE_VECTORS * lanes
-    vf = vec.extent if vec.extent <= most else _divisor(vec.extent, lanes, most)
-    if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name):
+    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else _divisor(vec.extent, lanes, most))
+    if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name, vf):
         return None
     rows = [a for a in spatial[:-1] if a.extent > 1]
     if not rows:
@@ -130,9 +180,11 @@ def _reuse_first(op, axes: list) -> list:
     return [a for a in axes if a in used] + [a for a in axes if a not in used]
 
 
-def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
+def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None:
     """name.local accumulates a (row tile x vector tile) block over the whole reduction, computed at the
-    innermost outer loop of `name`, which copies it out (vectorized); None when the stage does not qualify."""
+    innermost outer loop of `name`, which copies it out (vectorized), or of its element-wise epilogue, which then
+    reads the block (name inlined). (state, names of the stages scheduled), or None when `name` does not
+    qualify."""
     axes = _tile_axes(state.stage(name), hw)
     if axes is None:
         return None
@@ -150,15 +202,55 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> State | None
     outer = [f"{a}.0" if a in steps else a for a in axes]
     inner = [f"{a}.1" if a in steps else a for a in (row, vec)]
     state = state.apply(Reorder(local, tuple(outer + reduce + inner)))
+    epilogue = _epilogue(state, name)
+    if epilogue is not None:  # the copy-out is the epilogue itself: the conv's output never goes to memory
+        state = state.apply(ComputeInline(name))
+        rename = dict(zip((a.name for a in state.stage(local).op.axes),
+                          (a.name for a in state.stage(epilogue).op.axes)))
+        outer, inner = ([_renamed(a, rename) for a in names] for names in (outer, inner))
+        steps = {rename[a]: src for a, src in steps.items()}
+    target = epilogue or name
     for ax, src in steps.items():
-        state = state.apply(FollowSplit(name, ax, src, 1))
-    state = state.apply(Reorder(name, tuple(outer + inner)))
+        state = state.apply(FollowSplit(target, ax, src, 1))
+    state = state.apply(Reorder(target, tuple(outer + inner)))
     if outer:
-        state = state.apply(ComputeAt(local, name, outer[-1]))
-    state = _parallel(state, name, outer, hw)
-    state = state.apply(Annotate(local, inner[-1], "vectorize"))
-    state = state.apply(Annotate(name, inner[-1], "vectorize"))
-    return state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
+        state = state.apply(ComputeAt(local, target, outer[-1]))
+    state = _parallel(state, target, outer, hw)
+    state = state.apply(Annotate(local, state.stage(local).iters[-1].name, "vectorize"))
+    state = state.apply(Annotate(target, inner[-1], "vectorize"))
+    state = state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
+    return state, {name, target}
+
+
+def _renamed(iter_name: str, rename: dict) -> str:
+    base, dot, part = iter_name.partition(".")
+    return rename[base] + dot + part
+
+
+def _same_element(r: Read, op) -> bool:
+    """r reads the element op computes: each subscript is op's own axis (or 0 along an axis of extent 1)."""
+    return len(r.indices) == len(op.axes) and all(
+        i == a.var or (isinstance(i, Const) and i.value == 0 and a.extent == 1) for i, a in zip(r.indices, op.axes))
+
+
+def _epilogue(state: State, name: str) -> str | None:
+    """The root output stage that alone reads `name` (a cache-written conv, now a copy) through a chain of
+    inlined element-wise stages of its shape (bias, batch-norm, ReLU, a residual add), else None."""
+    shape = tuple(state.stage(name).op.shape)
+    chain, roots = {name}, []
+    for st in state.stages[state.stage_index(name) + 1:]:
+        reads = [r for r in walk(st.op.body) if isinstance(r, Read) and r.name in chain]
+        if not reads:
+            continue
+        if tuple(st.op.shape) != shape or st.op.combiner or not all(_same_element(r, st.op) for r in reads):
+            return None
+        if st.compute_at == "inline":
+            chain.add(st.name)
+        else:
+            roots.append(st.name)
+    if len(roots) != 1 or not state.is_output(roots[0]) or state.stage(roots[0]).compute_at != "root":
+        return None
+    return roots[0]
 
 
 def _parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
@@ -177,4 +269,4 @@ def _parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State
     return state.apply(Annotate(name, "@".join(take), "parallel"))
 
 
-__all__ = ["default_cpu_schedule"]
+__all__ = ["block_size", "default_cpu_schedule", "weight_block"]

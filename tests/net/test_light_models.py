@@ -43,7 +43,7 @@ def test_light_models_are_there():
 def test_import_passes_on_light_models(name):
     """Weights folded to constants, BatchNormalization folded into its conv wherever it follows one."""
     m = onnx.load(path(name))
-    g = graph_of(path(name))
+    g = graph_of(path(name), layout="nchw")
     before = collections.Counter(n.op_type for n in m.graph.node)
     after = collections.Counter(n.op_type for n in g.nodes)
     assert after["Conv"] == before["Conv"] and after["Dropout"] == 0
@@ -52,16 +52,18 @@ def test_import_passes_on_light_models(name):
         assert after["BatchNormalization"] == 0 < before["BatchNormalization"]
 
 
-# Light models whose stored output the compiled library cannot reproduce, with the reason (the reference
-# evaluator does; test_import_passes_on_light_models and the node suite cover their ops).
+# Light models whose stored output the compiled library may not reproduce, with the reason (the reference
+# evaluator does; test_import_passes_on_light_models and the node suite cover their ops). Not strict: whether
+# the 1-ulp differences appear depends on the summation order of the programs (channels-last convs reproduce
+# vgg19's output on an AVX-512 machine, the NCHW ones did not).
 ILL_CONDITIONED = {
-    "vgg19": "its constant weights make 1000 identical logits of 3.7e31; the compiled Gemm sums 40 of the columns "
-             "in another order (vector tail), 1 ulp apart = 4e24, and softmax turns that into 0 vs 0.001",
+    "vgg19": "its constant weights make 1000 identical logits of 3.7e31; the compiled Gemm may sum some of the "
+             "columns in another order (vector tail), 1 ulp apart = 4e24, and softmax turns that into 0 vs 0.001",
 }
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=ILL_CONDITIONED[n], strict=True))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=ILL_CONDITIONED[n], strict=False))
                                   if n in ILL_CONDITIONED else n for n in MODELS])
 def test_light_model_matches_stored_output(name):
     ok, why = supported(path(name))
