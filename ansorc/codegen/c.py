@@ -22,8 +22,9 @@ from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
 from ..ir.dtypes import C_TYPE, ITEMSIZE
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
-from ..ir.vector import (Broadcast, VAssign, VBinary, VCall, VCast, VDecl, VFma, VLanes, VLoad, VReduce, VScatter,
-                         VSelect, VStore, VVar, lanes_of)
+from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
+                         VReduce, VScatter, VSelect, VStore, VVar, lanes_of)
+from ..ir.vectorize import CMP_NAMES
 from ..ir.vectorize import vectorize_loops
 from . import simd
 from .source import ArgSpec, Source
@@ -199,6 +200,12 @@ class CRenderer:
     def vselect(self, e: VSelect) -> str:
         return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
 
+    def vcompare(self, e: VCompare) -> str:
+        return self.intr(f"cmp_{CMP_NAMES[e.op]}", e, a=self.expr(e.a), b=self.expr(e.b))
+
+    def vblend(self, e: VBlend) -> str:
+        return self.intr("blend", e, m=self.expr(e.mask), a=self.expr(e.t), b=self.expr(e.f))
+
     def vreduce(self, e: VReduce) -> str:
         return self.intr(f"reduce_{e.op}", e.value, a=self.expr(e.value))
 
@@ -301,7 +308,8 @@ class CRenderer:
 
 _VEXPR = {Broadcast: CRenderer.broadcast, VLoad: CRenderer.vload, VLanes: CRenderer.vlanes,
           VBinary: CRenderer.vbinary, VFma: CRenderer.vfma, VCall: CRenderer.vcall, VCast: CRenderer.vcast,
-          VSelect: CRenderer.vselect, VReduce: CRenderer.vreduce, VVar: lambda self, e: e.name}
+          VSelect: CRenderer.vselect, VReduce: CRenderer.vreduce, VCompare: CRenderer.vcompare,
+          VBlend: CRenderer.vblend, VVar: lambda self, e: e.name}
 
 
 def vectorize(func: PrimFunc, target: Target) -> PrimFunc:

@@ -1,9 +1,10 @@
 """Intrinsic tables: (isa, op, dtype, lanes) -> C template. Data, not branches.
 
 Each ISA lists its vector register classes per (dtype, lanes); every class has one table of op templates.
-Placeholders: {a} {b} {c} operands, {p} a pointer expression, {v} the vector stored. Ops: load, store, set1
-(broadcast), + - * / min max, fma (a*b + c), sqrt abs floor ceil, cvt_from_<dtype> (same lane count), and
-reduce_<op> (horizontal, to a scalar; generated helpers in the prelude). An op missing from a table is computed
+Placeholders: {a} {b} {c} operands, {p} a pointer expression, {v} the vector stored, {m} a mask. Ops: load, store,
+set1 (broadcast), + - * / min max, fma (a*b + c), sqrt abs floor ceil, cvt_from_<dtype> (same lane count),
+cmp_<lt|le|gt|ge|eq|ne> (a mask), blend ({m} ? {a} : {b} per lane), and reduce_<op> (horizontal, to a scalar;
+generated helpers in the prelude). An op missing from a table is computed
 per lane by the vectorizer, so a table can stay small and still be correct.
 """
 from __future__ import annotations
@@ -29,7 +30,17 @@ def _x86_float(width: str, sfx: str) -> dict:
            "abs": f"{p}abs_{sfx}({{a}})" if width == "512" else f"{p}andnot_{sfx}({p}set1_{sfx}(-0.0), {{a}})"}
     if sfx == "ps":
         ops["cvt_from_int32"] = f"{p}cvtepi32_ps({{a}})"
+    # comparisons as C evaluates them: ordered (false on NaN) except != (true on NaN); AVX-512 gives a k-mask
+    cmp = f"{p}cmp_{sfx}_mask" if width == "512" else f"{p}cmp_{sfx}"
+    for name, pred in _X86_PREDICATES.items():
+        ops[f"cmp_{name}"] = f"{cmp}({{a}}, {{b}}, {pred})"
+    ops["blend"] = (f"{p}mask_blend_{sfx}({{m}}, {{b}}, {{a}})" if width == "512"
+                    else f"{p}blendv_{sfx}({{b}}, {{a}}, {{m}})")  # {a} where the mask is set, else {b}
     return ops
+
+
+_X86_PREDICATES = {"lt": "_CMP_LT_OQ", "le": "_CMP_LE_OQ", "gt": "_CMP_GT_OQ", "ge": "_CMP_GE_OQ",
+                   "eq": "_CMP_EQ_OQ", "ne": "_CMP_NEQ_UQ"}
 
 
 _SI = {"512": ("_mm512_loadu_si512((const void*)({p}))", "_mm512_storeu_si512((void*)({p}), {v})"),
@@ -55,7 +66,12 @@ def _neon(sfx: str, cvt: dict) -> dict:
            "min": f"vminq_{sfx}({{a}}, {{b}})", "max": f"vmaxq_{sfx}({{a}}, {{b}})", "abs": f"vabsq_{sfx}({{a}})"}
     if sfx.startswith("f"):
         ops.update({"/": f"vdivq_{sfx}({{a}}, {{b}})", "fma": f"vfmaq_{sfx}({{c}}, {{a}}, {{b}})",
-                    "sqrt": f"vsqrtq_{sfx}({{a}})", "floor": f"vrndmq_{sfx}({{a}})", "ceil": f"vrndpq_{sfx}({{a}})"})
+                    "sqrt": f"vsqrtq_{sfx}({{a}})", "floor": f"vrndmq_{sfx}({{a}})", "ceil": f"vrndpq_{sfx}({{a}})",
+                    "cmp_lt": f"vcltq_{sfx}({{a}}, {{b}})", "cmp_le": f"vcleq_{sfx}({{a}}, {{b}})",
+                    "cmp_gt": f"vcgtq_{sfx}({{a}}, {{b}})", "cmp_ge": f"vcgeq_{sfx}({{a}}, {{b}})",
+                    "cmp_eq": f"vceqq_{sfx}({{a}}, {{b}})", "blend": f"vbslq_{sfx}({{m}}, {{a}}, {{b}})"})
+        if sfx == "f32":  # != is the complement of ==; AArch64 has vmvnq for 32-bit lanes only
+            ops["cmp_ne"] = "vmvnq_u32(vceqq_f32({a}, {b}))"
     ops.update(cvt)
     return ops
 

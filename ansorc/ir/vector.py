@@ -88,6 +88,26 @@ class VSelect(Expr):
 
 
 @dataclass(frozen=True)
+class VCompare(Expr):
+    """A per-lane comparison (op in < <= > >= == !=) of two vectors of `dtype`: a mask, used only by VBlend."""
+    op: str
+    a: Expr
+    b: Expr
+    lanes: int
+    dtype: str       # the operands' dtype (the mask is laid out as their lanes)
+
+
+@dataclass(frozen=True)
+class VBlend(Expr):
+    """mask ? t : f per lane. Both arms are evaluated for every lane (vectorize.py decides when that is safe)."""
+    mask: Expr
+    t: Expr
+    f: Expr
+    lanes: int
+    dtype: str
+
+
+@dataclass(frozen=True)
 class VReduce(Expr):
     """Horizontal reduction of a vector with op (+ * min max) to a scalar."""
     op: str
@@ -137,7 +157,8 @@ class VDecl(Stmt):
 # ----------------------------------------------------------------------------- traversal
 
 _FIELDS = {Broadcast: ("value",), VLoad: ("index",), VBinary: ("a", "b"), VFma: ("a", "b", "c"),
-           VCast: ("value",), VSelect: ("cond", "t", "f"), VReduce: ("value",)}
+           VCast: ("value",), VSelect: ("cond", "t", "f"), VReduce: ("value",), VCompare: ("a", "b"),
+           VBlend: ("mask", "t", "f")}
 
 
 def lanes_of(e: Expr) -> int:

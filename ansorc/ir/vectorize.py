@@ -9,8 +9,10 @@ v == base + l with lane l in [0, L), and every expression is classified by how i
 A read through a checked index (one read from data) that changes with the lane is always per lane, each lane
 checking its own index; one that is the same for every lane (a gathered row, `A[checked(B[i]), j]` along j) is
 checked and clamped once as a scalar, so the contiguous load of the row stays inside the tensor.
-Arithmetic with an intrinsic becomes VBinary/VCall/VCast, `a*b + c` becomes VFma; everything else is computed
-per lane. A store to a lane-invariant element of the form `x = x op y` is a reduction: `x = x op VReduce(op, y)`.
+Arithmetic with an intrinsic becomes VBinary/VCall/VCast, `a*b + c` becomes VFma; a select on one float comparison
+that differs per lane becomes VBlend of a VCompare mask when evaluating both arms is safe (a built-in erf's
+branches); everything else is computed per lane. A store to a lane-invariant element of the form `x = x op y`
+is a reduction: `x = x op VReduce(op, y)`.
 A guard that depends on the lane takes the vector path when it holds for every lane (it must be a conjunction of
 affine comparisons, so testing the first and last lane is enough) and a scalar loop otherwise. Whatever cannot be
 vectorized (other guards, nested allocations, parallel loops) leaves the whole loop scalar.
@@ -19,16 +21,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
-                   reads, substitute, walk)
+from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, children,
+                   free_vars, reads, substitute, walk)
 from .simplify import _linear, simplify
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
-from .vector import (Broadcast, VBinary, VCall, VCast, VFma, VLanes, VLoad, VReduce, VScatter, VSelect, VStore,
-                     map_exprs)
+from .vector import (Broadcast, VBinary, VBlend, VCall, VCast, VCompare, VFma, VLanes, VLoad, VReduce, VScatter,
+                     VSelect, VStore, map_exprs)
 
 MAX_UNROLLED_PIECES = 8      # more pieces of one width than this become a loop over pieces
 MAX_SCALAR_REPLICAS = 4      # a scalar remainder this short is written out instead of looped
 REDUCE_OPS = ("+", "*", "min", "max")
+
+
+CMP_NAMES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+
+
+def _eager_safe(e: Select) -> bool:
+    """Both arms may run for every lane when each read in them is one the condition (always evaluated) makes
+    too, so no arm touches memory the scalar code would not, and nothing outside those reads divides integers
+    (a trap where the scalar code never divides) or checks a data index (a status the scalar code never sets)."""
+    allowed = set(reads(e.cond))
+    stack = [e.t, e.f]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Read):
+            if n not in allowed:
+                return False
+            continue  # its indices are the condition's, evaluated anyway
+        if isinstance(n, CheckedIndex) or (isinstance(n, Binary) and n.op in ("/", "%")
+                                           and not n.dtype.startswith("float")):
+            return False
+        stack.extend(children(n))
+    return True
 
 
 @dataclass(frozen=True)
@@ -137,8 +161,18 @@ class _Piece:
 
     def select(self, e: Select) -> Expr | None:
         if self.varies(e.cond):
-            return None  # per lane keeps the arms lazy (padding reads may be out of bounds)
+            return self.blend(e)  # else per lane, which keeps the arms lazy (padding reads may be out of bounds)
         return VSelect(e.cond, self.expr(e.t), self.expr(e.f), self.lanes, e.dtype)
+
+    def blend(self, e: Select) -> Expr | None:
+        """A condition that differs per lane, as a mask and a blend of both arms, both evaluated: only where that
+        reads nothing the scalar code would not (see _eager_safe) and the condition is one float comparison."""
+        c = e.cond
+        if not (isinstance(c, Compare) and c.a.dtype == c.b.dtype == e.dtype and _eager_safe(e)
+                and self._has(f"cmp_{CMP_NAMES[c.op]}", e.dtype) and self._has("blend", e.dtype)):
+            return None
+        mask = VCompare(c.op, self.expr(c.a), self.expr(c.b), self.lanes, e.dtype)
+        return VBlend(mask, self.expr(e.t), self.expr(e.f), self.lanes, e.dtype)
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: Stmt) -> Stmt | None:

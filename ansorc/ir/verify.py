@@ -23,8 +23,8 @@ from .expr import Binary, Compare, Const, Expr, Logic, Read, Select, Var, is_flo
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import ScheduleError
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Store
-from .vector import (Broadcast, VAssign, VBinary, VCall, VCast, VDecl, VFma, VLanes, VLoad, VReduce, VScatter,
-                     VSelect, VStore, VVar, lanes_of, stmt_kids, top_exprs, vchildren, vtransform)
+from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
+                     VReduce, VScatter, VSelect, VStore, VVar, lanes_of, stmt_kids, top_exprs, vchildren, vtransform)
 
 
 class VerifyError(ScheduleError):
@@ -389,7 +389,7 @@ def check_vector_lanes(func: PrimFunc) -> None:
                     _lanes_agree(init, v.lanes, s)
 
 
-_SAME_LANES = (VBinary, VFma, VCall, VCast)
+_SAME_LANES = (VBinary, VFma, VCall, VCast, VCompare, VBlend)
 
 
 def _lanes_agree(e: Expr, want: int, s, seen: set | None = None) -> None:

@@ -1,6 +1,8 @@
 """Explicit SIMD codegen: the vectorize pass, register blocking, and numerics per ISA against numpy."""
 import re
+import tempfile
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +17,9 @@ from ansorc.ir.dag import ComputeDAG
 from ansorc.ir.evaluate import evaluate, random_inputs
 from ansorc.ir.lower import lower
 from ansorc.ir.steps import Annotate, ComputeInline, Split
-from ansorc.ir.vector import (Broadcast, VDecl, VFma, VLanes, VLoad, VReduce, VScatter, VSelect, VStore, format_vstmt,
-                              top_exprs, vwalk, walk_all)
-from ansorc.ir.expr import Const
+from ansorc.ir.vector import (Broadcast, VBlend, VCompare, VDecl, VFma, VLanes, VLoad, VReduce, VScatter, VSelect,
+                              VStore, format_vstmt, top_exprs, vwalk, walk_all)
+from ansorc.ir.expr import Const, Select
 from ansorc.ir.stmt import For, Store
 from ansorc.kernel import Kernel
 from ansorc.measure.builder import build
@@ -248,3 +250,58 @@ def test_broadcast_of_invariant_operand():
     f = vector_ir(tensors, steps)
     assert any(isinstance(x.a, Broadcast) and isinstance(x.b, VLoad) for x in nodes(f, VFma))
     assert not nodes(f, VSelect)
+
+
+# ----------------------------------------------------------------------------- selects on data: mask + blend
+
+def _erf_like(n=100):
+    """A select on a float comparison of the data, nested, both arms reading only what the condition reads."""
+    A = te.placeholder((3, n), name="A")
+    B = te.compute((3, n), lambda i, j: te.if_then_else(
+        te.abs(A[i, j]) < 0.5, A[i, j] * 3.0,
+        te.if_then_else(A[i, j] < 0.0, -te.exp(A[i, j]), 1.0 / (A[i, j] + 1.0))), name="B")
+    return [A, B], [Annotate("B", "j", "vectorize")]
+
+
+@pytest.mark.parametrize("isa", [pytest.param("avx512", marks=needs("avx512")),
+                                 pytest.param("avx2", marks=needs("avx2"))])
+def test_data_dependent_select_is_a_blend_and_matches_numpy(isa):
+    tensors, steps = _erf_like()
+    f = vector_ir(tensors, steps, isa)
+    blends = nodes(f, VBlend)
+    assert blends and all(isinstance(b.mask, VCompare) for b in blends), format_vstmt(f.body)
+    assert any(isinstance(b.f, VBlend) for b in blends)  # the nested select too
+    assert not [e for e in nodes(f, VLanes) if any(isinstance(x, Select) for x in vwalk(e))]
+    kern = check(tensors, steps, isa, rtol=1e-6, atol=1e-7)
+    # NaN compares false (C's ordered <), so NaN lanes take the last arm, as the scalar code does
+    x = np.resize(np.array([np.nan, -np.inf, np.inf, -0.0, 0.49, -0.7, 2.5], np.float32), (3, 100))
+    want = evaluate([tensors[1]], {"A": x})["B"]
+    np.testing.assert_allclose(kern(x), want, rtol=1e-6, equal_nan=True)
+
+
+def test_select_reading_what_its_condition_does_not_stays_per_lane():
+    """Padding-like: an arm reading another tensor (or elsewhere) may be out of bounds when the condition is
+    false, so both arms are never evaluated eagerly."""
+    A = te.placeholder((3, 64), name="A")
+    C = te.placeholder((3, 64), name="C")
+    B = te.compute((3, 64), lambda i, j: te.if_then_else(A[i, j] > 0.0, C[i, j], A[i, j]), name="B")
+    steps = [Annotate("B", "j", "vectorize")]
+    f = vector_ir([A, C, B], steps)
+    assert not nodes(f, VBlend)
+    check([A, C, B], steps)
+
+
+def test_neon_blend_templates_compile():
+    cc = "aarch64-linux-gnu-gcc"
+    import shutil
+    import subprocess
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed")
+    tensors, steps = _erf_like()
+    code = generate_source(tensors, ansorc.replay(ComputeDAG(tensors), steps), target="neon").code
+    assert "vbslq_f32" in code and "vcltq_f32" in code
+    src = Path(tempfile.mkdtemp()) / "k.c"
+    src.write_text(code)
+    cmd = [cc, "-O2", "-std=c99", "-march=armv8-a", "-fopenmp", "-c", str(src), "-o", str(src.with_suffix(".o"))]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
