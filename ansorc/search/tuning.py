@@ -154,8 +154,27 @@ class TaskTuner:
                            sketches=self.sketches)
             return [s for s in fresh if state_key(s) not in self.measured][:n]
         seeds = [s for _, s in self.best_states]
-        return search_round(self.task, self.model, self.sketches, self.measured, seeds, n,
-                            self.options.params or SearchParams(), self.rng)
+        first = self._default_program()
+        found = search_round(self.task, self.model, self.sketches, self.measured, seeds, n - len(first),
+                             self.options.params or SearchParams(), self.rng)
+        return first + [s for s in found if not first or state_key(s) != state_key(first[0])]
+
+    def _default_program(self) -> list:
+        """[the default schedule] while it is unmeasured: what an untuned build runs is a candidate like any
+        other, so a tuned log never holds only programs slower than it (and it seeds the evolution); [] on GPU
+        targets or where it does not apply."""
+        if self.options.search != "evolution" or getattr(self, "_default_tried", False):
+            return []
+        self._default_tried = True
+        from ..codegen.cuda_target import is_cuda
+        from .default_schedule import default_cpu_schedule
+        if is_cuda(self.task.target):
+            return []
+        try:
+            state = default_cpu_schedule(self.task.dag, self.task.target, self.task.hw)
+        except (ScheduleError, ValueError, KeyError, NotImplementedError):
+            return []
+        return [] if state_key(state) in self.measured else [state]
 
     def _render(self, cands: list) -> tuple:
         """(sources, their states, [(state, error)] of those that fail to render)."""

@@ -21,3 +21,20 @@ def test_tune_tasks_spreads_the_budget_and_resumes_without_measuring_twice(tmp_p
     assert len(recs) == 24
     dup = Counter((r.workload_key, str(r.steps)) for r in recs)
     assert max(dup.values()) == 1
+
+
+def test_the_default_program_is_measured_once_in_the_first_round(tmp_path):
+    """What an untuned build runs is a candidate, so the log's best is never slower than it (as measured)."""
+    from ansorc.measure.record import steps_key
+    from ansorc.search.default_schedule import default_cpu_schedule
+    from ansorc.search.task import SearchTask
+    from ansorc.search.tuning import canonical_steps
+    log = str(tmp_path / "net.jsonl")
+    task = SearchTask(workloads.make("GMM", 0))
+    want = steps_key(canonical_steps(task, default_cpu_schedule(task.dag, task.target, task.hw)))
+    kw = dict(per_round=4, model="random", retime_top=0, progress=False)
+    tune_tasks([task], [1], trials=4, log=log, **kw)
+    first = [steps_key(r.steps) for r in load(log)]
+    assert first[0] == want and len(first) == 4
+    tune_tasks([task], [1], trials=4, log=log, **kw)          # resumed: not measured again
+    assert [steps_key(r.steps) for r in load(log)].count(want) == 1
