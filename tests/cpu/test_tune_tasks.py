@@ -38,3 +38,24 @@ def test_the_default_program_is_measured_once_in_the_first_round(tmp_path):
     assert first[0] == want and len(first) == 4
     tune_tasks([task], [1], trials=4, log=log, **kw)          # resumed: not measured again
     assert [steps_key(r.steps) for r in load(log)].count(want) == 1
+
+
+def test_the_final_retiming_includes_the_default_program_even_when_buried(tmp_path):
+    """A default program timed once under load can rank below the top; the side-by-side re-timing gets it back."""
+    from ansorc.measure.record import RETIME_NOTE, RecordLog, steps_key
+    from ansorc.search.task import SearchTask
+    from ansorc.search.tuner import local_backend
+    from ansorc.search.tuning import TaskTuner, TuneOptions, canonical_steps, make_cost_model
+    task = SearchTask(workloads.make("GMM", 0))
+    opts = TuneOptions(trials=6, per_round=6, model="random", progress=False)
+    backend = local_backend(task.target, opts)
+    tuner = TaskTuner(task, opts, make_cost_model(opts), backend, RecordLog(str(tmp_path / "l.jsonl")))
+    tuner.step(6)
+    default = tuner._default_state()
+    want = steps_key(canonical_steps(task, default))
+    from ansorc.search.annotate import sample
+    others = [st for st in sample(task, 4, seed=1) if st.steps != default.steps][:2]
+    tuner.best_states = [(1e-6, st) for st in others]   # as if the default had been timed slow, under load
+    recs = tuner.retime(top=2, rounds=1)
+    assert all(r.note == RETIME_NOTE for r in recs) and len(recs) == 3
+    assert want in [steps_key(r.steps) for r in recs]
