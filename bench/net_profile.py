@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def task_rows(model, net, prof: list, log) -> list:
+def task_rows(net, prof: list, log) -> list:
     from ansorc.measure.record import best, load
     from ansorc.net.fuse import fuse
     from ansorc.net.tasks import extract_tasks
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         for _ in range(args.rounds):
             lib(*ordered)
         whole = (time.perf_counter() - t) / args.rounds
-    print(table(task_rows(lib, net, prof, args.log), args.top))
+    print(table(task_rows(net, prof, args.log), args.top))
     print(f"\nwhole run (mean of {args.rounds}, profiling off): {whole * 1e3:.3f} ms")
     return 0
 

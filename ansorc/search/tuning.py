@@ -115,6 +115,8 @@ class TaskTuner:
             task.policy.use_device_limits(backend.limits())   # a GPU's own limits, read through the backend
         self.sketches = generate_sketches(task)
         self.measure_task = measure_task(task, options.seed)
+        self.default_state = _default_state(task) if options.search == "evolution" else None
+        self._default_offered = False          # the default program went into a round (or was measured before)
 
     @property
     def finished(self) -> bool:
@@ -161,24 +163,11 @@ class TaskTuner:
 
     def _default_program(self) -> list:
         """[the default schedule] while it is unmeasured: what an untuned build runs is a candidate like any
-        other, so a tuned log never holds only programs slower than it (and it seeds the evolution); [] on GPU
-        targets or where it does not apply."""
-        if self.options.search != "evolution" or getattr(self, "_default_tried", False):
+        other, so a tuned log never holds only programs slower than it (and it seeds the evolution)."""
+        if self._default_offered or self.default_state is None:
             return []
-        self._default_tried = True
-        state = self._default_state()
-        return [] if state is None or state_key(state) in self.measured else [state]
-
-    def _default_state(self):
-        """The default CPU schedule of the task (None on GPU targets or where it does not apply)."""
-        from ..codegen.cuda_target import is_cuda
-        from .default_schedule import default_cpu_schedule
-        if is_cuda(self.task.target):
-            return None
-        try:
-            return default_cpu_schedule(self.task.dag, self.task.target, self.task.hw)
-        except (ScheduleError, ValueError, KeyError, NotImplementedError):
-            return None
+        self._default_offered = True
+        return [] if state_key(self.default_state) in self.measured else [self.default_state]
 
     def _render(self, cands: list) -> tuple:
         """(sources, their states, [(state, error)] of those that fail to render)."""
@@ -239,7 +228,7 @@ class TaskTuner:
         """The `top` best programs, plus the default program when it is measured but not among them: one timing
         taken under load can bury it, and side by side it competes on equal terms."""
         chosen = self.best_states[:top]
-        default = self._default_state() if self.options.search == "evolution" else None
+        default = self.default_state
         if default is None or state_key(default) not in self.measured:
             return chosen
         if all(state_key(st) != state_key(default) for _, st in chosen):
@@ -274,6 +263,18 @@ def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int
                                       task.dag.flop_count, note=RETIME_NOTE)
             out.append((rec.median, st, rec))
     return out
+
+
+def _default_state(task: SearchTask):
+    """The default CPU schedule of the task (None on GPU targets or where it does not apply)."""
+    from ..codegen.cuda_target import is_cuda
+    from .default_schedule import default_cpu_schedule
+    if is_cuda(task.target):
+        return None
+    try:
+        return default_cpu_schedule(task.dag, task.target, task.hw)
+    except (ScheduleError, ValueError, KeyError, NotImplementedError):
+        return None
 
 
 def canonical_steps(task: SearchTask, state) -> list:

@@ -51,7 +51,7 @@ def test_the_final_retiming_includes_the_default_program_even_when_buried(tmp_pa
     backend = local_backend(task.target, opts)
     tuner = TaskTuner(task, opts, make_cost_model(opts), backend, RecordLog(str(tmp_path / "l.jsonl")))
     tuner.step(6)
-    default = tuner._default_state()
+    default = tuner.default_state
     want = steps_key(canonical_steps(task, default))
     from ansorc.search.annotate import sample
     others = [st for st in sample(task, 4, seed=1) if st.steps != default.steps][:2]
