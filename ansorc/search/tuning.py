@@ -225,14 +225,14 @@ class TaskTuner:
 
 
     def _retime_set(self, top: int) -> list:
-        """The `top` best programs, plus the default program when it is measured but not among them: one timing
-        taken under load can bury it, and side by side it competes on equal terms."""
+        """The `top` best programs, the last of them replaced by the default program when it is measured but not
+        among them: one timing taken under load can bury it, and side by side it competes on equal terms."""
         chosen = self.best_states[:top]
         default = self.default_state
         if default is None or state_key(default) not in self.measured:
             return chosen
         if all(state_key(st) != state_key(default) for _, st in chosen):
-            chosen = chosen + [(math.inf, default)]
+            chosen = chosen[:max(1, top - 1)] + [(math.inf, default)]  # it takes the last slot: `top` stays the cap
         return chosen
 
 
