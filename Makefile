@@ -35,7 +35,7 @@ run: $(STAMP)
 	$(BIN)/python -m ansorc.demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=30 tests
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q tests -m "not slow"

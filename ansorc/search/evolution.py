@@ -29,6 +29,8 @@ class SearchParams:
 
 def evolve(task, model, init: list, measured: set, n_out: int, params: SearchParams, rng: random.Random) -> list:
     """The n_out best-scored programs found during evolution that were never measured."""
+    if n_out <= 0:
+        return []
     pop = list(init)
     best: list = []          # min-heap of (score, tiebreak, key, state)
     in_best: set = set()

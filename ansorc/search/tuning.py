@@ -156,7 +156,9 @@ class TaskTuner:
                            sketches=self.sketches)
             return [s for s in fresh if state_key(s) not in self.measured][:n]
         seeds = [s for _, s in self.best_states]
-        first = self._default_program()
+        first = self._default_program() if n > 0 else []
+        if n <= len(first):
+            return first[:max(n, 0)]
         found = search_round(self.task, self.model, self.sketches, self.measured, seeds, n - len(first),
                              self.options.params or SearchParams(), self.rng)
         return first + [s for s in found if not first or state_key(s) != state_key(first[0])]

@@ -157,6 +157,21 @@ def test_task_tuner_step_returns_its_records(tmp_path):
     assert len({r.steps_json for r in first + second}) == 6
 
 
+def test_a_one_program_first_round_measures_the_default_alone(tmp_path):
+    """A round of one program whose slot the default program takes: no search for zero more (CI once hit
+    an IndexError in evolve with n_out == 0 here), and the next round searches as usual."""
+    task = SearchTask(workloads.matmul(32, 32, 32))
+    opts = tune_options(None, trials=3, per_round=1, **{k: v for k, v in FAST.items() if k != "progress"})
+    backend = local_backend(task.target, opts)
+    try:
+        tuner = TaskTuner(task, opts, make_cost_model(opts), backend, RecordLog(tmp_path / "one.jsonl"))
+        first, second = tuner.step(1), tuner.step(1)
+    finally:
+        backend.close()
+    assert len(first) == len(second) == 1 and first[0].steps_json != second[0].steps_json
+    assert tuner.default_state is not None and tuner.done == 2
+
+
 def test_tune_measures_through_a_given_backend_with_each_batch_task(tmp_path):
     class Recording:
         """A MeasureBackend that forwards to a local one and notes the task each batch names."""
