@@ -38,6 +38,9 @@ double ansorc_now_seconds(void);
  * data from all private and shared caches. The buffer is allocated on first use and kept. */
 void ansorc_flush_cache(size_t bytes);
 
+/* Evicts [p, p + bytes) from every cache level (clflush on x86, dc civac on AArch64; nothing elsewhere). */
+void ansorc_evict(const void *p, size_t bytes);
+
 typedef struct {
   int number;              /* minimum calls per repeat; raised so that a repeat lasts >= min_repeat_ms */
   int repeat;              /* number of repeats; costs[] receives one mean per repeat */
@@ -52,6 +55,10 @@ typedef struct {
                               so a slow kernel returns fewer repeats instead of hitting the caller's timeout */
   double contender_seconds; /* 0: always `repeat` repeats; else stop after the first repeat when its mean exceeds
                               it: a program clearly behind the best needs no precise median (not a cut) */
+  int n_cold;              /* buffers evicted from every cache before each timed call: the inputs a deployment
+                              reads from memory, not warm from the previous kernel (a network's weights) */
+  void *const *cold_ptrs;
+  const size_t *cold_bytes;
 } ansorc_time_config;
 
 typedef struct {

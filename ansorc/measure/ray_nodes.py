@@ -165,7 +165,8 @@ class NodeRunner:
         if self.runner is None:
             self.runner = Runner(config=self.config)
         reference = self._local(task.reference) if isinstance(task.reference, Item) else task.reference
-        extra = {k: v for k, v in (("reference", reference), ("args", task.args)) if v is not None}
+        extra = {k: v for k, v in (("reference", reference), ("args", task.args),
+                                                    ("cold", task.cold or None)) if v is not None}
         self.runner.set_task(task.inputs, task.reference_outputs, **extra)
 
     def _cuda_backend(self):

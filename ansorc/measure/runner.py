@@ -108,28 +108,31 @@ class Runner:
     The task: inputs for the input arguments, as a list in call order or a dict by ArgSpec name; None draws
       seeded random ones (floats uniform in [-1, 1), ints in [-8, 8)). reference_outputs: expected outputs
       (list or dict by name). Else `reference`, the build of the unscheduled program, is run once in the worker
-      to produce them. With neither, outputs are only checked to be written. set_task() switches to another
-      task: one runner serves every task of a tuning session.
+      to produce them. With neither, outputs are only checked to be written. cold: names of input arguments
+      evicted from every cache before each timed call (MeasureTask.cold). set_task() switches to another task:
+      one runner serves every task of a tuning session.
     config: a RunnerConfig; keyword options (repeat=..., timeout=...) override its fields.
     """
 
     def __init__(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None,
                  reference_outputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None, *,
                  reference: BuildResult | None = None, args: Sequence[ArgSpec] | None = None,
-                 config: RunnerConfig | None = None, **options):
+                 cold: Sequence[str] = (), config: RunnerConfig | None = None, **options):
         self.config = replace(config or RunnerConfig(), **options)
         self.timing = self.config.timing()
         self.worker_starts = 0
         self._worker: WorkerProcess | None = None
-        self.set_task(inputs, reference_outputs, reference=reference, args=args)
+        self.set_task(inputs, reference_outputs, reference=reference, args=args, cold=cold)
 
     def set_task(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None,
                  reference_outputs: Sequence[np.ndarray] | Mapping[str, np.ndarray] | None = None, *,
-                 reference: BuildResult | None = None, args: Sequence[ArgSpec] | None = None) -> None:
+                 reference: BuildResult | None = None, args: Sequence[ArgSpec] | None = None,
+                 cold: Sequence[str] = ()) -> None:
         """Measure the following builds on this task (arguments as in the class docstring). The zygote stays:
         it is sent the new task before the next run, and its child, which holds the old task's buffers, ends."""
         self.inputs, self.reference_outputs, self.reference = inputs, reference_outputs, reference
         self.args = tuple(args) if args is not None else None
+        self.cold = tuple(cold)
         self.best_seconds = math.inf     # best full (not cut) median seen on this task
         self._init_msg: dict | None = None
         self._task_sent = False
@@ -326,7 +329,11 @@ class Runner:
             if not self.reference.ok:
                 raise ValueError(f"reference build failed: {self.reference.error_msg}")
             ref_lib = (self.reference.lib_path, self.reference.source.entry)
+        unknown = sorted(set(self.cold) - {a.name for a in in_specs})
+        if unknown:
+            raise ValueError(f"cold inputs {unknown} are not input arguments of the task")
         return {"op": "init", "runtime": str(runtime_library(self.config.cc)), "names": [a.name for a in self.args],
+                "cold_args": [i for i, a in enumerate(self.args) if a.name in self.cold],
                 "args": [(a.shape, a.dtype, a.is_output) for a in self.args], "inputs_by_arg": inputs_by_arg,
                 "reference_outputs": refs, "reference_lib": ref_lib, "rtol": self.config.rtol, "atol": self.config.atol}
 

@@ -14,12 +14,16 @@ class MeasureTask:
     inputs / reference_outputs: arrays in argument order or a dict by argument name (see Runner). reference: a
     build of the unscheduled program whose outputs serve as the reference when reference_outputs is None.
     args: the signature; None takes it from the first build. key: names the task, so that a backend can tell
-    whether the next batch is for the task it already holds ("" compares by identity)."""
+    whether the next batch is for the task it already holds ("" compares by identity). cold: names of input
+    arguments evicted from every cache before each timed call, because the deployment reads them from memory
+    (a network's weights: each is read once per inference, long after its last use), while the others come warm
+    from the previous kernel."""
     inputs: Sequence[Any] | Mapping[str, Any] | None = None
     reference_outputs: Sequence[Any] | Mapping[str, Any] | None = None
     reference: Any = None                 # BuildResult
     args: Sequence[ArgSpec] | None = None
     key: str = ""
+    cold: tuple = ()
 
     def same_as(self, other: "MeasureTask | None") -> bool:
         if other is None:

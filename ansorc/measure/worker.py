@@ -37,6 +37,7 @@ typedef int (*ansorc_packed_fn)(void **args);
 typedef struct {
   int number; int repeat; int warmup; double first_call_seconds; double min_repeat_ms; size_t flush_bytes;
   double cut_seconds; double single_call_cut_min_seconds; double budget_seconds; double contender_seconds;
+  int n_cold; void *const *cold_ptrs; const size_t *cold_bytes;
 } ansorc_time_config;
 typedef struct { int repeats_done; int number_used; int cut; double warmup_seconds; } ansorc_time_result;
 void *ansorc_alloc(size_t bytes);
@@ -70,6 +71,7 @@ class Task:
         self.names = msg["names"]
         self.rtol, self.atol = msg["rtol"], msg["atol"]
         self.reference = msg["reference_outputs"]
+        self.cold = [i for i in msg.get("cold_args", ()) if not self.specs[i][2]]  # inputs only
 
     def alloc_outputs(self) -> None:
         """In a child: fresh output buffers, and the packed argument array that points at every buffer."""
@@ -288,6 +290,10 @@ class Worker:
         c.cut_seconds, c.single_call_cut_min_seconds = cut, cfg["single_call_cut_min_seconds"]
         c.budget_seconds = max(budget, 1e-3)
         c.contender_seconds = contender
+        cold = [self.task.arrays[i] for i in self.task.cold]
+        ptrs = self.ffi.new("void*[]", [self.ffi.cast("void*", a.ctypes.data) for a in cold] or 1)
+        sizes = self.ffi.new("size_t[]", [a.nbytes for a in cold] or 1)
+        c.n_cold, c.cold_ptrs, c.cold_bytes = len(cold), ptrs, sizes
         costs = self.ffi.new("double[]", max(1, cfg["repeat"]))
         res = self.ffi.new("ansorc_time_result*")
         rc = self.runtime.ansorc_time_packed(fn, self.task.packed, c, costs, res)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..codegen.cuda_target import is_cuda
 from ..search.multi import ScheduleResult, tune_tasks
 from ..search.task import SearchTask
 from .network import Network
@@ -32,18 +33,27 @@ def network_of(model, input_shapes=None) -> Network:
 
 
 def tune_network(model, trials: int, log: str, input_shapes=None, target: str = "native",
-                 strategy: str = "gradient", objective="f1", **kwargs) -> NetworkTuning:
+                 strategy: str = "gradient", objective="f1", cold_weights: bool = True, **kwargs) -> NetworkTuning:
     """Tune the tasks of `model` (a path, onnx.ModelProto or Network) for `trials` programs in all, appending to
-    `log` (resumed). kwargs go to ansorc.tune_tasks (per_round=, seed=, model=, progress=, on_round=, ...)."""
+    `log` (resumed). cold_weights: time each program with its weights evicted from the caches, as the whole
+    model runs it (each weight is read once per inference, long after its last use; the activations come warm
+    from the kernel before), so that the tuner ranks programs by how they stream weights from memory.
+    kwargs go to ansorc.tune_tasks (per_round=, seed=, model=, progress=, on_round=, ...)."""
     from .fuse import fuse
     from .tasks import extract_tasks
     net = network_of(model, input_shapes)
     groups = fuse(net)
     tasks = extract_tasks(net, groups)
-    search = [SearchTask(t.dag, target) for t in tasks]
+    cold = cold_weights and not is_cuda(target)  # GPU weights stay in device memory; its caches are small
+    search = [SearchTask(t.dag, target, cold_inputs=weight_inputs(net, t) if cold else ()) for t in tasks]
     res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,
                      objective=objective, **kwargs)
     return NetworkTuning(net, groups, tasks, res)
+
+
+def weight_inputs(net: Network, task) -> tuple:
+    """Names of the task's inputs that are weights of the network (constants read once per inference)."""
+    return tuple(p.name for p in task.dag.inputs if p.name in net.weights)
 
 
 def curve_png(curves: dict, path: str, measured: dict | None = None, title: str = "") -> str:

@@ -34,18 +34,22 @@ def hardware_params(target: str) -> HardwareParams:
 
 @dataclass(eq=False)
 class SearchTask:
-    """policy: the sketch and init rules of the search space (search/policy.py); by default the target's."""
+    """policy: the sketch and init rules of the search space (search/policy.py); by default the target's.
+    cold_inputs: names of inputs that the deployment reads from memory rather than warm from the kernel before
+    (a network's weights); programs are timed with those evicted from every cache before each call."""
     dag: ComputeDAG
     target: str = "native"
     hw: HardwareParams = field(default_factory=HardwareParams)
     policy: SearchPolicy = field(default_factory=CpuPolicy)
+    cold_inputs: tuple = ()
 
     def __init__(self, dag, target: str = "native", hw: HardwareParams | None = None,
-                 policy: SearchPolicy | None = None):
+                 policy: SearchPolicy | None = None, cold_inputs=()):
         self.dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
         self.target = target
         self.hw = hw or hardware_params(target)
         self.policy = policy or policy_for(target)
+        self.cold_inputs = tuple(cold_inputs)
 
     @property
     def workload_key(self) -> str:

@@ -106,6 +106,17 @@ def test_conv_pad_bias_relu_is_one_group():
     check_groups_compute_the_model(net, [g])
 
 
+def test_a_tasks_weights_are_its_cold_inputs():
+    """Network tuning times a task with its weights evicted from the caches (net/tune.py): those inputs, and
+    not the activation it reads warm from the kernel before, are the weights."""
+    from ansorc.net.tune import weight_inputs
+    weights = {}
+    x = te.placeholder((1, 4, 8, 8), name="x")
+    net = network([x], [conv_block(conv_block(x, 8, weights, "c1"), 8, weights, "c2")], weights)
+    tasks = extract_tasks(net, fuse(net))
+    assert [weight_inputs(net, t) for t in tasks] == [("c1_w", "c1_b"), ("c2_w", "c2_b")]
+
+
 def test_an_epilogue_reading_unit_dimensions_at_zero_still_joins_the_conv():
     weights = {}
     x = te.placeholder((1, 4, 6, 6), name="x")
