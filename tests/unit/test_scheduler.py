@@ -156,3 +156,27 @@ def test_unknown_strategy_and_objective_are_refused():
     with pytest.raises(ValueError, match="requirement"):
         make_objective("f2", [1], networks=[[0]])
     assert make_objective("f1", [2, 3])([1.0, NO_PROGRAM]) == 2 + 3 * NO_PROGRAM
+
+
+@pytest.mark.parametrize("tasks,budget,per_round,expected", [
+    (18, 1000, 64, 13),   # ResNet-18: the warm-up takes 234 of 1000 trials, not 990 (TVM's trials // tasks)
+    (18, 2000, 64, 27),
+    (3, 20000, 64, 64),   # a large budget: per_round caps it
+    (18, 300, 64, 8),     # at least MIN_ROUND while the budget gives every task that much
+    (18, 60, 64, 3),      # else every task still gets its warm-up round
+    (18, 10, 64, 1),
+])
+def test_round_size_keeps_the_warm_up_to_a_quarter_of_the_budget(tasks, budget, per_round, expected):
+    s = scheduler([CurveTuner(1.0, 0.5, 10) for _ in range(tasks)], [1] * tasks, per_round=per_round)
+    assert s.round_size(budget) == expected
+
+
+def test_gradient_after_the_warm_up_leaves_most_of_a_1000_trial_budget_to_choose():
+    """18 tasks, one bottleneck, the default per_round: the warm-up gives each task 13 trials (234), and the
+    bottleneck then draws many times what any other task does (each of those still gets the rounds its forward
+    guess, -latency/rounds, asks for)."""
+    tuners = [CurveTuner(20.0, 2.0, 200)] + [CurveTuner(1.0, 0.9, 50) for _ in range(17)]
+    s = scheduler(tuners, [1] * 18, per_round=64)
+    s.run(1000)
+    assert sorted(s.rounds[:18]) == list(range(18)) and s.total_trials == 1000
+    assert tuners[0].done > 5 * max(t.done for t in tuners[1:]), [t.done for t in tuners]
