@@ -22,9 +22,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def ort_session(model, threads: int):
+def ort_session(model, threads: int, profile_prefix: str | None = None):
+    """An onnxruntime CPU session on `threads` threads without idle spinning; profile_prefix: node profiling on,
+    its JSON written under that prefix by end_profiling()."""
     import onnxruntime as ort
     so = ort.SessionOptions()
+    if profile_prefix:
+        so.enable_profiling, so.profile_file_prefix = True, profile_prefix
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle spinning steals our core
