@@ -112,9 +112,7 @@ class LocalBackend(SyncBatches):
     def run(self, builds: Sequence[BuildResult], task: MeasureTask | None = None, *,
             best_seconds: float | None = None, early_cut: bool = True) -> list[MeasureResult]:
         if task is not None and not task.same_as(self.task):
-            extra = {k: v for k, v in (("reference", task.reference), ("args", task.args),
-                                                    ("cold", task.cold or None)) if v is not None}
-            self.runner.set_task(task.inputs, task.reference_outputs, **extra)
+            self.runner.set_task(task.inputs, task.reference_outputs, **task.runner_options())
             self.task = task
         return self.runner.run(builds, best_seconds, early_cut)
 

@@ -165,9 +165,7 @@ class NodeRunner:
         if self.runner is None:
             self.runner = Runner(config=self.config)
         reference = self._local(task.reference) if isinstance(task.reference, Item) else task.reference
-        extra = {k: v for k, v in (("reference", reference), ("args", task.args),
-                                                    ("cold", task.cold or None)) if v is not None}
-        self.runner.set_task(task.inputs, task.reference_outputs, **extra)
+        self.runner.set_task(task.inputs, task.reference_outputs, **task.runner_options(reference))
 
     def _cuda_backend(self):
         """nvcc and the GPU runner of this node (made on first use; CUDA is initialised in its worker only)."""

@@ -25,6 +25,13 @@ class MeasureTask:
     key: str = ""
     cold: tuple = ()
 
+    def runner_options(self, reference: Any = None) -> dict:
+        """The keyword arguments of a runner's set_task() this task sets (reference: a node's local copy of
+        self.reference); a GPU runner then never sees options it does not take."""
+        opts = {"reference": reference if reference is not None else self.reference, "args": self.args,
+                "cold": self.cold or None}
+        return {k: v for k, v in opts.items() if v is not None}
+
     def same_as(self, other: "MeasureTask | None") -> bool:
         if other is None:
             return False

@@ -87,7 +87,7 @@ def measure_task(task: SearchTask, seed: int) -> MeasureTask:
     # the outputs let random_inputs see which integer inputs are indices, and draw those in range
     inputs = random_inputs(list(task.dag.inputs) + list(task.dag.outputs), seed)
     reference = evaluate(list(task.dag.outputs), inputs)
-    cold = tuple(getattr(task, "cold_inputs", ()))
+    cold = task.cold_inputs
     return MeasureTask([inputs[t.name] for t in task.dag.inputs], [reference[t.name] for t in task.dag.outputs],
                        key=f"{task.workload_key}/{task.target}/{seed}" + ("/cold:" + ",".join(cold) if cold else ""),
                        cold=cold)
