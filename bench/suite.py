@@ -19,11 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+# Before any OpenMP runtime loads: threads bound to cores. Unbound, after this process had kept a core busy (tuning,
+# the peak microbenchmark), our two OpenMP threads were often placed on one core and every spin barrier stalled:
+# GMM 128 timed 30-70x slower, in every run. PyTorch's libgomp reads the same setting; onnxruntime pins its own.
+os.environ.setdefault("OMP_PROC_BIND", "true")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -42,6 +48,7 @@ from suite_peers import NUMPY, torch_fns  # noqa: E402
 
 MEMORY_BOUND = ("DEP", "NRM", "SFM")    # no % of peak for these: bandwidth, not FMAs, limits them
 PEER_COLUMNS = ("numpy", "torch", "onnxruntime")
+PAUSE = 0.25    # seconds between contenders: OpenBLAS's idle threads spin for ~0.12 s after a call
 
 
 def rows(ops, shapes, quick: bool) -> list:
@@ -106,7 +113,7 @@ def time_row(op: str, idx: int, args: tuple, log: Path, rounds: int, min_time: f
             fns[name] = call
         else:
             bad.append(name)
-    med = median_alternating(fns, rounds=rounds, min_time=min_time, pause=0.02)
+    med = median_alternating(fns, rounds=rounds, min_time=min_time, pause=PAUSE)
     return {"med": med, "mismatch": bad, "flops": dag.flop_count}
 
 
