@@ -126,7 +126,7 @@ def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s:
     return {"op": op, "idx": idx, "args": list(args), "ours_s": med["ours"], "peers_s": cols,
             "torch_layout": min((k for k in peers if k.startswith("torch")), key=peers.get, default=None),
             "ratio": best / med["ours"] if best else None, "gflops": gflops,
-            "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None,
+            "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak,
             "mismatch": timing["mismatch"], "tuning_s": tuning_s,
             "trials": sum(r.note != RETIME_NOTE for r in load(log)) if log.exists() else 0}
 
@@ -211,6 +211,9 @@ def parse(argv):
     ap.add_argument("--out", help="where suite.md, suite.json and suite.png go (default --log-dir)")
     ap.add_argument("--no-peak", action="store_true")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--merge", nargs="+", metavar="SUITE_JSON",
+                    help="no tuning or timing: render one table from these suite.json files (a later file's row "
+                         "replaces an earlier one's for the same op and shape) into --out")
     args = ap.parse_args(argv)
     unknown = [o for o in args.ops if o not in workloads.WORKLOADS]
     if unknown:
@@ -220,8 +223,33 @@ def parse(argv):
     return args
 
 
+def merged(paths: list) -> list:
+    rows_by_key = {}
+    for p in paths:
+        for r in json.loads(Path(p).read_text()):
+            rows_by_key[(r["op"], r["idx"])] = r
+    order = list(workloads.WORKLOADS)
+    return sorted(rows_by_key.values(), key=lambda r: (order.index(r["op"]), r["idx"]))
+
+
+def write_outputs(results: list, peak, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "suite.md").write_text(markdown(results, peak))
+    (out / "suite.json").write_text(json.dumps(results, indent=1) + "\n")
+    chart(results, out / "suite.png")
+    print(markdown(results, peak))
+
+
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.merge:
+        results = merged(args.merge)
+        peaks = [r.get("peak_gflops") or r["gflops"] * 100 / r["peak_pct"] for r in results if r.get("peak_pct")]
+        peak = max(peaks) if peaks else None    # one peak for every row: the highest any run measured
+        for r in results:
+            r["peak_pct"] = 100 * r["gflops"] / peak if peak and r["peak_pct"] is not None else None
+        write_outputs(results, peak, Path(args.out or "."))
+        return 0
     log_dir, out = Path(args.log_dir), Path(args.out or args.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
@@ -239,10 +267,7 @@ def main(argv=None) -> int:
         results.append(r)
         print(f"{op} {tuple(wargs)}: ours {_us(r['ours_s'])} us, ratio "
               f"{'-' if r['ratio'] is None else round(r['ratio'], 2)}", flush=True)
-    (out / "suite.md").write_text(markdown(results, peak))
-    (out / "suite.json").write_text(json.dumps(results, indent=1) + "\n")
-    chart(results, out / "suite.png")
-    print(markdown(results, peak))
+    write_outputs(results, peak, out)
     return 0
 
 

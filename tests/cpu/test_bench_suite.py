@@ -79,3 +79,19 @@ def test_row_without_records_is_skipped_not_fatal(tmp_path, capsys):
                        "--no-peak"]) == 0
     assert "skipped" in capsys.readouterr().out
     assert json.loads((tmp_path / "suite.json").read_text()) == []
+
+
+def test_merge_takes_the_later_row_and_one_peak(tmp_path):
+    suite = _load("suite")
+
+    def row(op, idx, ours, peak):
+        return {"op": op, "idx": idx, "args": [idx], "ours_s": ours, "peers_s": {"numpy": None, "torch": 2e-3,
+                "onnxruntime": None}, "torch_layout": "torch", "ratio": 2e-3 / ours, "gflops": 100.0,
+                "peak_pct": 100 * 100.0 / peak, "peak_gflops": peak, "mismatch": [], "tuning_s": 1.0, "trials": 64}
+    (tmp_path / "a.json").write_text(json.dumps([row("SFM", 0, 1e-3, 200.0), row("GMM", 1, 4e-3, 200.0)]))
+    (tmp_path / "b.json").write_text(json.dumps([row("GMM", 1, 1e-3, 250.0)]))
+    assert suite.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "suite.json").read_text())
+    assert [(r["op"], r["idx"], r["ours_s"]) for r in rows] == [("GMM", 1, 1e-3), ("SFM", 0, 1e-3)]
+    assert [round(r["peak_pct"]) for r in rows] == [40, 40]      # both against the higher peak, 250
+    assert "Geometric mean of best peer / ours: 2.00; 2 of 2" in (tmp_path / "suite.md").read_text()
