@@ -178,7 +178,11 @@ def chart(results: list, path: Path) -> bool:
            color=["tab:green" if x >= 1 else "tab:red" for x in ratios])
     ax.set_yscale("log")
     ax.set_ylim(min(ratios + [1.0]) / 1.3, max(ratios + [1.0]) * 1.3)
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    ax.yaxis.set_major_formatter(plain)
+    # a range within one decade has only minor ticks: label 2, 3, 5 of each decade
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(
+        lambda v, _: f"{v:g}" if f"{v:e}"[0] in "235" else ""))
     ax.axhline(1.0, color="black", linewidth=1)
     ax.set_xticks(range(len(rs)), [f"{r['op']} {','.join(map(str, r['args']))}" for r in rs], rotation=90,
                   fontsize=6)
