@@ -34,6 +34,17 @@ WARMUP_SHARE = 4  # the warm-up round over every task takes at most 1/WARMUP_SHA
 MIN_ROUND = 8     # smaller rounds cost more in search than in measurement
 
 
+def round_size(per_round: int, budget: int, tasks: int = 1) -> int:
+    """Programs per round: per_round, but small enough that the first round over every task (measured before the
+    cost model has seen anything, so a random sample) takes at most 1/WARMUP_SHARE of the budget, and never below
+    MIN_ROUND unless the budget cannot give every task that. TVM's min(64, trials // tasks) makes that warm-up the
+    whole budget below 64 trials per task: 1000 trials on ResNet-18's 18 tasks gave 55 each (round-robin by another
+    name), and a single task tuned for 64 trials was one random round with no model-guided search at all."""
+    tasks = max(1, tasks)
+    n = min(per_round, max(MIN_ROUND, budget // (WARMUP_SHARE * tasks)))
+    return max(1, min(n, budget // tasks))
+
+
 @dataclass(frozen=True)
 class SchedulerOptions:
     strategy: str = "gradient"                  # "gradient" | "round-robin"
@@ -138,13 +149,7 @@ class TaskScheduler:
 
     # ------------------------------------------------------------------ running
     def round_size(self, budget: int) -> int:
-        """Programs per round: per_round, but small enough that the warm-up takes at most 1/WARMUP_SHARE of the
-        budget (and never below MIN_ROUND unless the budget cannot give every task that). TVM's min(64, trials
-        // tasks) makes the warm-up the whole budget below 64 trials per task (1000 trials on ResNet-18's 18
-        tasks: 55 each, round-robin by another name), leaving the gradient nothing to allocate."""
-        tasks = max(1, len(self.tasks))
-        n = min(self.options.per_round, max(MIN_ROUND, budget // (WARMUP_SHARE * tasks)))
-        return max(1, min(n, budget // tasks))
+        return round_size(self.options.per_round, budget, len(self.tasks))
 
     def run_round(self, i: int, n: int) -> int:
         """Give task i one round of n programs; returns how many were measured."""

@@ -10,6 +10,7 @@ from ..codegen.target import Target
 from ..measure.backend import LocalBackend
 from ..measure.record import RecordLog, steps_key
 from ..measure.runner import Runner
+from .scheduler import round_size
 from .task import SearchTask
 from .tuning import TaskTuner, TuneOptions, TuneResult, make_cost_model
 
@@ -18,7 +19,8 @@ def tune(tensors, trials: int | None = None, log: str | None = None, target: str
          options: TuneOptions | None = None, backend=None, **kwargs) -> TuneResult:
     """Tune `tensors` (inputs then outputs, or a SearchTask) for `trials` measured programs; returns the best.
 
-    options: a TuneOptions; keyword arguments override its fields (trials=, seed=, model=, per_round=,
+    options: a TuneOptions; keyword arguments override its fields (trials=, seed=, model=, per_round= (the most
+    programs per round: a round is smaller where the first, unguided one would take over a quarter of the trials),
     early_stopping=, params=, progress=, search=, flags=, retime_top=, retime_rounds=, and runner_kwargs=
     {RunnerConfig field: value}). A log that already holds records of this workload is resumed: nothing is
     measured twice. At the end, the `retime_top` best programs are timed again side by side, `retime_rounds`
@@ -33,8 +35,9 @@ def tune(tensors, trials: int | None = None, log: str | None = None, target: str
     try:
         tuner = TaskTuner(task, opts, make_cost_model(opts), backend, RecordLog(log) if log else None)
         bar = _progress(opts.progress, opts.trials, tuner.done)
+        size = round_size(opts.per_round, opts.trials)
         while not tuner.finished:
-            recs = tuner.step(min(opts.per_round, opts.trials - tuner.done))
+            recs = tuner.step(min(size, opts.trials - tuner.done))
             bar.update(len(recs), tuner.result.best_gflops)
         if tuner.retime():
             bar.update(0, tuner.result.best_gflops, f", re-timed top {len(tuner.result.retimed)}")
@@ -57,10 +60,11 @@ def tune_tasks(tasks, log: str | None = None, options: TuneOptions | None = None
             if task.target not in backends:
                 backends[task.target] = local_backend(task.target, opts)
             tuners.append(TaskTuner(task, opts, model, backends[task.target], record_log))
+        size = round_size(opts.per_round, opts.trials)
         while any(not t.finished for t in tuners):
             for t in tuners:
                 if not t.finished:
-                    t.step(min(opts.per_round, opts.trials - t.done))
+                    t.step(min(size, opts.trials - t.done))
         for t in tuners:
             t.retime()
     finally:

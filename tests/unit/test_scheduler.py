@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from ansorc.search.objectives import NO_PROGRAM, make_objective
-from ansorc.search.scheduler import SchedulerOptions, TaskScheduler
+from ansorc.search.scheduler import SchedulerOptions, TaskScheduler, round_size
 
 
 @dataclass
@@ -169,6 +169,12 @@ def test_unknown_strategy_and_objective_are_refused():
 def test_round_size_keeps_the_warm_up_to_a_quarter_of_the_budget(tasks, budget, per_round, expected):
     s = scheduler([CurveTuner(1.0, 0.5, 10) for _ in range(tasks)], [1] * tasks, per_round=per_round)
     assert s.round_size(budget) == expected
+
+
+@pytest.mark.parametrize("budget,expected", [(64, 16), (300, 64), (1000, 64), (20, 8), (5, 5)])
+def test_one_task_gets_model_guided_rounds_within_64_trials(budget, expected):
+    """tune() sizes its rounds the same way: 64 trials were one random round, now 16 random and 48 guided."""
+    assert round_size(64, budget) == expected
 
 
 def test_gradient_after_the_warm_up_leaves_most_of_a_1000_trial_budget_to_choose():
