@@ -199,5 +199,7 @@ def test_tune_measures_through_a_given_backend_with_each_batch_task(tmp_path):
     finally:
         inner.close()
     assert res.trials == 6 and not backend.closed  # the caller's backend is the caller's to close
-    assert len(backend.tasks) >= 3 and all(t is backend.tasks[0] for t in backend.tasks)
+    # two rounds of 3, then the re-timing, which is skipped where early cuts left fewer than two clean timings
+    assert len(backend.tasks) >= 2 + len(res.retimed)
+    assert all(t is backend.tasks[0] for t in backend.tasks)
     assert backend.tasks[0].key.startswith(res.task.workload_key)
