@@ -20,13 +20,17 @@ from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
 from ..ir.expr import Binary, Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
-from ..ir.steps import Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
+from ..ir.steps import Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams, hardware_params
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
 UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel windows (3x3) unroll
 TILE_VECTORS = 2         # vectors per row of a register tile
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
+REDUCE_BLOCK = 256       # most steps of the innermost reduction that the row blocks of one tile sweep in turn
+PACK = True              # copy a strided weights' panel into a contiguous buffer per reduction block
+SMALL_PANEL_BYTES = 32 << 10  # a panel (reduction x vector tile) this small is neither blocked nor packed
+ROW_BLOCK = 128          # most rows of a register-tiled block that share one sweep of the weights' panel
 
 
 def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None) -> State:
@@ -190,36 +194,93 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None
         return None
     vec, vf, row, rf = axes
     local = f"{name}.local"
+    m = _row_block(state.stage(name).op, vec, vf, row, rf, hw)
     state = state.apply(CacheWrite(name, "local"))
     spatial = [a.name for a in state.stage(local).op.axes]
     reduce = [a.name for a in state.stage(local).op.reduce_axes]
     steps = {}
-    for ax, f in ((row, rf), (vec, vf)):
-        if f < state.stage(local).iter(ax).extent:
+    for ax, f in ((row, (m, rf) if m > 1 else (rf,)), (vec, (vf,))):
+        if math.prod(f) < state.stage(local).iter(ax).extent or len(f) > 1:
             steps[ax] = len(state.steps)
-            state = state.apply(Split(local, ax, (f,)))
+            state = state.apply(Split(local, ax, f))
     axes = _reuse_first(state.stage(local).op, [a for a in spatial if a not in (row, vec) or a in steps])
     outer = [f"{a}.0" if a in steps else a for a in axes]
     inner = [f"{a}.1" if a in steps else a for a in (row, vec)]
-    state = state.apply(Reorder(local, tuple(outer + reduce + inner)))
+    middle = [inner.pop(0)] if m > 1 else []  # the row blocks: one sweep of the reduction each
+    local_inner = [f"{row}.2"] + inner if m > 1 else inner
+    state, sweep, block = _reduce_block(state, local, reduce) if m > 1 else (state, reduce, [])
+    state = state.apply(Reorder(local, tuple(outer + sweep + middle + block + local_inner)))
     epilogue = _epilogue(state, name)
     if epilogue is not None:  # the copy-out is the epilogue itself: the conv's output never goes to memory
         state = state.apply(ComputeInline(name))
         rename = dict(zip((a.name for a in state.stage(local).op.axes),
                           (a.name for a in state.stage(epilogue).op.axes)))
-        outer, inner = ([_renamed(a, rename) for a in names] for names in (outer, inner))
+        outer, middle, inner = ([_renamed(a, rename) for a in names] for names in (outer, middle, inner))
         steps = {rename[a]: src for a, src in steps.items()}
     target = epilogue or name
     for ax, src in steps.items():
         state = state.apply(FollowSplit(target, ax, src, 1))
-    state = state.apply(Reorder(target, tuple(outer + inner)))
+    state = state.apply(Reorder(target, tuple(outer + middle + inner)))
     if outer:
         state = state.apply(ComputeAt(local, target, outer[-1]))
+    if m > 1:
+        state = _pack_panel(state, local, row, vec, vf, (sweep or outer or [None])[-1])
     state = _parallel(state, target, outer, hw)
     state = state.apply(Annotate(local, state.stage(local).iters[-1].name, "vectorize"))
     state = state.apply(Annotate(target, inner[-1], "vectorize"))
     state = state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
     return state, {name, target}
+
+
+def _row_block(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) -> int:
+    """How many register tiles of rows one block of the local buffer stacks (m): the block sweeps the reduction
+    once per tile of rf rows, so the weights' panel of vf columns (K x vf floats) is read from cache m times per
+    load from memory instead of once (GMM 1024: 49 GFLOP/s with m = 1, a tuned 4 x 8 rows 218). The most tiles up
+    to ROW_BLOCK rows that leave enough parallel blocks for the cores."""
+    if math.prod(a.extent for a in op.reduce_axes) * vf * 4 <= SMALL_PANEL_BYTES:
+        return 1   # the whole panel stays in L1 anyway: blocking and packing only cost (1x1 convs, K = 64)
+    extents = {a.name: a.extent for a in op.axes}
+    others = math.prod(e for a, e in extents.items() if a not in (row, vec))
+    col_blocks = -(-extents[vec] // vf)
+    tiles = extents[row] // rf
+    fits = [m for m in range(1, tiles + 1) if tiles % m == 0 and m * rf <= ROW_BLOCK and
+            others * col_blocks * (tiles // m) >= PARALLEL_PER_CORE * hw.num_cores]
+    return max(fits, default=1)
+
+
+def _reduce_block(state: State, local: str, reduce: list) -> tuple:
+    """(state, the reduction loops outside the row blocks, those inside): the row blocks share each step of the
+    outer ones, whose weights' slice (the inner reduction x the vector tile) then stays in cache. The innermost
+    reduction is split to at most REDUCE_BLOCK; rows of a panel lie a whole output row apart in memory, and at 1024
+    floats apart 1024 of them thrash a 16-way L2 (GMM 1024: the panel is re-read from L3 for every row tile)."""
+    if not REDUCE_BLOCK or not reduce:
+        return state, reduce, []
+    last = reduce[-1]
+    extent = state.stage(local).iter(last).extent
+    if extent <= REDUCE_BLOCK:
+        return state, reduce[:-1], [last]
+    kc = _divisor(extent, 1, REDUCE_BLOCK)
+    state = state.apply(Split(local, last, (kc,)))
+    return state, reduce[:-1] + [f"{last}.0"], [f"{last}.1"]
+
+
+def _pack_panel(state: State, local: str, row: str, vec: str, vf: int, anchor: str | None) -> State:
+    """Copy the weights' slice that one step of the sweep reads (the reduction block x the vector tile) into a
+    contiguous buffer at that step, the packing of GotoBLAS: the row blocks then read it from L1 instead of
+    reading rows of the panel a whole weight row apart (conflict misses from L1 up: GMM 1024 108 -> 167
+    GFLOP/s). Only a panel that is strided (its rows longer than the tile) and reused (m > 1) is worth the copy."""
+    if not PACK or anchor is None:
+        return state
+    op = state.stage(local).op
+    panels = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None and
+              not any(_uses(i, row) for i in r.indices) and _uses(r.indices[-1], vec) and
+              r.tensor.shape[-1] > vf]
+    if not panels:
+        return state
+    panel = max(panels, key=lambda r: math.prod(r.tensor.shape)).name
+    state = state.apply(CacheRead(panel, "local", (local,)))
+    state = state.apply(ComputeAt(f"{panel}.local", local, anchor))
+    return state.apply(Annotate(f"{panel}.local", state.stage(f"{panel}.local").iters[-1].name, "vectorize"))
 
 
 def _renamed(iter_name: str, rename: dict) -> str:

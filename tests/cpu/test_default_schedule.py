@@ -37,15 +37,38 @@ def test_default_schedule_of_every_workload_builds_and_matches(name):
 
 
 def test_matmul_is_parallel_vectorized_and_register_tiled():
-    tensors = workloads.make("GMM", 2)
+    tensors = workloads.make("GMM", 2)     # 512^3: a 512 x 32 panel of B is 64 KB, so it is blocked and packed
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
     assert state.has_stage("C.local")                       # the register tile accumulates in a local block
-    assert annotations(state, "parallel") == [("C", "b@i.0")]   # 64 row tiles: enough for 2 cores
+    assert annotations(state, "parallel") == [("C", "b@i.0@j.0")]   # 4 blocks of 128 rows x 16 of 32 columns
     assert ("C.local", "j.1") in annotations(state, "vectorize")
-    # the vector loop is innermost in the accumulation, the reduction just outside it
+    # per block of 256 steps of k (k.0), the 16 row tiles (i.1) sweep it in turn, each accumulating 8 rows x 32
+    # columns (i.2, j.1: the vector loop innermost) in registers
     names = [it.name for it in state.stage("C.local").iters]
-    assert names[-1] == "j.1" and names.index("k") < names.index("i.1")
+    assert names[-1] == "j.1" and names.index("k.0") < names.index("i.1") < names.index("k.1") < names.index("i.2")
+    assert state.stage("C.local").iter("i.2").extent == 8 and state.stage("C.local").iter("k.1").extent == 256
+    # B's slice for a block is copied to a contiguous buffer there, vectorized
+    pack = state.stage("B.local")
+    assert pack.attach == ("C.local", "k.0")
+    assert ("B.local", pack.iters[-1].name) in annotations(state, "vectorize")
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
     check_kernel(workloads.matmul(64, 48, 40), default_cpu_schedule(ansorc.ComputeDAG(workloads.matmul(64, 48, 40))))
+
+
+def test_a_padded_conv_with_a_large_panel_is_blocked_and_packed_and_correct():
+    tensors = workloads.c2d(1, 16, 32, 64, 64, 3, 1, 1)   # 576 x 32 floats of weights per tile: 72 KB
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    [pack] = [st.name for st in state.stages if st.name.endswith(".local") and st.op.reduce_axes == ()]
+    assert state.stage(pack).attach[0].endswith(".local")
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
+def test_a_small_panel_is_neither_blocked_nor_packed():
+    tensors = workloads.matmul(256, 256, 128)   # 128 x 32 floats of B: 16 KB, in L1 anyway
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    names = [it.name for it in state.stage("C.local").iters]
+    assert not state.has_stage("B.local") and names[-3:] == ["k", "i.1", "j.1"]
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
 def test_few_cores_fuse_fewer_loops_and_short_loops_are_not_split():
