@@ -20,7 +20,8 @@ from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
 from ..ir.expr import Binary, Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
-from ..ir.steps import Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder, Split
+from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma,
+                        Reorder, Split)
 from .task import HardwareParams, hardware_params
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
