@@ -63,6 +63,15 @@ def test_a_padded_conv_with_a_large_panel_is_blocked_and_packed_and_correct():
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+def test_a_deep_7x7_conv_stacks_whole_rows_of_the_next_axis_into_a_block():
+    tensors = workloads.c2d(1, 7, 7, 128, 256, 3, 1, 1)   # w (7) is one tile: the block takes all 7 rows of h too
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    [local] = [st for st in state.stages if st.op.reduce_axes]
+    names = [it.name for it in local.iters]
+    assert local.iter("h.1").extent == 7 and names.index("h.1") < names.index("w.1") < names.index("w.2")
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 def test_a_small_panel_is_neither_blocked_nor_packed():
     tensors = workloads.matmul(256, 256, 128)   # 128 x 32 floats of B: 16 KB, in L1 anyway
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
