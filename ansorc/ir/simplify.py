@@ -7,6 +7,8 @@ r // c and r % c fold when 0 <= r < c, and comparisons fold when the sign of the
 """
 from __future__ import annotations
 
+import math
+
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Select, Var, children, const,
                    is_float, rebuild)
 
@@ -42,7 +44,8 @@ def bound(e: Expr, bounds: Bounds) -> tuple | None:
         c = e.b.value
         if a is not None and a[0] >= 0 and a[1] < c:
             return a
-        return (0, c - 1)
+        terms, k = _linear(e.a)   # (g*y) % c with g | c is a multiple of g: at most c - g
+        return (0, c - math.gcd(c, k, *terms.values()))
     if a is None or b is None:
         return None
     if e.op == "+":
@@ -144,6 +147,13 @@ def _divmod(op: str, a: Expr, c: int, dtype: str, bounds: Bounds) -> Expr:
     r = _from_linear(r_terms, r_const, dtype)
     rb = bound(r, bounds)
     fits = rb is not None and rb[0] >= 0 and rb[1] < c
+    aligned = None if fits else _aligned_split(r_terms, r_const, c, bounds)
+    if aligned is not None:  # r == big + small, big a multiple of g | c, 0 <= small < g: small never carries
+        big, small = (_from_linear(t, k0, dtype) for t, k0 in aligned)
+        if op == "%":
+            return _simplify(Binary("+", _divmod("%", big, c, dtype, bounds), small, dtype), bounds)
+        q_terms[_divmod("//", big, c, dtype, bounds)] = q_terms.get(_divmod("//", big, c, dtype, bounds), 0) + 1
+        return _from_linear(q_terms, q_const, dtype)
     if op == "%":
         if fits:
             return r
@@ -160,6 +170,23 @@ def _divmod(op: str, a: Expr, c: int, dtype: str, bounds: Bounds) -> Expr:
         rest = Binary("//", r, Const(c, dtype), dtype)
     q_terms[rest] = q_terms.get(rest, 0) + 1
     return _from_linear(q_terms, q_const, dtype)
+
+
+def _aligned_split(terms: dict, k: int, c: int, bounds: Bounds) -> tuple | None:
+    """((big terms, big const), (small terms, small const)) of terms + k, with every big coefficient and the big
+    const multiples of some g dividing c (the largest that works) and the small part within [0, g): then
+    (big + small) // c == big // c and (big + small) % c == big % c + small, for floor semantics, as big % c is a
+    multiple of g at most c - g. The lane of a vector piece (co = 32*co.0 + 16*j + l, l < 16) read through a
+    group's channel co // 128 so folds to a broadcast instead of a 16-lane gather."""
+    for g in sorted((d for d in range(2, c) if c % d == 0), reverse=True):
+        big = {t: v for t, v in terms.items() if v % g == 0}
+        small = {t: v for t, v in terms.items() if v % g}
+        if not big or not small:
+            continue
+        sb = bound(_from_linear(small, k % g, "int32"), bounds)
+        if sb is not None and sb[0] >= 0 and sb[1] < g:
+            return (big, k - k % g), (small, k % g)
+    return None
 
 
 # ----------------------------------------------------------------------------- the rewriter

@@ -69,3 +69,29 @@ def _eval(e, env):
     a, b = _eval(e.a, env), _eval(e.b, env)
     return {"+": a + b, "-": a - b, "*": a * b, "//": a // b if b else 0, "%": a % b if b else 0,
             "min": min(a, b), "max": max(a, b)}[e.op]
+
+
+def test_a_lane_below_the_alignment_of_the_rest_folds_out_of_div_and_mod():
+    """(32a + 16j + l) // 128 with l < 16: the rest is a multiple of 16 that divides 128, so l never carries (a
+    grouped conv's channel group read by a vector of 16 output channels is one element, not a gather)."""
+    a, l = Var("a"), Var("l")
+    b = {"a": (0, 15), "j": (0, 1), "l": (0, 15)}
+    assert repr(simplify((a * 32 + j * 16 + l) // 128, b)) == repr((a * 32) // 128)
+    assert "l" not in repr(simplify((a * 32 + l + 3) // 64, {"a": (-4, 9), "l": (0, 28)}))
+    assert "l" in repr(simplify((a * 32 + j * 16 + l) // 128, {**b, "l": (0, 16)}))   # 16 may carry: kept
+
+
+def test_aligned_div_and_mod_keep_their_value_on_random_expressions():
+    import random
+    rng = random.Random(7)
+    a, l = Var("a"), Var("l")
+    for _ in range(100):
+        ca, cj, k = (rng.choice([1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]) for _ in range(3))
+        c = rng.choice([2, 4, 8, 16, 32, 64, 96, 128, 256])
+        lo = rng.randint(-20, 0)
+        bnd = {"a": (lo, lo + rng.randint(0, 12)), "j": (0, rng.randint(0, 3)), "l": (0, rng.randint(0, 20))}
+        for e in ((a * ca + j * cj + l + k) // c, (a * ca + j * cj + l + k) % c, (a * ca + l * 2 - k) // c):
+            s = simplify(e, bnd)
+            for env in itertools.product(*(range(lo_, hi + 1) for lo_, hi in bnd.values())):
+                env = dict(zip(bnd, env))
+                assert _eval(e, env) == _eval(s, env), (e, s, env, bnd)
