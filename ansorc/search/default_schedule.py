@@ -234,7 +234,7 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None
     if outer:
         state = state.apply(ComputeAt(local, target, outer[-1]))
     if blocks:
-        state = _pack_panel(state, local, row, vec, vf, (sweep or outer or [None])[-1])
+        state = _pack_panel(state, local, row, vec, vf, (sweep or [None])[-1])  # a slice, not a whole panel
     state = _parallel(state, target, outer, hw)
     state = state.apply(Annotate(local, state.stage(local).iters[-1].name, "vectorize"))
     state = state.apply(Annotate(target, inner[-1], "vectorize"))
@@ -248,7 +248,7 @@ def _row_blocks(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) ->
     read from cache by every tile instead of from memory (GMM 1024: 72 GFLOP/s with one tile, 162 with 16). The
     most tiles up to ROW_BLOCK rows that leave at least BLOCKS_PER_CORE blocks a core; when a block holds all of
     the row axis (a 7 x 7 conv), whole rows of the next spatial axis out join it."""
-    if math.prod(a.extent for a in op.reduce_axes) * vf * 4 <= SMALL_PANEL_BYTES:
+    if math.prod(a.extent for a in op.reduce_axes) * vf * _bytes(op.dtype) <= SMALL_PANEL_BYTES:
         return []   # the whole panel stays in L1 anyway: blocking and packing only cost (1x1 convs, K = 64)
     extents = {a.name: a.extent for a in op.axes}
     parallel = math.prod(e for a, e in extents.items() if a != vec) // rf * -(-extents[vec] // vf)
@@ -267,6 +267,10 @@ def _row_blocks(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) ->
     return blocks if math.prod(f for _, f in blocks) > 1 else []
 
 
+def _bytes(dtype: str) -> int:
+    return 8 if dtype in ("float64", "int64") else 2 if dtype == "float16" else 4
+
+
 def _reduce_block(state: State, local: str, reduce: list) -> tuple:
     """(state, the reduction loops outside the row blocks, those inside): the row blocks share each step of the
     outer ones, whose weights' slice (the inner reduction x the vector tile) then stays in cache. The innermost
@@ -278,7 +282,9 @@ def _reduce_block(state: State, local: str, reduce: list) -> tuple:
     extent = state.stage(local).iter(last).extent
     if extent <= REDUCE_BLOCK:
         return state, reduce[:-1], [last]
-    kc = _divisor(extent, 1, REDUCE_BLOCK)
+    kc = _divisor(extent, REDUCE_BLOCK // 4, REDUCE_BLOCK)
+    if kc is None:   # no divisor near the block size (a prime extent): one sweep of the whole, unpacked slices
+        return state, reduce[:-1], [last]
     state = state.apply(Split(local, last, (kc,)))
     return state, reduce[:-1] + [f"{last}.0"], [f"{last}.1"]
 

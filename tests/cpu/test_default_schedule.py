@@ -72,6 +72,14 @@ def test_a_deep_7x7_conv_stacks_whole_rows_of_the_next_axis_into_a_block():
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+def test_a_prime_reduction_is_swept_whole_and_its_panel_not_copied():
+    tensors = workloads.matmul(64, 64, 1021)   # no slice of 64-256 steps divides 1021: no sweep loop to pack at
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    names = [it.name for it in state.stage("C.local").iters]
+    assert not state.has_stage("B.local") and names.index("i.1") < names.index("k") < names.index("i.2")
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 def test_a_small_panel_is_neither_blocked_nor_packed():
     tensors = workloads.matmul(256, 256, 128)   # 128 x 32 floats of B: 16 KB, in L1 anyway
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
