@@ -38,6 +38,7 @@ import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
 from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
+from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
@@ -68,7 +69,8 @@ def tune_row(op: str, idx: int, dag, log_dir: Path, trials: int, quiet: bool) ->
     spent = json.loads(spent_file.read_text()) if spent_file.exists() else {}
     t0 = time.time()
     if trials:
-        tune(SearchTask(dag), trials=trials, log=str(log), progress=not quiet)
+        with all_process_cpus():   # the peers' OpenMP bound this thread to one core; gcc and workers inherit it
+            tune(SearchTask(dag), trials=trials, log=str(log), progress=not quiet)
         pack_log(log)
     key = log.stem
     spent[key] = spent.get(key, 0.0) + time.time() - t0

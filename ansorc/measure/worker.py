@@ -340,6 +340,17 @@ def write_frame(fd: int, obj) -> None:
         view = view[os.write(fd, view):]
 
 
+def apply_worker_cpus() -> None:
+    """Run on the CPUs the runner named in ANSORC_WORKER_CPUS ("0,1,2": every CPU of its process, whatever
+    its calling thread was bound to; measure/affinity.py), quietly nothing where that cannot be done."""
+    cpus = {int(c) for c in os.environ.get("ANSORC_WORKER_CPUS", "").split(",") if c.strip().isdigit()}
+    if cpus and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            pass
+
+
 def start_orphan_watch() -> None:
     """Exit when the parent is gone, even while a hung kernel holds the main thread (cffi calls release the
     GIL). Polling, not PR_SET_PDEATHSIG: that fires when the parent *thread* exits, which a runner created in a
@@ -355,6 +366,7 @@ def start_orphan_watch() -> None:
 
 def main() -> int:
     faulthandler.enable()  # a segfault leaves a traceback in the log for the error message
+    apply_worker_cpus()
     os.dup2(2, 1)  # a kernel's printf must not land anywhere but the log
     ctl = socket.socket(fileno=int(sys.argv[1]))
     fd = ctl.fileno()

@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .affinity import worker_env
+
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
 
@@ -71,7 +73,8 @@ class WorkerProcess:
         self.ctl, theirs = socket.socketpair()
         # Own session: a Ctrl-C meant for us does not hit a timing run; the zygote exits when its socket closes.
         # numpy's BLAS is never called in the worker; one thread keeps its idle pool off the kernels' cores.
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        # And every CPU of this process, whatever the calling thread is bound to (affinity.py).
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **worker_env())
         self.proc = subprocess.Popen([sys.executable, "-u", str(WORKER_SCRIPT), str(theirs.fileno())],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
                                      pass_fds=(theirs.fileno(),), start_new_session=True, env=env)
