@@ -152,7 +152,8 @@ def _divmod(op: str, a: Expr, c: int, dtype: str, bounds: Bounds) -> Expr:
         big, small = (_from_linear(t, k0, dtype) for t, k0 in aligned)
         if op == "%":
             return _simplify(Binary("+", _divmod("%", big, c, dtype, bounds), small, dtype), bounds)
-        q_terms[_divmod("//", big, c, dtype, bounds)] = q_terms.get(_divmod("//", big, c, dtype, bounds), 0) + 1
+        quotient = _divmod("//", big, c, dtype, bounds)
+        q_terms[quotient] = q_terms.get(quotient, 0) + 1
         return _from_linear(q_terms, q_const, dtype)
     if op == "%":
         if fits:
@@ -178,7 +179,7 @@ def _aligned_split(terms: dict, k: int, c: int, bounds: Bounds) -> tuple | None:
     (big + small) // c == big // c and (big + small) % c == big % c + small, for floor semantics, as big % c is a
     multiple of g at most c - g. The lane of a vector piece (co = 32*co.0 + 16*j + l, l < 16) read through a
     group's channel co // 128 so folds to a broadcast instead of a 16-lane gather."""
-    for g in sorted((d for d in range(2, c) if c % d == 0), reverse=True):
+    for g in _divisors_descending(c):
         big = {t: v for t, v in terms.items() if v % g == 0}
         small = {t: v for t, v in terms.items() if v % g}
         if not big or not small:
@@ -187,6 +188,13 @@ def _aligned_split(terms: dict, k: int, c: int, bounds: Bounds) -> tuple | None:
         if sb is not None and sb[0] >= 0 and sb[1] < g:
             return (big, k - k % g), (small, k % g)
     return None
+
+
+def _divisors_descending(c: int) -> list:
+    """The divisors of c strictly between 1 and c, largest first: O(sqrt c), as lowering simplifies every index of
+    every program the search scores (a fused axis can make c tens of thousands)."""
+    small = [d for d in range(2, math.isqrt(c) + 1) if c % d == 0]
+    return sorted(set(small) | {c // d for d in small}, reverse=True)
 
 
 # ----------------------------------------------------------------------------- the rewriter

@@ -21,6 +21,7 @@ import math
 
 from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
+from ..ir.dtypes import itemsize
 from ..ir.expr import Binary, Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
 from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma,
@@ -32,10 +33,8 @@ UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel wind
 TILE_VECTORS = 2         # vectors per row of a register tile
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 REDUCE_BLOCK = 256       # most steps of the innermost reduction that the row blocks of one tile sweep in turn
-PACK = True              # copy a strided weights' panel into a contiguous buffer per reduction block
 SMALL_PANEL_BYTES = 32 << 10  # a panel (reduction x vector tile) this small is neither blocked nor packed
 BLOCKS_PER_CORE = 4      # parallel blocks a core at least keeps when tiles stack into blocks
-OUTER_ROWS = True        # a block that holds the whole row axis takes rows of the next axis too
 ROW_BLOCK = 128          # most rows of a register-tiled block that share one sweep of the weights' panel
 
 
@@ -248,7 +247,7 @@ def _row_blocks(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) ->
     read from cache by every tile instead of from memory (GMM 1024: 72 GFLOP/s with one tile, 162 with 16). The
     most tiles up to ROW_BLOCK rows that leave at least BLOCKS_PER_CORE blocks a core; when a block holds all of
     the row axis (a 7 x 7 conv), whole rows of the next spatial axis out join it."""
-    if math.prod(a.extent for a in op.reduce_axes) * vf * _bytes(op.dtype) <= SMALL_PANEL_BYTES:
+    if math.prod(a.extent for a in op.reduce_axes) * vf * itemsize(op.dtype) <= SMALL_PANEL_BYTES:
         return []   # the whole panel stays in L1 anyway: blocking and packing only cost (1x1 convs, K = 64)
     extents = {a.name: a.extent for a in op.axes}
     parallel = math.prod(e for a, e in extents.items() if a != vec) // rf * -(-extents[vec] // vf)
@@ -261,14 +260,10 @@ def _row_blocks(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) ->
     m = most(tiles, rf)
     blocks, parallel = [(row, m)], parallel // m
     others = [a.name for a in op.axes if a.name not in (row, vec) and a.extent > 1]
-    if m == tiles and others and OUTER_ROWS:
+    if m == tiles and others:
         d = most(extents[others[-1]], rf * m)
         blocks = [(others[-1], d)] * (d > 1) + blocks
     return blocks if math.prod(f for _, f in blocks) > 1 else []
-
-
-def _bytes(dtype: str) -> int:
-    return 8 if dtype in ("float64", "int64") else 2 if dtype == "float16" else 4
 
 
 def _reduce_block(state: State, local: str, reduce: list) -> tuple:
@@ -276,7 +271,7 @@ def _reduce_block(state: State, local: str, reduce: list) -> tuple:
     outer ones, whose weights' slice (the inner reduction x the vector tile) then stays in cache. The innermost
     reduction is split to at most REDUCE_BLOCK; rows of a panel lie a whole output row apart in memory, and at 1024
     floats apart 1024 of them thrash a 16-way L2 (GMM 1024: the panel is re-read from L3 for every row tile)."""
-    if not REDUCE_BLOCK or not reduce:
+    if not reduce:
         return state, reduce, []
     last = reduce[-1]
     extent = state.stage(local).iter(last).extent
@@ -294,7 +289,7 @@ def _pack_panel(state: State, local: str, row: str, vec: str, vf: int, anchor: s
     contiguous buffer at that step, the packing of GotoBLAS: the row blocks then read it from L1 instead of
     reading rows of the panel a whole weight row apart (conflict misses from L1 up: GMM 1024 108 -> 167
     GFLOP/s). Only a panel that is strided (its rows longer than the tile) and reused (m > 1) is worth the copy."""
-    if not PACK or anchor is None:
+    if anchor is None:
         return state
     op = state.stage(local).op
     panels = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None and
