@@ -202,6 +202,30 @@ def is_strictly_inlinable(op) -> bool:
     return True
 
 
+def transposed_axes(op) -> tuple | None:
+    """(w, r) when `op` copies data across a transposition: no reduction, its innermost axis w (extent > 1) is
+    not the innermost subscript of some simple read, whose innermost subscript is another axis r (extent > 1)
+    that also drives a subscript of w's. Along w that read strides by rows; along r it is contiguous. Tiled by
+    both (r.0, w.0, r.1, w.1), a tile touches r.1 rows of the input and w.1 of the output and each line it
+    loads serves the whole tile (TBG's key transpose: 74 -> 27 us)."""
+    if not isinstance(op, ComputeOp) or op.combiner or not op.axes:
+        return None
+    names = [a.name for a in op.axes]
+    extent = {a.name: a.extent for a in op.axes}
+    w = names[-1]
+    if extent[w] <= 1:
+        return None
+    for node in walk(op.body):
+        if not isinstance(node, Read) or not node.indices or not _is_simple_access(node, names):
+            continue
+        order = _axis_order(node)
+        last = simplify(node.indices[-1])
+        last = last.a if isinstance(last, Binary) and isinstance(last.b, Const) else last
+        if isinstance(last, Var) and last.name != w and extent.get(last.name, 1) > 1 and w in order:
+            return w, last.name
+    return None
+
+
 def needs_multi_level_tiling(op) -> bool:
     """Some input misses an output spatial axis (of extent > 1): there is data reuse to exploit."""
     if not isinstance(op, ComputeOp):
@@ -257,4 +281,5 @@ def needs_rfactor(op, num_cores: int) -> bool:
 
 
 __all__ = ["ComputeDAG", "DagError", "op_flops", "is_strictly_inlinable", "needs_multi_level_tiling",
+           "transposed_axes",
            "is_elementwise_match", "has_single_elementwise_consumer", "needs_rfactor"]

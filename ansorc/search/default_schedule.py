@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from ..codegen.cuda_target import is_cuda
-from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling
+from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, transposed_axes
 from ..ir.dtypes import itemsize
 from ..ir.expr import Binary, Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
@@ -57,7 +57,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 state, fused = tiled
                 done.update(fused)
             else:
-                state = _schedule_root(state, st.name, hw)
+                state = _transpose_tiled(state, st.name, hw) or _schedule_root(state, st.name, hw)
     return state
 
 
@@ -148,6 +148,26 @@ def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     if reduce:
         state = state.apply(Pragma(name, state.stage(name).iters[0].name, "auto_unroll_max_step", UNROLL_STEPS))
     return state
+
+
+def _transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
+    """A copy across a transposition (ir.dag.transposed_axes) in square tiles of about one vector: the write axis
+    w split by a vector and vectorized (its reads gathered from tile rows that stay in L1), the read axis r by up
+    to as many; None when either extent has no such factor."""
+    axes = transposed_axes(state.stage(name).op)
+    if axes is None:
+        return None
+    w, r = axes
+    st = state.stage(name)
+    lanes = hw.lanes(st.op.dtype)
+    fw, fr = _divisor(st.iter(w).extent, min(4, lanes), lanes), _divisor(st.iter(r).extent, 2, lanes)
+    if fw is None or fr is None:
+        return None
+    state = state.apply(Split(name, w, (fw,))).apply(Split(name, r, (fr,)))
+    outer = [it.name for it in st.iters if it.name not in (w, r)] + [f"{r}.0", f"{w}.0"]
+    state = state.apply(Reorder(name, tuple(outer + [f"{r}.1", f"{w}.1"])))
+    state = _parallel(state, name, outer, hw)
+    return state.apply(Annotate(name, f"{w}.1", "vectorize"))
 
 
 def _divisor(extent: int, lo: int, hi: int) -> int | None:

@@ -3,7 +3,8 @@ application that returns new (state, next stage index) pairs. APPLY keeps trying
 original state, which is how one stage branches into several sketches."""
 from __future__ import annotations
 
-from ..ir.dag import is_elementwise_match, is_strictly_inlinable, needs_multi_level_tiling, needs_rfactor
+from ..ir.dag import (is_elementwise_match, is_strictly_inlinable, needs_multi_level_tiling, needs_rfactor,
+                      transposed_axes)
 from ..ir.state import State
 from ..ir.steps import CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder, Rfactor, Split
 
@@ -195,6 +196,26 @@ class MultiLevelTiling(Rule):
         return [(multi_level_tile(state, state.stages[i].name, self.structure)[0], i - 1)]
 
 
+class TransposeTiling(Rule):
+    """A copy across a transposition (ir.dag.transposed_axes) tiled by both axes, r.0 w.0 r.1 w.1 (lengths left
+    to annotation): otherwise the vector along w gathers from as many input rows as the loop is long. APPLY,
+    so the untiled stage stays a sketch too."""
+    name = "transpose-tiling"
+
+    def condition(self, task, state, i):
+        st = state.stages[i]
+        if st.relations or st.compute_at != "root" or st.name.endswith(".local"):
+            return SKIP
+        return APPLY if transposed_axes(st.op) is not None else SKIP
+
+    def apply(self, task, state, i):
+        st = state.stages[i]
+        w, r = transposed_axes(st.op)
+        s = state.apply(Split(st.name, w, (None,))).apply(Split(st.name, r, (None,)))
+        outer = [it.name for it in st.iters if it.name not in (w, r)]
+        return [(s.apply(Reorder(st.name, tuple(outer + [f"{r}.0", f"{w}.0", f"{r}.1", f"{w}.1"]))), i - 1)]
+
+
 class SkipStage(Rule):
     name = "skip"
 
@@ -207,7 +228,7 @@ class SkipStage(Rule):
 
 def default_cpu_rules(structure: str = "SSRSRS") -> list:
     return [AlwaysInline(), AddRfactor(), AddCacheWrite(), MultiLevelTilingWithFusion(structure),
-            MultiLevelTiling(structure), SkipStage()]
+            MultiLevelTiling(structure), TransposeTiling(), SkipStage()]
 
 
 __all__ = ["Rule", "SKIP", "APPLY", "APPLY_AND_SKIP_REST", "default_cpu_rules", "consumers", "elementwise_consumer"]

@@ -6,7 +6,7 @@ import random
 import pytest
 
 import ansorc
-from ansorc import workloads
+from ansorc import te, workloads
 from ansorc.errors import AnsorcError
 from ansorc.ir.state import replay
 from ansorc.ir.steps import steps_to_json
@@ -110,6 +110,26 @@ def test_gathers_across_rows_are_not_vectorized():
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
     assert not [a for a in annotations(state, "vectorize") if a[0] in ("row_max", "row_sum")]
     check_kernel(tensors, state, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape, perm", [((128, 12, 64), (1, 2, 0)),   # TBG's key transpose (per batch)
+                                         ((48, 40), (1, 0)),           # vector 16 and tile 8 of 40
+                                         ((7, 5, 33), (2, 0, 1)),      # a 5-lane vector (4 + 1 pieces)
+                                         ((7, 3, 33), (2, 0, 1)),      # the write axis (3) too short
+                                         ((3, 64, 30), (0, 2, 1))])
+def test_a_transposing_copy_is_tiled_by_both_axes_and_correct(shape, perm):
+    A = te.placeholder(shape, "float32", "A")
+    out = tuple(shape[p] for p in perm)
+    inv = [perm.index(k) for k in range(len(shape))]
+    T = te.compute(out, lambda *ix: A[tuple(ix[inv[k]] for k in range(len(shape)))], name="T")
+    state = default_cpu_schedule(ansorc.ComputeDAG([A, T]))
+    w, r = T.op.axes[-1].name, T.op.axes[inv[-1]].name
+    names = [it.name for it in state.stage("T").iters]
+    if shape[perm[-1]] >= 4:
+        assert names[-2:] == [f"{r}.1", f"{w}.1"] and ("T", f"{w}.1") in annotations(state, "vectorize")
+    else:
+        assert not any(n.endswith(".1") for n in names)   # no vector factor: the plain copy
+    check_kernel([A, T], state, rtol=0, atol=0)
 
 
 @functools.lru_cache(maxsize=None)

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from ansorc import te, workloads
+from ansorc.ir.dag import transposed_axes
 from ansorc.search.rules import APPLY_AND_SKIP_REST, SKIP, Rule
 from ansorc.search.sketch import generate_sketches, print_sketches
 from ansorc.search.task import HardwareParams, SearchTask
@@ -30,6 +31,7 @@ CASES = {
     "c2d_pad": (lambda: workloads.c2d(1, 56, 56, 64, 64, 3, 1, 1), 3),
     "nrm": (lambda: workloads.nrm(1, 1024, 1024), 3),
     "example2": (example2, 5),
+    "tbg": (lambda: workloads.tbg(1, 32, 2, 16), 6),   # the key transpose: tiled and untiled sketches
 }
 
 
@@ -71,3 +73,16 @@ def test_custom_rule_runs_first():
 
     sketches = generate_sketches(SearchTask(workloads.matmul(64, 64, 64), hw=HW), custom_rules=(OnlyInline(),))
     assert len(sketches) == 1 and sketches[0].steps == ()
+
+
+def test_transposed_axes_finds_copies_across_a_transposition_only():
+    A = te.placeholder((4, 8, 16), name="A")
+    perm = te.compute((16, 4, 8), lambda c, a, b: A[a, b, c], name="P")          # written along b, read along c
+    assert transposed_axes(perm.op) == ("b", "c")
+    same = te.compute((8, 4, 16), lambda b, a, c: A[a, b, c] * 2.0, name="S")    # innermost stays innermost
+    assert transposed_axes(same.op) is None
+    k = te.reduce_axis((0, 16), name="k")
+    red = te.compute((8, 4), lambda b, a: te.sum(A[a, b, k], axis=k), name="R")  # a reduction is not a copy
+    assert transposed_axes(red.op) is None
+    col = te.compute((4, 1), lambda a, one: A[a, 0, 0], name="C")                # an axis of extent 1
+    assert transposed_axes(col.op) is None
