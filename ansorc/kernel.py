@@ -86,7 +86,8 @@ class Kernel:
         self._ffi, self._lib = _load(source, self.lib_path)
         self._fn = getattr(self._lib, source.entry)
         self._buffer_types = tuple(f"{C_TYPE[a.dtype]}[]" for a in source.args)
-        self._wanted = tuple((np.dtype(NP_DTYPE[a.dtype]), tuple(a.shape)) for a in source.args)
+        self._wanted = tuple((np.dtype(NP_DTYPE[a.dtype]), tuple(a.shape), a.is_output) for a in source.args)
+        self._n_in = sum(1 for a in source.args if not a.is_output)
         self._last = None  # (arrays, pointers) of the last call
         self._warned_alignment = False
 
@@ -107,7 +108,7 @@ class Kernel:
         return self.spec.provenance_dict if self.spec else {}
 
     def _check(self, arr, spec, k):
-        dtype, shape = self._wanted[k]
+        dtype, shape, _ = self._wanted[k]
         if not isinstance(arr, np.ndarray):
             raise ArgumentError(f"argument {k} ({spec.name}) must be a numpy array, got {type(arr).__name__}")
         if arr.dtype != dtype:
@@ -140,8 +141,7 @@ class Kernel:
         return ptrs
 
     def __call__(self, *arrays):
-        specs = self.args
-        n_in = sum(1 for a in specs if not a.is_output)
+        specs, n_in = self.args, self._n_in
         outputs = None
         if len(arrays) == n_in:
             outputs = [empty(a.shape, NP_DTYPE[a.dtype]) for a in specs[n_in:]]
@@ -149,8 +149,12 @@ class Kernel:
         if len(arrays) != len(specs):
             raise ArgumentError(f"kernel {self.name} takes {n_in} inputs and {len(specs) - n_in} outputs "
                             f"({', '.join(a.name for a in specs)}), got {len(arrays)} arrays")
-        for k, (arr, spec) in enumerate(zip(arrays, specs)):
-            self._check(arr, spec, k)
+        for arr, (dtype, shape, out) in zip(arrays, self._wanted):   # the checks of _check, inlined for speed
+            flags = arr.flags if isinstance(arr, np.ndarray) else None
+            if flags is None or arr.dtype != dtype or arr.shape != shape or not flags.c_contiguous or \
+                    (out and not flags.writeable):
+                for k, (a, spec) in enumerate(zip(arrays, specs)):
+                    self._check(a, spec, k)   # raises, naming the argument
         ptrs = self._pointers(arrays, specs)
         rc = self._fn(*ptrs)
         if rc != 0:
