@@ -88,6 +88,15 @@ def test_a_small_panel_is_neither_blocked_nor_packed():
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("ci", [8, 256])   # a small panel (one tile) and a large one (blocked and packed)
+def test_a_prime_row_extent_gets_a_full_tile_and_a_guarded_last_one(ci):
+    tensors = workloads.c2d(1, 11, 11, ci, 32, 3, 1, 1)   # 11 output columns: no divisor between 5 and 8
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
+    splits = [s for s in state.steps if type(s).__name__ == "Split" and s.stage == "conv.local" and s.iter == "w"]
+    assert splits and splits[0].lengths[-1] == 6              # 6 + 5 rows: 1 of 12 idle
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 def test_few_cores_fuse_fewer_loops_and_short_loops_are_not_split():
     tensors = workloads.make("C2D", 1)     # 1 x 56 x 56 x 64 -> 64, 1x1
     dag = ansorc.ComputeDAG(tensors)
