@@ -88,7 +88,7 @@ class Kernel:
         self._buffer_types = tuple(f"{C_TYPE[a.dtype]}[]" for a in source.args)
         self._wanted = tuple((np.dtype(NP_DTYPE[a.dtype]), tuple(a.shape), a.is_output) for a in source.args)
         self._n_in = sum(1 for a in source.args if not a.is_output)
-        self._last = None  # (arrays, pointers) of the last call
+        self._last = None  # (arrays, pointers, weak references) of the last call
         self._warned_alignment = False
 
     @property

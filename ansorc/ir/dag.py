@@ -203,9 +203,9 @@ def is_strictly_inlinable(op) -> bool:
 
 
 def transposed_axes(op) -> tuple | None:
-    """(w, r) when `op` copies data across a transposition: no reduction, its innermost axis w (extent > 1) is
-    not the innermost subscript of some simple read, whose innermost subscript is another axis r (extent > 1)
-    that also drives a subscript of w's. Along w that read strides by rows; along r it is contiguous. Tiled by
+    """(w, r) when `op` copies data across a transposition: no reduction, and some simple read subscripts its
+    last dimension by an axis r (extent > 1) other than op's innermost axis w (extent > 1), which subscripts an
+    earlier dimension. Along w that read strides by rows; along r it is contiguous. Tiled by
     both (r.0, w.0, r.1, w.1), a tile touches r.1 rows of the input and w.1 of the output and each line it
     loads serves the whole tile (TBG's key transpose: 74 -> 27 us)."""
     if not isinstance(op, ComputeOp) or op.combiner or not op.axes:
