@@ -34,6 +34,7 @@ from ansorc.measure.runner import MeasureResult, RunnerConfig
 from ansorc.measure.task import MeasureTask
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")   # before ray is imported: no outbound traffic
+CLIENT_INIT_ATTEMPTS = 3   # tries of ray.init when the head's client server fails to set this client up
 
 
 class ClusterError(AnsorcError, RuntimeError):
@@ -82,13 +83,20 @@ def connect(address: str | None) -> bool:
         raise ClusterError(f"{address}: ray:// addresses need Ray Client (grpcio): pip install 'ansorc[ray]', or "
                            "give the head's HOST:PORT from a machine inside the cluster")
     env = {"RAY_USAGE_STATS_ENABLED": "0"}
-    try:
-        kwargs = {} if str(address).startswith("ray://") else {"include_dashboard": False}
-        ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
-                 logging_level="WARNING", **kwargs)
-    except (ConnectionError, RuntimeError, ValueError, ImportError) as exc:
-        raise ClusterError(f"cannot connect to the Ray cluster at {address!r}: "
-                           f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
+    kwargs = {} if str(address).startswith("ray://") else {"include_dashboard": False}
+    for attempt in range(CLIENT_INIT_ATTEMPTS):
+        try:
+            ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
+                     logging_level="WARNING", **kwargs)
+            return True
+        except (ConnectionError, RuntimeError, ValueError, ImportError) as exc:
+            # a busy head's client server can fail to start this client's proxy in time ("Initialization
+            # failure from server", seen once in a 22-minute test run): that one is worth another try
+            if "Initialization failure" in str(exc) and attempt + 1 < CLIENT_INIT_ATTEMPTS:
+                time.sleep(2.0 * (attempt + 1))
+                continue
+            raise ClusterError(f"cannot connect to the Ray cluster at {address!r}: "
+                               f"{(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
     return True
 
 
