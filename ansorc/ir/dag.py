@@ -169,14 +169,15 @@ def _is_simple_access(read: Read, axis_names: list) -> bool:
     return True
 
 
+def _axis_of(idx: Expr) -> str | None:
+    """The axis a simple subscript (var, or var +- constant) reads along; None for a constant."""
+    s = simplify(idx)
+    v = s.a if isinstance(s, Binary) and isinstance(s.b, Const) else s
+    return v.name if isinstance(v, Var) else None
+
+
 def _axis_order(read: Read) -> list:
-    out = []
-    for idx in read.indices:
-        s = simplify(idx)
-        v = s.a if isinstance(s, Binary) and isinstance(s.b, Const) else s
-        if isinstance(v, Var):
-            out.append(v.name)
-    return out
+    return [a for a in map(_axis_of, read.indices) if a is not None]
 
 
 def _is_checked(idx: Expr) -> bool:
@@ -218,11 +219,9 @@ def transposed_axes(op) -> tuple | None:
     for node in walk(op.body):
         if not isinstance(node, Read) or not node.indices or not _is_simple_access(node, names):
             continue
-        order = _axis_order(node)
-        last = simplify(node.indices[-1])
-        last = last.a if isinstance(last, Binary) and isinstance(last.b, Const) else last
-        if isinstance(last, Var) and last.name != w and extent.get(last.name, 1) > 1 and w in order:
-            return w, last.name
+        r = _axis_of(node.indices[-1])
+        if r is not None and r != w and extent.get(r, 1) > 1 and w in _axis_order(node):
+            return w, r
     return None
 
 

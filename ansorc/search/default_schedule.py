@@ -26,6 +26,7 @@ from ..ir.expr import Binary, Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
 from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma,
                         Reorder, Split)
+from .rules import tile_transpose
 from .task import HardwareParams, hardware_params
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
@@ -154,18 +155,16 @@ def _transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | Non
     """A copy across a transposition (ir.dag.transposed_axes) in square tiles of about one vector: the write axis
     w split by a vector and vectorized (its reads gathered from tile rows that stay in L1), the read axis r by up
     to as many; None when either extent has no such factor."""
-    axes = transposed_axes(state.stage(name).op)
+    st = state.stage(name)
+    axes = transposed_axes(st.op)
     if axes is None:
         return None
     w, r = axes
-    st = state.stage(name)
     lanes = hw.lanes(st.op.dtype)
     fw, fr = _divisor(st.iter(w).extent, min(4, lanes), lanes), _divisor(st.iter(r).extent, 2, lanes)
     if fw is None or fr is None:
         return None
-    state = state.apply(Split(name, w, (fw,))).apply(Split(name, r, (fr,)))
-    outer = [it.name for it in st.iters if it.name not in (w, r)] + [f"{r}.0", f"{w}.0"]
-    state = state.apply(Reorder(name, tuple(outer + [f"{r}.1", f"{w}.1"])))
+    state, outer = tile_transpose(state, name, axes, (fw, fr))
     state = _parallel(state, name, outer, hw)
     return state.apply(Annotate(name, f"{w}.1", "vectorize"))
 

@@ -76,6 +76,15 @@ def multi_level_tile(state: State, name: str, structure: str) -> tuple:
     return state.apply(Reorder(name, tuple(order))), split_steps
 
 
+def tile_transpose(state: State, name: str, axes: tuple, lengths: tuple) -> tuple:
+    """(state, its outer loops): stage `name`'s axes (w, r) (ir.dag.transposed_axes) split by `lengths` (None:
+    left to annotation) and ordered ..., r.0, w.0, r.1, w.1."""
+    (w, r), (fw, fr) = axes, lengths
+    outer = [it.name for it in state.stage(name).iters if it.name not in (w, r)] + [f"{r}.0", f"{w}.0"]
+    state = state.apply(Split(name, w, (fw,))).apply(Split(name, r, (fr,)))
+    return state.apply(Reorder(name, tuple(outer + [f"{r}.1", f"{w}.1"]))), outer
+
+
 def fuse_consumer(state: State, producer: str, consumer: str, split_steps: dict, level: int) -> State:
     """The consumer follows the producer's first `level` spatial tile levels; the producer is computed at
     the consumer's innermost iterator of that level."""
@@ -209,11 +218,8 @@ class TransposeTiling(Rule):
         return APPLY if transposed_axes(st.op) is not None else SKIP
 
     def apply(self, task, state, i):
-        st = state.stages[i]
-        w, r = transposed_axes(st.op)
-        s = state.apply(Split(st.name, w, (None,))).apply(Split(st.name, r, (None,)))
-        outer = [it.name for it in st.iters if it.name not in (w, r)]
-        return [(s.apply(Reorder(st.name, tuple(outer + [f"{r}.0", f"{w}.0", f"{r}.1", f"{w}.1"]))), i - 1)]
+        name = state.stages[i].name
+        return [(tile_transpose(state, name, transposed_axes(state.stages[i].op), (None, None))[0], i - 1)]
 
 
 class SkipStage(Rule):
@@ -231,4 +237,5 @@ def default_cpu_rules(structure: str = "SSRSRS") -> list:
             MultiLevelTiling(structure), TransposeTiling(), SkipStage()]
 
 
-__all__ = ["Rule", "SKIP", "APPLY", "APPLY_AND_SKIP_REST", "default_cpu_rules", "consumers", "elementwise_consumer"]
+__all__ = ["Rule", "SKIP", "APPLY", "APPLY_AND_SKIP_REST", "default_cpu_rules", "consumers", "elementwise_consumer",
+           "tile_transpose"]
