@@ -232,21 +232,31 @@ class CacheWrite:
 
 @dataclass(frozen=True)
 class CacheRead:
-    """Readers read a copy T.<scope> of tensor T instead of T."""
+    """Readers read a copy T.<scope> of tensor T instead of T. With block B > 0 the copy is laid out blocked:
+    T[i..., j] is stored at [j // B, i..., j % B] (TVM's layout rewrite, done inside the kernel): B consecutive
+    columns of every row then lie together, so a vector tile of B columns reads one contiguous slice."""
     tensor: str
     scope: str
     readers: tuple
+    block: int = 0
 
     def apply(self, state: State) -> State:
         src = state.dag.op_by_name.get(self.tensor) or state.stage(self.tensor).op
         if state.has_stage(self.tensor):
             src = state.stage(self.tensor).op
-        axes = tuple(IterVar(Var(f"ax{d}"), n, "S") for d, n in enumerate(src.shape))
+        shape, b = tuple(src.shape), self.block
+        if b and not (b > 0 and shape and shape[-1] % b == 0):
+            raise ScheduleError(f"cache_read of {self.tensor!r} blocked by {b}: its last extent "
+                                f"{shape[-1] if shape else None} is not a multiple of it")
+        layout = ((shape[-1] // b,) + shape[:-1] + (b,)) if b else shape
+        axes = tuple(IterVar(Var(f"ax{d}"), n, "S") for d, n in enumerate(layout))
+        v = [a.var for a in axes]
         src_t = Tensor(src)
+        src_index = tuple(v[1:-1]) + (v[0] * b + v[-1],) if b else tuple(v)
         cache_op = ComputeOp(f"{self.tensor}.{self.scope}", axes, (),
-                             Read(self.tensor, tuple(a.var for a in axes), src.dtype, src_t), None, src.dtype,
-                             (src_t,))
+                             Read(self.tensor, src_index, src.dtype, src_t), None, src.dtype, (src_t,))
         cache_t = Tensor(cache_op)
+        index = (lambda i: (i[-1] // b,) + tuple(i[:-1]) + (i[-1] % b,)) if b else (lambda i: i)
         stages = list(state.stages)
         first = min(state.stage_index(r) for r in self.readers) if self.readers else len(stages)
         for r in self.readers:
@@ -254,7 +264,7 @@ class CacheRead:
             op = stages[i].op
             if not any(t.name == self.tensor for t in op.inputs):
                 raise ScheduleError(f"cache_read of {self.tensor!r}: stage {r!r} does not read it")
-            body = transform(op.body, lambda n: Read(cache_op.name, n.indices, n.dtype, cache_t)
+            body = transform(op.body, lambda n: Read(cache_op.name, index(n.indices), n.dtype, cache_t)
                              if isinstance(n, Read) and n.name == self.tensor else None)
             inputs = tuple(cache_t if t.name == self.tensor else t for t in op.inputs)
             stages[i] = replace(stages[i], op=replace(op, body=body, inputs=inputs))
@@ -262,7 +272,7 @@ class CacheRead:
         return replace(state, stages=tuple(stages))
 
     def to_json(self):
-        return ["CHR", self.tensor, self.scope, list(self.readers)]
+        return ["CHR", self.tensor, self.scope, list(self.readers)] + ([self.block] if self.block else [])
 
 
 @dataclass(frozen=True)
@@ -353,14 +363,14 @@ _DECODE = {"SP": lambda a: Split(a[0], a[1], tuple(a[2])), "FSP": lambda a: Foll
            "FFSP": lambda a: FollowFusedSplit(a[0], a[1], tuple(a[2]), a[3], a[4]),
            "FU": lambda a: Fuse(a[0], tuple(a[1])), "RE": lambda a: Reorder(a[0], tuple(a[1])),
            "CA": lambda a: ComputeAt(*a), "CI": lambda a: ComputeInline(*a), "CR": lambda a: ComputeRoot(*a),
-           "CHW": lambda a: CacheWrite(*a), "CHR": lambda a: CacheRead(a[0], a[1], tuple(a[2])),
+           "CHW": lambda a: CacheWrite(*a), "CHR": lambda a: CacheRead(a[0], a[1], tuple(a[2]), *a[3:]),
            "RF": lambda a: Rfactor(*a), "AN": lambda a: Annotate(*a), "PR": lambda a: Pragma(*a)}
 
 
 # The JSON fields of each step (after its tag): s str, i int, b bool, n int or None, S [str], I [int],
 # L [positive int or None] (split lengths); fields after "|" may be left out (they have defaults).
 _SCHEMA = {"SP": "ssL", "FSP": "ssii", "FFSP": "ssIi|b", "FU": "sS", "RE": "sS", "CA": "sss", "CI": "s", "CR": "s",
-           "CHW": "s|s", "CHR": "ssS", "RF": "ss|i", "AN": "sss", "PR": "sssn"}
+           "CHW": "s|s", "CHR": "ssS|i", "RF": "ss|i", "AN": "sss", "PR": "sssn"}
 _FIELD = {"s": lambda x: isinstance(x, str), "i": lambda x: type(x) is int, "b": lambda x: type(x) is bool,
           "n": lambda x: x is None or type(x) is int,
           "S": lambda x: isinstance(x, list) and all(isinstance(y, str) for y in x),

@@ -63,6 +63,23 @@ def test_a_padded_conv_with_a_large_panel_is_blocked_and_packed_and_correct():
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+def test_weights_re_read_by_many_row_blocks_are_read_from_a_blocked_copy():
+    # 8 x 16 x 16 outputs in blocks of <= 128 rows: each 32-column block of the 3x3x3 weights is swept by 16 row
+    # blocks, so the kernel reads a copy blocked by the tile, [co // 32, kd, kh, kw, ci, co % 32], made once per call
+    tensors = workloads.c3d(1, 8, 16, 16, 16, 64, 3, 1, 1)
+    hw = HardwareParams(num_cores=2, vector_bytes=64)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=hw)
+    copy = state.stage("kernel.local")
+    assert copy.compute_at == "root" and copy.op.shape == (2, 3, 3, 3, 16, 32)
+    assert [s.block for s in state.steps if type(s).__name__ == "CacheRead"] == [32]    # and no per-block pack
+    assert ("kernel.local", copy.iters[-1].name) in annotations(state, "vectorize")
+    assert [a for s, a in annotations(state, "parallel") if s == "kernel.local"]
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+    # few row blocks (one 16 x 16 plane in 2 blocks): the strided panel is packed per block step instead
+    few = default_cpu_schedule(ansorc.ComputeDAG(workloads.c3d(1, 1, 16, 16, 16, 64, 3, 1, 1)), hw=hw)
+    assert [s.block for s in few.steps if type(s).__name__ == "CacheRead"] == [0]
+
+
 def test_a_deep_7x7_conv_stacks_whole_rows_of_the_next_axis_into_a_block():
     tensors = workloads.c2d(1, 7, 7, 128, 256, 3, 1, 1)   # w (7) is one tile: the block takes all 7 rows of h too
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))

@@ -100,6 +100,20 @@ def test_cache_write_and_cache_read():
         ansorc.replay(mm_dag(), [Split("C", "i", (2,)), CacheWrite("C", "local")])
 
 
+def test_a_blocked_cache_read_moves_column_blocks_first():
+    s = roundtrip(mm_dag(), [CacheRead("B", "local", ("C",), 16)])     # B is 32 x 48: 3 blocks of 16 columns
+    copy = s.stage("B.local")
+    assert copy.op.shape == (3, 32, 16)
+    assert repr(copy.op.body) == "B[ax1, ((ax0 * 16) + ax2)]"
+    assert "B.local[(j // 16), k, (j % 16)]" in repr(s.stage("C").op.body)
+    assert steps_to_json([CacheRead("B", "local", ("C",), 16)]) == [["CHR", "B", "local", ["C"], 16]]
+    assert steps_from_json([["CHR", "B", "local", ["C"]]]) == (CacheRead("B", "local", ("C",)),)  # older records
+    with pytest.raises(ScheduleError, match="blocked by 20: its last extent 48 is not a multiple"):
+        ansorc.replay(mm_dag(), [CacheRead("B", "local", ("C",), 20)])
+    with pytest.raises(ScheduleError, match="wrong type"):
+        steps_from_json([["CHR", "B", "local", ["C"], "16"]])
+
+
 def test_rfactor_creates_stage():
     dag = ansorc.ComputeDAG(workloads.nrm(1, 64, 64))
     s = roundtrip(dag, [Fuse("sq_sum", ("i", "j")), Split("sq_sum", "i@j", (16,)), Rfactor("sq_sum", "i@j.1", 1)])
