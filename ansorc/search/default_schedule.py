@@ -22,15 +22,14 @@ import math
 from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, transposed_axes
 from ..ir.dtypes import itemsize
-from ..ir.expr import Binary, Const, Read, Var, walk
+from ..ir.expr import Const, Read, Var, walk
 from ..ir.state import ScheduleError, State
-from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma,
+from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                         Reorder, Split)
+from .default_loops import block_size, contiguous_along, divisor, parallel, schedule_root, uses
 from .rules import tile_transpose
 from .task import HardwareParams, hardware_params
 
-PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
-UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel windows (3x3) unroll
 TILE_VECTORS = 2         # vectors per row of a register tile
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 REDUCE_BLOCK = 256       # most steps of the innermost reduction that the row blocks of one tile sweep in turn
@@ -59,7 +58,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 state, fused = tiled
                 done.update(fused)
             else:
-                state = _transpose_tiled(state, st.name, hw) or _schedule_root(state, st.name, hw)
+                state = _transpose_tiled(state, st.name, hw) or schedule_root(state, st.name, hw)
     return state
 
 
@@ -74,48 +73,14 @@ def _padding_of_depthwise(dag, op) -> bool:
     return bool(readers) and all(r is not None and r.combiner and len(r.reduce_axes) <= 2 for r in readers)
 
 
-def _contiguous_along(op, var: str, factor: int | None = None) -> bool:
-    """Every read that depends on `var` has it in its last subscript and elsewhere at most as `var // factor`
-    (a blocked layout: conv weights packed by blocks of output channels, read w[co // B, ..., co % B]): a vector
-    of `factor` consecutive outputs then reads consecutive (or strided by a small step) elements, not a gather
-    across rows."""
-    for r in (n for n in walk(op.body) if isinstance(n, Read)):
-        for i in r.indices[:-1]:
-            if _uses(i, var) and not (_block_of(i, var) and i.b.value == factor):
-                return False
-    return True
 
 
-def block_size(op, var: str) -> int | None:
-    """c when some read subscripts `var // c` (a blocked layout), else None: a vector along `var` must then be
-    exactly c long, or its reads would be gathers."""
-    for r in (n for n in walk(op.body) if isinstance(n, Read)):
-        for i in r.indices[:-1]:
-            if _block_of(i, var):
-                return i.b.value
-    return None
 
 
-def _uses(e, var: str) -> bool:
-    return any(isinstance(v, Var) and v.name == var for v in walk(e))
 
 
-def _block_of(e, var: str) -> bool:
-    """e is `var // c` (c a positive constant)."""
-    return isinstance(e, Binary) and e.op == "//" and isinstance(e.a, Var) and e.a.name == var and \
-        isinstance(e.b, Const) and e.b.value > 0
 
 
-def _vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
-    """Lanes of the vector loop: the whole extent when short, else the largest divisor between one vector and
-    the vectorize limit, else one vector (a guarded tail); None when the loop is too short to gain."""
-    lanes = hw.lanes(dtype)
-    if extent < min(4, lanes):
-        return None
-    if extent <= hw.max_vectorize_elems:
-        return extent
-    fits = [f for f in range(lanes, hw.max_vectorize_elems + 1) if extent % f == 0]
-    return max(fits) if fits else lanes
 
 
 def weight_block(channels: int, dtype: str = "float32", target="native") -> int | None:
@@ -126,30 +91,6 @@ def weight_block(channels: int, dtype: str = "float32", target="native") -> int 
     return next((b for b in (TILE_VECTORS * lanes, lanes) if channels % b == 0 and b < channels), None)
 
 
-def _schedule_root(state: State, name: str, hw: HardwareParams) -> State:
-    st = state.stage(name)
-    spatial = [it for it in st.iters if it.kind == "S"]
-    reduce = [it.name for it in st.iters if it.kind == "R"]
-    inner, outer = [], [it.name for it in spatial]
-    last = spatial[-1] if spatial else None
-    factor = _vector_factor(last.extent, hw, st.op.dtype) if last is not None else None
-    factor = (block_size(st.op, last.name) or factor) if factor else None
-    if factor and _contiguous_along(st.op, last.name, factor):
-        outer = outer[:-1]
-        if factor < last.extent:
-            state = state.apply(Split(name, last.name, (factor,)))
-            outer, inner = outer + [f"{last.name}.0"], [f"{last.name}.1"]
-        else:
-            inner = [last.name]
-    order = outer + reduce + inner
-    if order != [it.name for it in state.stage(name).iters]:
-        state = state.apply(Reorder(name, tuple(order)))
-    state = _parallel(state, name, outer, hw)
-    if inner:
-        state = state.apply(Annotate(name, inner[0], "vectorize"))
-    if reduce:
-        state = state.apply(Pragma(name, state.stage(name).iters[0].name, "auto_unroll_max_step", UNROLL_STEPS))
-    return state
 
 
 def _transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
@@ -162,17 +103,14 @@ def _transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | Non
         return None
     w, r = axes
     lanes = hw.lanes(st.op.dtype)
-    fw, fr = _divisor(st.iter(w).extent, min(4, lanes), lanes), _divisor(st.iter(r).extent, 2, lanes)
+    fw, fr = divisor(st.iter(w).extent, min(4, lanes), lanes), divisor(st.iter(r).extent, 2, lanes)
     if fw is None or fr is None:
         return None
     state, outer = tile_transpose(state, name, axes, (fw, fr))
-    state = _parallel(state, name, outer, hw)
+    state = parallel(state, name, outer, hw)
     return state.apply(Annotate(name, f"{w}.1", "vectorize"))
 
 
-def _divisor(extent: int, lo: int, hi: int) -> int | None:
-    fits = [f for f in range(max(1, lo), min(hi, extent) + 1) if extent % f == 0]
-    return max(fits) if fits else None
 
 
 def _tile_axes(st, hw: HardwareParams):
@@ -188,15 +126,15 @@ def _tile_axes(st, hw: HardwareParams):
     vec = spatial[-1]
     lanes = hw.lanes(op.dtype)
     most = TILE_VECTORS * lanes
-    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else _divisor(vec.extent, lanes, most))
-    if vf is None or vf < min(4, lanes) or not _contiguous_along(op, vec.name, vf):
+    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else divisor(vec.extent, lanes, most))
+    if vf is None or vf < min(4, lanes) or not contiguous_along(op, vec.name, vf):
         return None
     rows = [a for a in spatial[:-1] if a.extent > 1]
     if not rows:
         return None
     row = rows[-1]
     cap = max(1, hw.vector_registers // 2) // -(-vf // lanes)
-    rf = _divisor(row.extent, 1, cap)
+    rf = divisor(row.extent, 1, cap)
     if (rf is None or 2 * rf <= cap) and row.extent > cap:
         rf = _guarded_rows(row.extent, cap) or rf
     return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
@@ -266,7 +204,7 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None
         state = state.apply(ComputeAt(local, target, outer[-1]))
     if blocks:
         state = _pack_panel(state, local, row, vec, vf, (sweep or [None])[-1])  # a slice, not a whole panel
-    state = _parallel(state, target, outer, hw)
+    state = parallel(state, target, outer, hw)
     state = state.apply(Annotate(local, state.stage(local).iters[-1].name, "vectorize"))
     state = state.apply(Annotate(target, inner[-1], "vectorize"))
     state = state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))
@@ -309,7 +247,7 @@ def _reduce_block(state: State, local: str, reduce: list) -> tuple:
     extent = state.stage(local).iter(last).extent
     if extent <= REDUCE_BLOCK:
         return state, reduce[:-1], [last]
-    kc = _divisor(extent, REDUCE_BLOCK // 4, REDUCE_BLOCK)
+    kc = divisor(extent, REDUCE_BLOCK // 4, REDUCE_BLOCK)
     if kc is None:   # no divisor near the block size (a prime extent): one sweep of the whole, unpacked slices
         return state, reduce[:-1], [last]
     state = state.apply(Split(local, last, (kc,)))
@@ -320,7 +258,7 @@ def _panel(op, row: str, vec: str, vf: int) -> Read | None:
     """The largest tensor that `op` reads along the vector axis but not the row axis in rows longer than the
     vector tile (the weights' panel: a matmul's B, a conv's kernel), else None."""
     panels = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None and
-              not any(_uses(i, row) for i in r.indices) and _uses(r.indices[-1], vec) and
+              not any(uses(i, row) for i in r.indices) and uses(r.indices[-1], vec) and
               r.tensor.shape[-1] > vf]
     return max(panels, key=lambda r: math.prod(r.tensor.shape)) if panels else None
 
@@ -339,7 +277,7 @@ def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: H
     if panel is None or rereads < LAYOUT_REREADS or panel.tensor.shape[-1] % vf:
         return state
     state = state.apply(CacheRead(panel.name, "local", (local,), vf))
-    return _schedule_root(state, f"{panel.name}.local", hw)
+    return schedule_root(state, f"{panel.name}.local", hw)
 
 
 def _pack_panel(state: State, local: str, row: str, vec: str, vf: int, anchor: str | None) -> State:
@@ -387,20 +325,6 @@ def _epilogue(state: State, name: str) -> str | None:
     return roots[0]
 
 
-def _parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
-    """Fuse the leading outer loops until there are enough iterations for the cores, and parallelize them."""
-    st = state.stage(name)
-    take, prod = [], 1
-    for n in outer:
-        take.append(n)
-        prod *= st.iter(n).extent
-        if prod >= PARALLEL_PER_CORE * hw.num_cores:
-            break
-    if prod <= 1:
-        return state
-    if len(take) > 1:
-        state = state.apply(Fuse(name, tuple(take)))
-    return state.apply(Annotate(name, "@".join(take), "parallel"))
 
 
 __all__ = ["block_size", "default_cpu_schedule", "weight_block"]

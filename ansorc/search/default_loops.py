@@ -1,0 +1,106 @@
+"""Loop-level pieces of the default CPU schedule (search/default_schedule.py): one root stage vectorized along a
+contiguous innermost axis, reductions between its outer loops and the vector loop, the outer loops fused into one
+parallel loop; and the read-pattern tests those choices rest on."""
+from __future__ import annotations
+
+from ..ir.expr import Binary, Const, Read, Var, walk
+from ..ir.state import State
+from ..ir.steps import Annotate, Fuse, Pragma, Reorder, Split
+from .task import HardwareParams
+
+PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
+UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel windows (3x3) unroll
+
+
+def schedule_root(state: State, name: str, hw: HardwareParams) -> State:
+    st = state.stage(name)
+    spatial = [it for it in st.iters if it.kind == "S"]
+    reduce = [it.name for it in st.iters if it.kind == "R"]
+    inner, outer = [], [it.name for it in spatial]
+    last = spatial[-1] if spatial else None
+    factor = vector_factor(last.extent, hw, st.op.dtype) if last is not None else None
+    factor = (block_size(st.op, last.name) or factor) if factor else None
+    if factor and contiguous_along(st.op, last.name, factor):
+        outer = outer[:-1]
+        if factor < last.extent:
+            state = state.apply(Split(name, last.name, (factor,)))
+            outer, inner = outer + [f"{last.name}.0"], [f"{last.name}.1"]
+        else:
+            inner = [last.name]
+    order = outer + reduce + inner
+    if order != [it.name for it in state.stage(name).iters]:
+        state = state.apply(Reorder(name, tuple(order)))
+    state = parallel(state, name, outer, hw)
+    if inner:
+        state = state.apply(Annotate(name, inner[0], "vectorize"))
+    if reduce:
+        state = state.apply(Pragma(name, state.stage(name).iters[0].name, "auto_unroll_max_step", UNROLL_STEPS))
+    return state
+
+
+def parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
+    """Fuse the leading outer loops until there are enough iterations for the cores, and parallelize them."""
+    st = state.stage(name)
+    take, prod = [], 1
+    for n in outer:
+        take.append(n)
+        prod *= st.iter(n).extent
+        if prod >= PARALLEL_PER_CORE * hw.num_cores:
+            break
+    if prod <= 1:
+        return state
+    if len(take) > 1:
+        state = state.apply(Fuse(name, tuple(take)))
+    return state.apply(Annotate(name, "@".join(take), "parallel"))
+
+
+def vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
+    """Lanes of the vector loop: the whole extent when short, else the largest divisor between one vector and
+    the vectorize limit, else one vector (a guarded tail); None when the loop is too short to gain."""
+    lanes = hw.lanes(dtype)
+    if extent < min(4, lanes):
+        return None
+    if extent <= hw.max_vectorize_elems:
+        return extent
+    fits = [f for f in range(lanes, hw.max_vectorize_elems + 1) if extent % f == 0]
+    return max(fits) if fits else lanes
+
+
+def contiguous_along(op, var: str, factor: int | None = None) -> bool:
+    """Every read that depends on `var` has it in its last subscript and elsewhere at most as `var // factor`
+    (a blocked layout: conv weights packed by blocks of output channels, read w[co // B, ..., co % B]): a vector
+    of `factor` consecutive outputs then reads consecutive (or strided by a small step) elements, not a gather
+    across rows."""
+    for r in (n for n in walk(op.body) if isinstance(n, Read)):
+        for i in r.indices[:-1]:
+            if uses(i, var) and not (block_of(i, var) and i.b.value == factor):
+                return False
+    return True
+
+
+def block_size(op, var: str) -> int | None:
+    """c when some read subscripts `var // c` (a blocked layout), else None: a vector along `var` must then be
+    exactly c long, or its reads would be gathers."""
+    for r in (n for n in walk(op.body) if isinstance(n, Read)):
+        for i in r.indices[:-1]:
+            if block_of(i, var):
+                return i.b.value
+    return None
+
+
+def uses(e, var: str) -> bool:
+    return any(isinstance(v, Var) and v.name == var for v in walk(e))
+
+
+def block_of(e, var: str) -> bool:
+    """e is `var // c` (c a positive constant)."""
+    return isinstance(e, Binary) and e.op == "//" and isinstance(e.a, Var) and e.a.name == var and \
+        isinstance(e.b, Const) and e.b.value > 0
+
+
+def divisor(extent: int, lo: int, hi: int) -> int | None:
+    fits = [f for f in range(max(1, lo), min(hi, extent) + 1) if extent % f == 0]
+    return max(fits) if fits else None
+
+
+__all__ = ["block_size", "contiguous_along", "divisor", "parallel", "schedule_root", "uses", "vector_factor"]
