@@ -102,18 +102,45 @@ ISAS = {
 }
 
 REDUCE_NAMES = {"+": "add", "*": "mul", "min": "min", "max": "max"}
-_REDUCE_STEP = {"+": "r = r + t[i];", "*": "r = r * t[i];", "min": "r = t[i] < r ? t[i] : r;",
-                "max": "r = t[i] > r ? t[i] : r;"}
+_REDUCE_STEP = {"+": "t[i] = t[i] + t[i + w];", "*": "t[i] = t[i] * t[i + w];",
+                "min": "t[i] = t[i] < t[i + w] ? t[i] : t[i + w];", "max": "t[i] = t[i] > t[i + w] ? t[i] : t[i + w];"}
+
+
+# float32 x86 registers halved for a horizontal reduction: (the half's class, low half, high half); __m128 last
+# pairs lanes 0,1 with 2,3 (movehl), then lane 0 with 1 (movehdup): the same pairing as the lane-array tree below.
+_F32_HALVES = {"__m512": ("__m256", "_mm512_castps512_ps256({v})",
+                          "_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd({v}), 1))"),
+               "__m256": ("__m128", "_mm256_castps256_ps128({v})", "_mm256_extractf128_ps({v}, 1)"),
+               "__m128": ("__m128", "{v}", "_mm_movehl_ps({v}, {v})")}
+
+
+def _reduce_in_registers(cls: str, op: str) -> str:
+    """The body of a float32 x86 horizontal reduction as shuffles: log2(lanes) dependent steps."""
+    steps, c = [], cls
+    while c != "__m128":                           # halve down to __m128, then halve that twice
+        steps.append(_F32_HALVES[c])
+        c = steps[-1][0]
+    steps += [_F32_HALVES["__m128"], ("__m128", "{v}", "_mm_movehdup_ps({v})")]
+    lines, v = [], "v"
+    for k, (half, lo, hi) in enumerate(steps):
+        lines.append(f"{half} h{k} = " + CLASSES[half][2][op].format(a=lo.format(v=v), b=hi.format(v=v)) + ";")
+        v = f"h{k}"
+    return " ".join(lines) + f" return _mm_cvtss_f32({v});"
 
 
 def _reduce_helper(cls: str, op: str) -> tuple:
-    """(name, C definition) of a horizontal reduction through a lane array; gcc turns it into shuffles."""
+    """(name, C definition) of a horizontal reduction through a lane array, as a pairwise tree (lane i with lane
+    i + w, w halving): log2(lanes) dependent steps that gcc turns into shuffles and vector ops, where a left-to-right
+    fold is lanes - 1 dependent scalar ops (gcc may not reorder float ops): T2D -> 3 channels folds once per output."""
     dtype, lanes, ops = CLASSES[cls]
     ctype = C_SCALAR[dtype]
     name = f"ansorc_reduce_{REDUCE_NAMES[op]}_{cls.strip('_')}"
     store = ops["store"].format(p="t", v="v")
-    body = (f"static inline {ctype} {name}({cls} v) {{ {ctype} t[{lanes}]; {store}; {ctype} r = t[0]; "
-            f"for (int i = 1; i < {lanes}; ++i) {{ {_REDUCE_STEP[op]} }} return r; }}")
+    if cls in _F32_HALVES and op in CLASSES[cls][2]:
+        return name, f"static inline {ctype} {name}({cls} v) {{ {_reduce_in_registers(cls, op)} }}"
+    body = (f"static inline {ctype} {name}({cls} v) {{ {ctype} t[{lanes}]; {store}; "
+            f"for (int w = {lanes // 2}; w > 0; w >>= 1) {{ for (int i = 0; i < w; ++i) {{ {_REDUCE_STEP[op]} }} }} "
+            f"return t[0]; }}")
     return name, body
 
 

@@ -272,6 +272,8 @@ class _Lowerer:
             for it in reversed(inner_spatial):
                 init = For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"),
                            init)
+        if init is not None and r0 is None:   # a reduction over no loop (rfactor of its only axis): one step
+            main, init = seq(init, main), None
         pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
 
         def nest(pos):

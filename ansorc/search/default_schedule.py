@@ -27,6 +27,7 @@ from ..ir.state import ScheduleError, State
 from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                         Reorder, Split)
 from .default_loops import block_size, contiguous_along, divisor, parallel, schedule_root, uses
+from .default_reduce import vector_reduced
 from .rules import tile_transpose
 from .task import HardwareParams, hardware_params
 
@@ -58,7 +59,8 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 state, fused = tiled
                 done.update(fused)
             else:
-                state = _transpose_tiled(state, st.name, hw) or schedule_root(state, st.name, hw)
+                state = _transpose_tiled(state, st.name, hw) or vector_reduced(state, st.name, hw) or \
+                    schedule_root(state, st.name, hw)
     return state
 
 

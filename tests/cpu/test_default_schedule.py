@@ -80,6 +80,30 @@ def test_weights_re_read_by_many_row_blocks_are_read_from_a_blocked_copy():
     assert [s.block for s in few.steps if type(s).__name__ == "CacheRead"] == [0]
 
 
+@pytest.mark.parametrize("co", [3, 2])
+def test_rows_too_short_for_a_vector_vectorize_the_contiguous_reduction(co):
+    # T2D to 3 (or 2) output channels: no vector fits the output rows, so the vector runs along the input
+    # channels (64), factored into conv.rf per output row and summed once; the weights (kh, kw, ci, co) are read
+    # from a copy with co moved to the front, where ci is contiguous
+    tensors = workloads.t2d(1, 8, 8, 64, co, 4, 2, 1)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    assert state.stage("conv.rf").attach == ("conv", "w")
+    assert ("conv.rf", "rc.v") in annotations(state, "vectorize") and ("conv", "rc.v") in annotations(state, "vectorize")
+    assert [s.block for s in state.steps if type(s).__name__ == "CacheRead"] == [1]
+    assert state.stage("kernel.local").op.shape == (co, 4, 4, 64, 1)
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
+def test_a_short_row_reduction_read_contiguously_needs_no_copy():
+    a = te.placeholder((40, 96), "float32", "a")
+    b = te.placeholder((3, 96), "float32", "b")
+    k = te.reduce_axis((0, 96), "k")
+    c = te.compute((40, 3), lambda i, j: te.sum(a[i, k] * b[j, k], axis=k), name="c")
+    state = default_cpu_schedule(ansorc.ComputeDAG([a, b, c]), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    assert state.has_stage("c.rf") and not [s for s in state.steps if type(s).__name__ == "CacheRead"]
+    check_kernel([a, b, c], state, rtol=1e-4, atol=1e-3)
+
+
 def test_a_deep_7x7_conv_stacks_whole_rows_of_the_next_axis_into_a_block():
     tensors = workloads.c2d(1, 7, 7, 128, 256, 3, 1, 1)   # w (7) is one tile: the block takes all 7 rows of h too
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))

@@ -115,6 +115,19 @@ def test_rfactor_non_divisible():
     check_kernel([A, S], steps)
 
 
+@pytest.mark.parametrize("vector", [False, True])
+def test_rfactor_of_the_only_reduce_axis_initializes_its_accumulators(vector):
+    # S.rf then reduces over no loop: its element is the identity plus one term, also in a stack buffer computed
+    # at a loop of S (once left uninitialized: results were whatever the stack held)
+    A = te.placeholder((5, 48), name="A")
+    B = te.placeholder((3, 48), name="B")
+    k = te.reduce_axis((0, 48), name="k")
+    S = te.compute((5, 3), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="S")
+    steps = [Rfactor("S", "k", 2), ComputeAt("S.rf", "S", "j")] + [Annotate("S.rf", "k.v", "vectorize")] * vector
+    check_kernel([A, B, S], steps)
+    check_kernel([A, B, S], [Rfactor("S", "k", 2)])
+
+
 def test_softmax():
     A, out = workloads.sfm(1024, 1024)
     steps = [ComputeInline("exp"), Split("softmax", "j", (16,)), Annotate("softmax", "j.1", "vectorize"),

@@ -32,6 +32,8 @@ def test_a_folding_loop_uses_vector_accumulators(isa, kind, n):
     body = kern.source.split(f"int fold_{kind}_{n}_{isa}(")[1]
     assert "fold_acc" in body                       # vector accumulators ...
     assert body.count("ansorc_reduce_") <= 3        # ... folded once per row (plus one per narrower piece)
+    if isa != "neon":                               # ... by shuffles in registers, log2(lanes) steps
+        assert "_mm_movehdup_ps" in kern.source and "float t[" not in kern.source
     a = np.random.default_rng(n).standard_normal((5, n)).astype(np.float32) * 10
     out = ansorc.empty((5,))
     kern(ansorc.array(a), out)
