@@ -104,6 +104,16 @@ def test_a_short_row_reduction_read_contiguously_needs_no_copy():
     check_kernel([a, b, c], state, rtol=1e-4, atol=1e-3)
 
 
+def test_tile_rows_run_along_an_axis_the_weights_do_not_use():
+    # a capsule conv's output is (n, h, w, cap_i, cap_j, co) and its weights (rh, rw, k, cap_j, rc, co): rows of
+    # cap_j would each need their own weight vectors, so the tile's rows are output columns (w, 8 of them)
+    tensors = workloads.cap(1, 8, 8, 16, 16, 3, 1, 1)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    tile = [s for s in state.steps if type(s).__name__ == "Split" and s.stage == "conv.local" and s.iter == "w"]
+    assert tile and tile[-1].lengths[-1] == 8
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 def test_a_deep_7x7_conv_stacks_whole_rows_of_the_next_axis_into_a_block():
     tensors = workloads.c2d(1, 7, 7, 128, 256, 3, 1, 1)   # w (7) is one tile: the block takes all 7 rows of h too
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
