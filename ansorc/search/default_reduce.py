@@ -33,14 +33,17 @@ def vector_reduced(state: State, name: str, hw: HardwareParams) -> State | None:
     lanes = hw.lanes(op.dtype)
     if red.extent < 2 * lanes or red.extent % lanes or red.extent > lanes * hw.vector_registers // 2:
         return None      # a vector accumulator per piece of the axis: at most half the registers
+    copies = set()
     for r in _reads_along(op, red.name):
         pos = _position(r, red.name)
         if pos == len(r.indices) - 2 and not uses(r.indices[-1], red.name) and r.tensor is not None:
-            state = state.apply(CacheRead(r.name, "local", (name,), 1))
-            state = schedule_root(state, f"{r.name}.local", hw)
+            copies.add(r.name)
         elif pos != len(r.indices) - 1:
             return None
     try:
+        for tensor in sorted(copies):
+            state = state.apply(CacheRead(tensor, "local", (name,), 1))
+            state = schedule_root(state, f"{tensor}.local", hw)
         return _factored(state, name, red.name, hw)
     except ScheduleError:
         return None

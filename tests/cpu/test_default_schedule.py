@@ -102,6 +102,11 @@ def test_a_short_row_reduction_read_contiguously_needs_no_copy():
     state = default_cpu_schedule(ansorc.ComputeDAG([a, b, c]), hw=HardwareParams(num_cores=2, vector_bytes=64))
     assert state.has_stage("c.rf") and not [s for s in state.steps if type(s).__name__ == "CacheRead"]
     check_kernel([a, b, c], state, rtol=1e-4, atol=1e-3)
+    w = te.placeholder((96, 3), "float32", "w")     # read twice along k, k second to last: one copy serves both
+    d = te.compute((40, 3), lambda i, j: te.sum(a[i, k] * w[k, j] + w[k, j] * 2.0, axis=k), name="d")
+    state = default_cpu_schedule(ansorc.ComputeDAG([a, w, d]), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    assert [st.name for st in state.stages] == ["w.local", "d.rf", "d"]
+    check_kernel([a, w, d], state, rtol=1e-4, atol=1e-3)
 
 
 def test_tile_rows_run_along_an_axis_the_weights_do_not_use():
