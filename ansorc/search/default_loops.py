@@ -13,6 +13,9 @@ UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel wind
 
 
 def schedule_root(state: State, name: str, hw: HardwareParams) -> State:
+    """One root stage: its innermost spatial loop vectorized (split by a vector-sized factor when long) where the
+    reads are contiguous along it, the reduction loops between the outer loops and that vector loop, the outer
+    loops fused into one parallel loop."""
     st = state.stage(name)
     spatial = [it for it in st.iters if it.kind == "S"]
     reduce = [it.name for it in st.iters if it.kind == "R"]

@@ -75,24 +75,12 @@ def _padding_of_depthwise(dag, op) -> bool:
     return bool(readers) and all(r is not None and r.combiner and len(r.reduce_axes) <= 2 for r in readers)
 
 
-
-
-
-
-
-
-
-
-
-
 def weight_block(channels: int, dtype: str = "float32", target="native") -> int | None:
     """The block of output channels to pack conv weights by, (CO / B, KH, KW, CI, B): the vector tile of the
     default schedule's register tile on `target` (one or two vectors) when it divides `channels`, else None.
     Packed, each tile streams one contiguous slice of the weights instead of B floats per CO-float row."""
     lanes = hardware_params(target).lanes(dtype)
     return next((b for b in (TILE_VECTORS * lanes, lanes) if channels % b == 0 and b < channels), None)
-
-
 
 
 def _transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
@@ -111,8 +99,6 @@ def _transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | Non
     state, outer = tile_transpose(state, name, axes, (fw, fr))
     state = parallel(state, name, outer, hw)
     return state.apply(Annotate(name, f"{w}.1", "vectorize"))
-
-
 
 
 def _tile_axes(st, hw: HardwareParams):
@@ -342,8 +328,6 @@ def _epilogue(state: State, name: str) -> str | None:
     if len(roots) != 1 or not state.is_output(roots[0]) or state.stage(roots[0]).compute_at != "root":
         return None
     return roots[0]
-
-
 
 
 __all__ = ["block_size", "default_cpu_schedule", "weight_block"]
