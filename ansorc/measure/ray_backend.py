@@ -88,7 +88,7 @@ def connect(address: str | None) -> bool:
         try:
             ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
                      logging_level="WARNING", **kwargs)
-            return True
+            break
         except (ConnectionError, RuntimeError, ValueError, ImportError) as exc:
             # a busy head's client server can fail to start this client's proxy in time ("Initialization
             # failure from server", seen once in a 22-minute test run): that one is worth another try

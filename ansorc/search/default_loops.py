@@ -3,7 +3,7 @@ contiguous innermost axis, reductions between its outer loops and the vector loo
 parallel loop; and the read-pattern tests those choices rest on."""
 from __future__ import annotations
 
-from ..ir.expr import Binary, Const, Read, Var, walk
+from ..ir.expr import Binary, Const, Var, free_vars, reads
 from ..ir.state import State
 from ..ir.steps import Annotate, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams
@@ -21,9 +21,8 @@ def schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     reduce = [it.name for it in st.iters if it.kind == "R"]
     inner, outer = [], [it.name for it in spatial]
     last = spatial[-1] if spatial else None
-    factor = vector_factor(last.extent, hw, st.op.dtype) if last is not None else None
-    factor = (block_size(st.op, last.name) or factor) if factor else None
-    if factor and contiguous_along(st.op, last.name, factor):
+    factor = row_vector(st.op, last.name, last.extent, hw) if last is not None else None
+    if factor:
         outer = outer[:-1]
         if factor < last.extent:
             state = state.apply(Split(name, last.name, (factor,)))
@@ -57,6 +56,14 @@ def parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
     return state.apply(Annotate(name, "@".join(take), "parallel"))
 
 
+def row_vector(op, axis: str, extent: int, hw: HardwareParams) -> int | None:
+    """Lanes of a vector along `op`'s spatial axis `axis` (its innermost): vector_factor, or the block of a
+    blocked layout, when every read along it is contiguous; None when the output rows take no vector."""
+    factor = vector_factor(extent, hw, op.dtype)
+    factor = (block_size(op, axis) or factor) if factor else None
+    return factor if factor and contiguous_along(op, axis, factor) else None
+
+
 def vector_factor(extent: int, hw: HardwareParams, dtype: str) -> int | None:
     """Lanes of the vector loop: the whole extent when short, else the largest divisor between one vector and
     the vectorize limit, else one vector (a guarded tail); None when the loop is too short to gain."""
@@ -74,9 +81,9 @@ def contiguous_along(op, var: str, factor: int | None = None) -> bool:
     (a blocked layout: conv weights packed by blocks of output channels, read w[co // B, ..., co % B]): a vector
     of `factor` consecutive outputs then reads consecutive (or strided by a small step) elements, not a gather
     across rows."""
-    for r in (n for n in walk(op.body) if isinstance(n, Read)):
+    for r in reads(op.body):
         for i in r.indices[:-1]:
-            if uses(i, var) and not (block_of(i, var) and i.b.value == factor):
+            if uses(i, var) and not (_block_of(i, var) and i.b.value == factor):
                 return False
     return True
 
@@ -84,18 +91,18 @@ def contiguous_along(op, var: str, factor: int | None = None) -> bool:
 def block_size(op, var: str) -> int | None:
     """c when some read subscripts `var // c` (a blocked layout), else None: a vector along `var` must then be
     exactly c long, or its reads would be gathers."""
-    for r in (n for n in walk(op.body) if isinstance(n, Read)):
+    for r in reads(op.body):
         for i in r.indices[:-1]:
-            if block_of(i, var):
+            if _block_of(i, var):
                 return i.b.value
     return None
 
 
 def uses(e, var: str) -> bool:
-    return any(isinstance(v, Var) and v.name == var for v in walk(e))
+    return var in free_vars(e)
 
 
-def block_of(e, var: str) -> bool:
+def _block_of(e, var: str) -> bool:
     """e is `var // c` (c a positive constant)."""
     return isinstance(e, Binary) and e.op == "//" and isinstance(e.a, Var) and e.a.name == var and \
         isinstance(e.b, Const) and e.b.value > 0
@@ -106,4 +113,5 @@ def divisor(extent: int, lo: int, hi: int) -> int | None:
     return max(fits) if fits else None
 
 
-__all__ = ["block_size", "contiguous_along", "divisor", "parallel", "schedule_root", "uses", "vector_factor"]
+__all__ = ["block_size", "contiguous_along", "divisor", "parallel", "row_vector", "schedule_root", "uses",
+           "vector_factor"]

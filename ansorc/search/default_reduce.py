@@ -10,10 +10,10 @@ too. Without this the only program is scalar: T2D 32x32x64 -> 3 ran at ~4% of pe
 from __future__ import annotations
 
 from ..ir.dag import needs_multi_level_tiling
-from ..ir.expr import Read, walk
+from ..ir.expr import Read, reads
 from ..ir.state import ScheduleError, State
 from ..ir.steps import Annotate, CacheRead, ComputeAt, Pragma, Reorder, Rfactor
-from .default_loops import contiguous_along, parallel, schedule_root, uses, vector_factor
+from .default_loops import parallel, row_vector, schedule_root, uses
 from .task import HardwareParams
 
 RF_ROW_FLOATS = 1024   # most accumulator floats of S.rf per output row (T2D -> 3: 3 x 64)
@@ -27,7 +27,7 @@ def vector_reduced(state: State, name: str, hw: HardwareParams) -> State | None:
     if op.combiner != "sum" or not needs_multi_level_tiling(op) or not op.axes or st.relations:
         return None
     last = op.axes[-1]
-    if vector_factor(last.extent, hw, op.dtype) and contiguous_along(op, last.name):
+    if row_vector(op, last.name, last.extent, hw):
         return None          # the output rows vectorize: the usual schedules apply
     red = op.reduce_axes[-1]
     lanes = hw.lanes(op.dtype)
@@ -44,13 +44,13 @@ def vector_reduced(state: State, name: str, hw: HardwareParams) -> State | None:
         for tensor in sorted(copies):
             state = state.apply(CacheRead(tensor, "local", (name,), 1))
             state = schedule_root(state, f"{tensor}.local", hw)
-        return _factored(state, name, red.name, hw)
+        return _factored(state, name, red.name, last.extent * red.extent, hw)
     except ScheduleError:
         return None
 
 
 def _reads_along(op, var: str) -> list:
-    return [r for r in walk(op.body) if isinstance(r, Read) and any(uses(i, var) for i in r.indices)]
+    return [r for r in reads(op.body) if any(uses(i, var) for i in r.indices)]
 
 
 def _position(r: Read, var: str) -> int | None:
@@ -59,14 +59,13 @@ def _position(r: Read, var: str) -> int | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _factored(state: State, name: str, red: str, hw: HardwareParams) -> State:
+def _factored(state: State, name: str, red: str, row_floats: int, hw: HardwareParams) -> State:
     spatial = [a.name for a in state.stage(name).op.axes]
     state = state.apply(Rfactor(name, red, len(spatial)))
     rf, lane = f"{name}.rf", f"{red}.v"
     others = [it.name for it in state.stage(rf).iters if it.kind == "R"]
-    st = state.stage(name)
     # per output row when its accumulators stay small: each input vector then feeds the row's few outputs
-    k = 2 if len(spatial) > 1 and st.iter(spatial[-1]).extent * st.iter(lane).extent <= RF_ROW_FLOATS else 1
+    k = 2 if len(spatial) > 1 and row_floats <= RF_ROW_FLOATS else 1
     state = state.apply(Reorder(rf, tuple(spatial[:-k] + others + spatial[-k:] + [lane])))
     state = state.apply(ComputeAt(rf, name, spatial[-k]))
     state = state.apply(Annotate(rf, lane, "vectorize"))

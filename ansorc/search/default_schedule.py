@@ -22,7 +22,7 @@ import math
 from ..codegen.cuda_target import is_cuda
 from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, transposed_axes
 from ..ir.dtypes import itemsize
-from ..ir.expr import Const, Read, Var, walk
+from ..ir.expr import Const, Read, Var, reads, walk
 from ..ir.state import ScheduleError, State
 from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                         Reorder, Split)
@@ -134,11 +134,9 @@ def _row_axis(op, vec: str, rows: list, cap: int):
     different weight row for each). Then the innermost axis they do not use whose extent fills the tile, else the
     longest of those (the innermost of equals): CAP's output columns w, not cap_j (default CAP 8x8x32 189 -> 264
     GFLOP/s side by side; the four CAP shapes +14% to +100%)."""
-    along = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None and r.indices and
-             uses(r.indices[-1], vec)]
-    if not along:
+    weights = _largest(_reads_along_last(op, vec))
+    if weights is None:
         return rows[-1]
-    weights = max(along, key=lambda r: math.prod(r.tensor.shape))
     free = [a for a in rows if not any(uses(i, a.name) for i in weights.indices)]
     if not free or rows[-1] in free:
         return rows[-1]
@@ -262,10 +260,17 @@ def _reduce_block(state: State, local: str, reduce: list) -> tuple:
 def _panel(op, row: str, vec: str, vf: int) -> Read | None:
     """The largest tensor that `op` reads along the vector axis but not the row axis in rows longer than the
     vector tile (the weights' panel: a matmul's B, a conv's kernel), else None."""
-    panels = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None and
-              not any(uses(i, row) for i in r.indices) and uses(r.indices[-1], vec) and
-              r.tensor.shape[-1] > vf]
-    return max(panels, key=lambda r: math.prod(r.tensor.shape)) if panels else None
+    return _largest([r for r in _reads_along_last(op, vec) if r.tensor.shape[-1] > vf and
+                     not any(uses(i, row) for i in r.indices)])
+
+
+def _reads_along_last(op, vec: str) -> list:
+    """The reads of tensors whose last subscript moves with axis `vec`."""
+    return [r for r in reads(op.body) if r.tensor is not None and r.indices and uses(r.indices[-1], vec)]
+
+
+def _largest(tensor_reads: list) -> Read | None:
+    return max(tensor_reads, key=lambda r: math.prod(r.tensor.shape)) if tensor_reads else None
 
 
 def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: HardwareParams) -> State:
