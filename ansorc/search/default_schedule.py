@@ -32,9 +32,13 @@ from .rules import tile_transpose
 from .task import HardwareParams, hardware_params
 
 TILE_VECTORS = 2         # vectors per row of a register tile
+TILE_ACCUMULATORS = 16   # vector accumulators of a register tile: two FMA pipes of latency 4 need 8, twice that
+TILE_OPERANDS = 4        # registers a tile leaves for its operands (a row's vectors, a broadcast, one spare)
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 REDUCE_BLOCK = 256       # most steps of the innermost reduction that the row blocks of one tile sweep in turn
 SMALL_PANEL_BYTES = 32 << 10  # a panel (reduction x vector tile) this small is neither blocked nor packed
+CONFLICT_STRIDE = 2 << 10   # ... unless its rows lie this far apart (two of L1's 64 sets a row's line may map to)
+L1_WAYS = 8                 # and outnumber what two sets hold (Zen 3: 8 ways; Golden Cove 12)
 BLOCKS_PER_CORE = 4      # parallel blocks a core at least keeps when tiles stack into blocks
 LAYOUT_REREADS = 16      # row blocks re-reading each column block of the weights that make a blocked copy pay
 ROW_BLOCK = 128          # most rows of a register-tiled block that share one sweep of the weights' panel
@@ -120,12 +124,30 @@ def _tile_axes(st, hw: HardwareParams):
     rows = [a for a in spatial[:-1] if a.extent > 1]
     if not rows:
         return None
-    cap = max(1, hw.vector_registers // 2) // -(-vf // lanes)
+    cap = max(1, tile_accumulators(hw)) // -(-vf // lanes)
     row = _row_axis(op, vec.name, rows, cap)
     rf = divisor(row.extent, 1, cap)
-    if (rf is None or 2 * rf <= cap) and row.extent > cap:
-        rf = _guarded_rows(row.extent, cap) or rf
+    guarded = _guarded_rows(row.extent, cap) if row.extent > cap else None
+    if guarded and (rf is None or 2 * rf <= cap or 4 * -(-row.extent // guarded) <= 3 * (row.extent // rf) and
+                    not _guard_in_block(op, (vec.name, vf, row.name, guarded), hw)):
+        rf = guarded
     return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
+
+
+def _guard_in_block(op, tile: tuple, hw: HardwareParams) -> bool:
+    """Whether a tile of rows that do not divide the row axis keeps its guard inside the sweep: one row block
+    holds all the axis's tiles, so the last tile's rows are guarded in the reduction loop and its accumulators
+    stay in memory (C1D 64 wide, 6-row tiles: 86 vs 119 GFLOP/s with 4). Otherwise each block or tile is a
+    window of the output that lowering shifts back inside it, and the guard is only on the copy-out."""
+    vec, vf, row, rf = tile
+    blocks = dict(_row_blocks(op, vec, vf, row, rf, hw))
+    return row in blocks and blocks[row] * rf >= next(a.extent for a in op.axes if a.name == row)
+
+
+def tile_accumulators(hw: HardwareParams) -> int:
+    """Vector accumulators of a register tile: TILE_ACCUMULATORS, or fewer where the ISA has too few registers
+    to keep TILE_OPERANDS besides (AVX2's 16: 12, a 6 x 2-vector tile, GMM 1024 108 -> 160 GFLOP/s on Zen 3)."""
+    return min(TILE_ACCUMULATORS, hw.vector_registers - TILE_OPERANDS)
 
 
 def _row_axis(op, vec: str, rows: list, cap: int):
@@ -220,7 +242,8 @@ def _row_blocks(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) ->
     read from cache by every tile instead of from memory (GMM 1024: 72 GFLOP/s with one tile, 162 with 16). The
     most tiles up to ROW_BLOCK rows that leave at least BLOCKS_PER_CORE blocks a core; when a block holds all of
     the row axis (a 7 x 7 conv), whole rows of the next spatial axis out join it."""
-    if math.prod(a.extent for a in op.reduce_axes) * vf * itemsize(op.dtype) <= SMALL_PANEL_BYTES:
+    steps = math.prod(a.extent for a in op.reduce_axes)
+    if steps * vf * itemsize(op.dtype) <= SMALL_PANEL_BYTES and not _set_conflicts(op, row, vec, vf, steps):
         return []   # the whole panel stays in L1 anyway: blocking and packing only cost (1x1 convs, K = 64)
     extents = {a.name: a.extent for a in op.axes}
     parallel = math.prod(e for a, e in extents.items() if a != vec) // rf * -(-extents[vec] // vf)
@@ -237,6 +260,15 @@ def _row_blocks(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) ->
         d = most(extents[others[-1]], rf * m)
         blocks = [(others[-1], d)] * (d > 1) + blocks
     return blocks if math.prod(f for _, f in blocks) > 1 else []
+
+
+def _set_conflicts(op, row: str, vec: str, vf: int, steps: int) -> bool:
+    """Whether the panel's rows lie so far apart that they share a few L1 sets: at CONFLICT_STRIDE apart they
+    fall in at most two of the 4 KB that one way of L1 spans, and more than L1_WAYS of them evict each other
+    (GMM 512 on AVX2: a 512 x 16 panel, 32 KB, rows 2 KB apart: 118 -> 164 GFLOP/s packed, on Zen 3)."""
+    panel = _panel(op, row, vec, vf)
+    return panel is not None and steps > 2 * L1_WAYS and \
+        panel.tensor.shape[-1] * itemsize(op.dtype) >= CONFLICT_STRIDE
 
 
 def _reduce_block(state: State, local: str, reduce: list) -> tuple:

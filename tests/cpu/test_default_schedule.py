@@ -144,6 +144,45 @@ def test_a_small_panel_is_neither_blocked_nor_packed():
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+AVX2 = HardwareParams(num_cores=2, vector_bytes=32, vector_registers=16)
+
+
+def tile_rows(state, stage: str, axis: str) -> int:
+    [split] = [s for s in state.steps if type(s).__name__ == "Split" and s.stage == stage and s.iter == axis]
+    return split.lengths[-1]
+
+
+def test_sixteen_registers_take_a_tile_of_twelve_accumulators():
+    # AVX2: 6 rows x 2 vectors (12 accumulators, 4 registers for the operands), not 4 x 2; 1024 rows have no
+    # divisor 6, so blocks of 19 tiles overlap the last one and the tile itself is never guarded
+    tensors = workloads.matmul(1024, 64, 256)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert tile_rows(state, "C.local", "i") == 6 and tile_rows(state, "C.local", "j") == 16
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+    # AVX-512 keeps 16 accumulators of its 32 registers: 8 x 2 vectors
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
+    assert tile_rows(state, "C.local", "i") == 8
+
+
+def test_a_tile_that_would_be_guarded_inside_its_block_takes_a_divisor():
+    # 64 output columns in one row block: 6-row tiles would leave the last one guarded in the reduction loop
+    # (its accumulators then stay in memory); 4 rows divide 64
+    tensors = workloads.c1d(1, 64, 256, 256, 5, 1, 2)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert tile_rows(state, "conv.local", "l") == 4
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("n, packed", [(512, True), (32, False)])
+def test_a_small_panel_whose_rows_share_l1_sets_is_packed(n, packed):
+    # 512 x 16 floats of B is 32 KB: small, but with rows 2 KB apart they map to two L1 sets; 128 B apart they
+    # spread over all
+    tensors = workloads.matmul(64, n, 512)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert state.has_stage("B.local") == packed
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("ci", [8, 256])   # a small panel (one tile) and a large one (blocked and packed)
 def test_a_prime_row_extent_gets_a_full_tile_and_a_guarded_last_one(ci):
     tensors = workloads.c2d(1, 11, 11, ci, 32, 3, 1, 1)   # 11 output columns: no divisor between 5 and 8
