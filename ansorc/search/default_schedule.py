@@ -124,14 +124,23 @@ def _tile_axes(st, hw: HardwareParams):
     rows = [a for a in spatial[:-1] if a.extent > 1]
     if not rows:
         return None
-    cap = max(1, tile_accumulators(hw)) // -(-vf // lanes)
+    vectors = -(-vf // lanes)
+    cap = max(1, tile_accumulators(hw)) // vectors
     row = _row_axis(op, vec.name, rows, cap)
     rf = divisor(row.extent, 1, cap)
     guarded = _guarded_rows(row.extent, cap) if row.extent > cap else None
-    if guarded and (rf is None or 2 * rf <= cap or 4 * -(-row.extent // guarded) <= 3 * (row.extent // rf) and
+    if guarded and (rf is None or 2 * rf <= cap or _fewer_tiles(row.extent, guarded, rf) and
                     not _guard_in_block(op, (vec.name, vf, row.name, guarded), hw)):
         rf = guarded
+    stretched = divisor(row.extent, cap + 1, min(TILE_ACCUMULATORS, hw.vector_registers - 2) // vectors)
+    if stretched and (not rf or _fewer_tiles(row.extent, stretched, rf)) and op.reduce_axes[-1].extent >= lanes:
+        rf = stretched
     return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
+
+
+def _fewer_tiles(extent: int, rows: int, than: int) -> bool:
+    """Whether tiles of `rows` rows cover `extent` in at most three quarters as many tiles as `than` rows."""
+    return 4 * -(-extent // rows) <= 3 * -(-extent // than)
 
 
 def _guard_in_block(op, tile: tuple, hw: HardwareParams) -> bool:
@@ -146,7 +155,13 @@ def _guard_in_block(op, tile: tuple, hw: HardwareParams) -> bool:
 
 def tile_accumulators(hw: HardwareParams) -> int:
     """Vector accumulators of a register tile: TILE_ACCUMULATORS, or fewer where the ISA has too few registers
-    to keep TILE_OPERANDS besides (AVX2's 16: 12, a 6 x 2-vector tile, GMM 1024 108 -> 160 GFLOP/s on Zen 3)."""
+    to keep TILE_OPERANDS besides (AVX2's 16: 12, a 6 x 2-vector tile, GMM 1024 108 -> 160 GFLOP/s on Zen 3).
+    A tile may take two more where that makes it divide the row axis in a quarter fewer tiles (_tile_axes): the
+    FMAs can read the row's vectors from memory, leaving one register for the broadcast and one spare (7-wide
+    rows on AVX2, 7 x 2: default C3D 7x7x512 105 -> 166 GFLOP/s, C2D/GRP/CBR 7x7x512 +32-36%; everywhere, 14
+    accumulators lost up to 20%). Not where the innermost reduction is shorter than a vector (a stem conv's 3
+    input channels): unrolled into the tap loop, its weight vectors are kept in registers for all rows, and the
+    spare ones are gone (C3D 224 stem, 7 x 2: 166 -> 96)."""
     return min(TILE_ACCUMULATORS, hw.vector_registers - TILE_OPERANDS)
 
 

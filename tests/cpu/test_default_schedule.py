@@ -148,8 +148,9 @@ AVX2 = HardwareParams(num_cores=2, vector_bytes=32, vector_registers=16)
 
 
 def tile_rows(state, stage: str, axis: str) -> int:
-    [split] = [s for s in state.steps if type(s).__name__ == "Split" and s.stage == stage and s.iter == axis]
-    return split.lengths[-1]
+    """The innermost split factor of `axis`, or its whole extent when it is not split."""
+    splits = [s for s in state.steps if type(s).__name__ == "Split" and s.stage == stage and s.iter == axis]
+    return splits[0].lengths[-1] if splits else state.stage(stage).iter(axis).extent
 
 
 def test_sixteen_registers_take_a_tile_of_twelve_accumulators():
@@ -170,6 +171,16 @@ def test_a_tile_that_would_be_guarded_inside_its_block_takes_a_divisor():
     tensors = workloads.c1d(1, 64, 256, 256, 5, 1, 2)
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
     assert tile_rows(state, "conv.local", "l") == 4
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("ci, rows", [(64, 7), (3, 4)])
+def test_seven_wide_rows_stretch_the_tile_unless_the_reduction_is_shorter_than_a_vector(ci, rows):
+    # 7 output columns: 6-row tiles do not divide them; 7 x 2 vectors (14 accumulators) do, the FMAs reading the
+    # weights from memory; but 3 input channels unroll into the tap loop and keep the weights in registers
+    tensors = workloads.c2d(1, 7, 7, ci, 32, 3, 1, 1)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert tile_rows(state, "conv.local", "w") == rows
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
