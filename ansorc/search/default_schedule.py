@@ -53,7 +53,8 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     state = State.initial(dag)
     for st in dag.compute_ops:
         if not dag.is_output(st.name) and dag.consumers(st.name) and (
-                is_strictly_inlinable(st) or _padding_of_depthwise(dag, st) or st.tag == "layout_transform"):
+                is_strictly_inlinable(st) or _padding_of_depthwise(dag, st) or st.tag == "layout_transform" or
+                _permutes_rows(st)):
             state = state.apply(ComputeInline(st.name))
     done: set = set()
     for st in list(state.stages):
@@ -66,6 +67,16 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 state = _transpose_tiled(state, st.name, hw) or vector_reduced(state, st.name, hw) or \
                     schedule_root(state, st.name, hw)
     return state
+
+
+def _permutes_rows(op) -> bool:
+    """Whether `op` only copies a tensor with its outer dimensions permuted, the last one kept in place (TBG's
+    query_T): read in place, each of its rows is the same contiguous run, so the copy is a pass over memory and a
+    parallel region for nothing (inlined: default TBG +4-11% on Zen 3)."""
+    body, names = op.body, [a.name for a in op.axes]
+    return (not op.combiner and isinstance(body, Read) and body.tensor is not None and len(body.indices) == len(names)
+            and all(isinstance(i, Var) for i in body.indices) and {i.name for i in body.indices} == set(names)
+            and body.indices[-1].name == names[-1])
 
 
 def _padding_of_depthwise(dag, op) -> bool:

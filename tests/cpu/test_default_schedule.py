@@ -298,3 +298,13 @@ def test_the_search_tunes_a_fused_group(tmp_path):
                       progress=False)
     assert res.best_state is not None and res.best_seconds > 0
     check_kernel(list(dag.tensors), res.best_state, rtol=1e-4, atol=1e-4)
+
+
+def test_a_copy_that_only_permutes_rows_is_inlined_and_a_transpose_is_kept():
+    # TBG: query_T (b, h, i, d) <- query (b, i, h, d) keeps d last, so the scores read the query in place;
+    # key_T (b, h, d, j) <- key (b, j, h, d) moves d and is made, tiled by both axes
+    tensors = workloads.tbg(1, 16, 2, 32)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    attach = {s.name: s.compute_at for s in state.stages}
+    assert attach["query_T"] == "inline" and attach["key_T"] == "root"
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
