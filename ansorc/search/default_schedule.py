@@ -37,8 +37,8 @@ TILE_OPERANDS = 4        # registers a tile leaves for its operands (a row's vec
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 REDUCE_BLOCK = 256       # most steps of the innermost reduction that the row blocks of one tile sweep in turn
 SMALL_PANEL_BYTES = 32 << 10  # a panel (reduction x vector tile) this small is neither blocked nor packed
-CONFLICT_STRIDE = 2 << 10   # ... unless its rows lie this far apart (two of L1's 64 sets a row's line may map to)
-L1_WAYS = 8                 # and outnumber what two sets hold (Zen 3: 8 ways; Golden Cove 12)
+CONFLICT_STRIDE = 2 << 10   # ... unless its rows lie this far apart (a row's line then maps to one of two L1 sets)
+L1_WAYS = 8                 # and outnumber what two sets of 8 ways hold
 BLOCKS_PER_CORE = 4      # parallel blocks a core at least keeps when tiles stack into blocks
 LAYOUT_REREADS = 16      # row blocks re-reading each column block of the weights that make a blocked copy pay
 ROW_BLOCK = 128          # most rows of a register-tiled block that share one sweep of the weights' panel
@@ -72,7 +72,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
 def _permutes_rows(op) -> bool:
     """Whether `op` only copies a tensor with its outer dimensions permuted, the last one kept in place (TBG's
     query_T): read in place, each of its rows is the same contiguous run, so the copy is a pass over memory and a
-    parallel region for nothing (inlined: default TBG +4-11% on Zen 3)."""
+    parallel region for nothing (inlined: default TBG +3-15% on Zen 3)."""
     body, names = op.body, [a.name for a in op.axes]
     return (not op.combiner and isinstance(body, Read) and body.tensor is not None and len(body.indices) == len(names)
             and all(isinstance(i, Var) for i in body.indices) and {i.name for i in body.indices} == set(names)
@@ -144,7 +144,8 @@ def _tile_axes(st, hw: HardwareParams):
                     not _guard_in_block(op, (vec.name, vf, row.name, guarded), hw)):
         rf = guarded
     stretched = divisor(row.extent, cap + 1, min(TILE_ACCUMULATORS, hw.vector_registers - 2) // vectors)
-    if stretched and (not rf or _fewer_tiles(row.extent, stretched, rf)) and op.reduce_axes[-1].extent >= lanes:
+    if stretched and (not rf or _fewer_tiles(row.extent, stretched, rf)) and op.reduce_axes and \
+            op.reduce_axes[-1].extent >= lanes:
         rf = stretched
     return (vec.name, vf, row.name, rf) if rf and rf > 1 else None
 
