@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 
 from ..codegen.cuda_target import is_cuda
-from ..ir.dag import ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, transposed_axes
+from ..ir.dag import (ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, permutes_outer_axes,
+                      transposed_axes)
 from ..ir.dtypes import itemsize
 from ..ir.expr import Const, Read, Var, reads, walk
 from ..ir.state import ScheduleError, State
@@ -28,12 +29,13 @@ from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInlin
                         Reorder, Split)
 from .default_loops import block_size, contiguous_along, divisor, parallel, schedule_root, uses
 from .default_reduce import vector_reduced
+from .features import TILE_SPARE_REGISTERS
 from .rules import tile_transpose
 from .task import HardwareParams, hardware_params
 
 TILE_VECTORS = 2         # vectors per row of a register tile
 TILE_ACCUMULATORS = 16   # vector accumulators of a register tile: two FMA pipes of latency 4 need 8, twice that
-TILE_OPERANDS = 4        # registers a tile leaves for its operands (a row's vectors, a broadcast, one spare)
+STRETCHED_OPERANDS = 2   # registers a stretched tile leaves: a broadcast and one spare (see tile_accumulators)
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 REDUCE_BLOCK = 256       # most steps of the innermost reduction that the row blocks of one tile sweep in turn
 SMALL_PANEL_BYTES = 32 << 10  # a panel (reduction x vector tile) this small is neither blocked nor packed
@@ -54,7 +56,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     for st in dag.compute_ops:
         if not dag.is_output(st.name) and dag.consumers(st.name) and (
                 is_strictly_inlinable(st) or _padding_of_depthwise(dag, st) or st.tag == "layout_transform" or
-                _permutes_rows(st)):
+                permutes_outer_axes(st)):
             state = state.apply(ComputeInline(st.name))
     done: set = set()
     for st in list(state.stages):
@@ -67,16 +69,6 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 state = _transpose_tiled(state, st.name, hw) or vector_reduced(state, st.name, hw) or \
                     schedule_root(state, st.name, hw)
     return state
-
-
-def _permutes_rows(op) -> bool:
-    """Whether `op` only copies a tensor with its outer dimensions permuted, the last one kept in place (TBG's
-    query_T): read in place, each of its rows is the same contiguous run, so the copy is a pass over memory and a
-    parallel region for nothing (inlined: default TBG +3-15% on Zen 3)."""
-    body, names = op.body, [a.name for a in op.axes]
-    return (not op.combiner and isinstance(body, Read) and body.tensor is not None and len(body.indices) == len(names)
-            and all(isinstance(i, Var) for i in body.indices) and {i.name for i in body.indices} == set(names)
-            and body.indices[-1].name == names[-1])
 
 
 def _padding_of_depthwise(dag, op) -> bool:
@@ -140,10 +132,10 @@ def _tile_axes(st, hw: HardwareParams):
     row = _row_axis(op, vec.name, rows, cap)
     rf = divisor(row.extent, 1, cap)
     guarded = _guarded_rows(row.extent, cap) if row.extent > cap else None
-    if guarded and (rf is None or 2 * rf <= cap or _fewer_tiles(row.extent, guarded, rf) and
-                    not _guard_in_block(op, (vec.name, vf, row.name, guarded), hw)):
+    if guarded and (rf is None or 2 * rf <= cap or (_fewer_tiles(row.extent, guarded, rf) and
+                                                    not _guard_in_block(op, (vec.name, vf, row.name, guarded), hw))):
         rf = guarded
-    stretched = divisor(row.extent, cap + 1, min(TILE_ACCUMULATORS, hw.vector_registers - 2) // vectors)
+    stretched = divisor(row.extent, cap + 1, tile_accumulators(hw, STRETCHED_OPERANDS) // vectors)
     if stretched and (not rf or _fewer_tiles(row.extent, stretched, rf)) and op.reduce_axes and \
             op.reduce_axes[-1].extent >= lanes:
         rf = stretched
@@ -165,16 +157,16 @@ def _guard_in_block(op, tile: tuple, hw: HardwareParams) -> bool:
     return row in blocks and blocks[row] * rf >= next(a.extent for a in op.axes if a.name == row)
 
 
-def tile_accumulators(hw: HardwareParams) -> int:
+def tile_accumulators(hw: HardwareParams, operands: int = TILE_SPARE_REGISTERS) -> int:
     """Vector accumulators of a register tile: TILE_ACCUMULATORS, or fewer where the ISA has too few registers
-    to keep TILE_OPERANDS besides (AVX2's 16: 12, a 6 x 2-vector tile, GMM 1024 108 -> 160 GFLOP/s on Zen 3).
-    A tile may take two more where that makes it divide the row axis in a quarter fewer tiles (_tile_axes): the
-    FMAs can read the row's vectors from memory, leaving one register for the broadcast and one spare (7-wide
-    rows on AVX2, 7 x 2: default C3D 7x7x512 105 -> 166 GFLOP/s, C2D/GRP/CBR 7x7x512 +32-36%; everywhere, 14
-    accumulators lost up to 20%). Not where the innermost reduction is shorter than a vector (a stem conv's 3
-    input channels): unrolled into the tap loop, its weight vectors are kept in registers for all rows, and the
-    spare ones are gone (C3D 224 stem, 7 x 2: 166 -> 96)."""
-    return min(TILE_ACCUMULATORS, hw.vector_registers - TILE_OPERANDS)
+    to keep `operands` besides (the cost model's TILE_SPARE_REGISTERS; AVX2's 16: 12, a 6 x 2-vector tile, GMM
+    1024 108 -> 160 GFLOP/s on Zen 3). A tile may take two more (STRETCHED_OPERANDS) where that makes it divide
+    the row axis in a quarter fewer tiles (_tile_axes): the FMAs can read the row's vectors from memory, leaving
+    one register for the broadcast and one spare (7-wide rows on AVX2, 7 x 2: default C3D 7x7x512 105 -> 166
+    GFLOP/s, C2D/GRP/CBR 7x7x512 +32-36%; everywhere, 14 accumulators lost up to 20%). Not where the innermost
+    reduction is shorter than a vector (a stem conv's 3 input channels): unrolled into the tap loop, its weight
+    vectors are kept in registers for all rows, and the spare ones are gone (C3D 224 stem, 7 x 2: 166 -> 96)."""
+    return min(TILE_ACCUMULATORS, hw.vector_registers - operands)
 
 
 def _row_axis(op, vec: str, rows: list, cap: int):
