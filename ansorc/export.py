@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .codegen.header import render_header, signature_function
+from .codegen.target import compile_flags
 from .errors import AnsorcError
 from .ir.names import is_c_ident
 from .measure.builder import build as build_sources
@@ -65,7 +66,7 @@ def export(spec: KernelSpec, outdir, name: str) -> dict:
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"c": out / f"{name}.c", "h": out / f"{name}.h", "so": out / f"lib{name}.so"}
-    build_line = f"{spec.cc} {shlex.join(spec.flags)} -o lib{name}.so {name}.c -lm"
+    build_line = f"{spec.cc} {shlex.join(compile_flags(spec.flags, spec.cc))} -o lib{name}.so {name}.c -lm"
     header = render_header(plain, spec.provenance_dict, spec.expression, build_line)
     # the header goes last in the .c: before the code, its <stdint.h> would come ahead of the code's
     # _POSIX_C_SOURCE (posix_memalign); after it, the compiler still checks the prototype against the definition

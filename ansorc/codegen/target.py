@@ -14,6 +14,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Sequence
 
 from ..ir.dtypes import itemsize
 
@@ -101,9 +102,18 @@ def compiler_family(cc: str) -> str:
     return "clang" if "clang" in name else "gcc"
 
 
-def library_flags(isa_flags: tuple = NATIVE_ISA_FLAGS, cc: str = "gcc") -> tuple:
-    """Compiler flags for a kernel shared library: the one place they are written (builder, header, export)."""
-    return ("-O3", *isa_flags, *BASE_FLAGS, *COMPILER_FLAGS[compiler_family(cc)])
+def library_flags(isa_flags: tuple = NATIVE_ISA_FLAGS) -> tuple:
+    """A target's flags for a kernel shared library: the one place they are written (builder, header, export).
+    The compiler's own flags are not among them: the builder adds those for the compiler it runs (compile_flags)."""
+    return ("-O3", *isa_flags, *BASE_FLAGS)
+
+
+def compile_flags(flags: Sequence[str], cc: str) -> tuple:
+    """`flags` plus what `cc`'s family needs (COMPILER_FLAGS): the flags `cc` is really run with. Added where the
+    compiler is known, so that a target's flags work with any compiler (gcc's -fno-predictive-commoning is an
+    error to clang)."""
+    own = COMPILER_FLAGS[compiler_family(cc)]
+    return (*flags, *(f for f in own if f not in flags))
 
 
 @dataclass(frozen=True)
@@ -127,14 +137,14 @@ class Target:
 
     @property
     def flags(self) -> tuple:
-        """Flags for a shared library (what measure.builder.build takes as target_flags)."""
-        return library_flags(self.isa_flags, self.cc)
+        """Flags for a shared library (what measure.builder.build takes as target_flags; it adds the compiler's)."""
+        return library_flags(self.isa_flags)
 
     @property
     def exe_flags(self) -> tuple:
         """Flags for a stand-alone program (the cross-check driver); static when it runs under an emulator."""
-        return ("-O3", *self.isa_flags, "-fopenmp", "-std=c99", *COMPILER_FLAGS[compiler_family(self.cc)],
-                *(("-static",) if self.run_prefix else ()))
+        return compile_flags(("-O3", *self.isa_flags, "-fopenmp", "-std=c99",
+                              *(("-static",) if self.run_prefix else ())), self.cc)
 
     @property
     def is_cross(self) -> bool:

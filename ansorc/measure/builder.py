@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Sequence
 
 from ansorc.codegen.source import Source
-from ansorc.codegen.target import host_cc, library_flags
+from ansorc.codegen.target import compile_flags, host_cc, library_flags
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.sealed import install, intact, sweep_leftovers
 
-DEFAULT_CFLAGS: tuple[str, ...] = library_flags()  # the "native" target's: -O3 -march=native ...
+DEFAULT_CFLAGS: tuple[str, ...] = library_flags()  # the "native" target's: -O3 -march=native ... (any compiler)
 RUNTIME_CFLAGS: tuple[str, ...] = ("-O2", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 DEFAULT_BUILD_TIMEOUT = 15.0  # seconds, Ansor's LocalBuilder default
 
@@ -213,7 +213,7 @@ def build(sources: Sequence[Source], target_flags: Sequence[str] = DEFAULT_CFLAG
     out_dir = Path(build_dir) if build_dir is not None else default_build_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     sweep_leftovers(out_dir)  # temporary files of builders killed mid-compile
-    flags = tuple(target_flags)
+    flags = compile_flags(target_flags, cc)
     keys = [build_key(s, cc, flags) for s in sources]
     results: dict[str, BuildResult] = {}
     todo: dict[str, Source] = {}

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..codegen.c import _STATUS_NOTE, PRELUDE  # the notes' format is codegen's
 from ..codegen.pipeline import render, resolve_target
 from ..codegen.source import Source
-from ..codegen.target import Target
+from ..codegen.target import Target, compile_flags
 from ..ir.dtypes import C_TYPE, ITEMSIZE
 from ..ir.names import C_KEYWORDS
 from ..ir.steps import steps_to_json
@@ -68,7 +68,7 @@ def _taken(symbol: str) -> bool:
 
 def build_line(name: str, target: Target) -> str:
     """The command that builds lib<name>.so from <name>.c as build_library does (for the header)."""
-    return f"{target.cc} {shlex.join(target.flags)} -o lib{name}.so {name}.c -lm"
+    return f"{target.cc} {shlex.join(compile_flags(target.flags, target.cc))} -o lib{name}.so {name}.c -lm"
 
 
 def model_ident(name: str) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ansorc.cli import main
-from ansorc.codegen.target import COMPILER_FLAGS, Target, compiler_family, host_cc
+from ansorc.codegen.target import COMPILER_FLAGS, Target, compile_flags, compiler_family, host_cc
 from ansorc.measure import builder
 
 needs_clang = pytest.mark.skipif(shutil.which("clang") is None, reason="clang is not installed")
@@ -33,10 +33,12 @@ def test_default_is_gcc_and_cc_environment_chooses(monkeypatch):
 def test_flags_by_compiler_family():
     assert compiler_family("/usr/bin/clang-14") == "clang" and compiler_family("gcc-12") == "gcc"
     assert compiler_family("cc") == "gcc"  # anything else is driven like gcc
-    for cc in ("gcc", "clang"):
-        flags = Target.from_name("avx2", cc).flags
-        assert flags == ("-O3", "-mavx2", "-mfma", "-fopenmp", "-shared", "-fPIC", "-std=c99",
-                         *COMPILER_FLAGS[compiler_family(cc)])
+    target_flags = ("-O3", "-mavx2", "-mfma", "-fopenmp", "-shared", "-fPIC", "-std=c99")
+    for cc in ("gcc", "clang"):  # a target's flags do not depend on the compiler; the builder adds the compiler's
+        assert Target.from_name("avx2", cc).flags == target_flags
+        assert compile_flags(target_flags, cc) == (*target_flags, *COMPILER_FLAGS[compiler_family(cc)])
+    assert "-fno-predictive-commoning" not in compile_flags(builder.DEFAULT_CFLAGS, "/usr/bin/clang-14")
+    assert compile_flags(compile_flags(target_flags, "gcc"), "gcc") == compile_flags(target_flags, "gcc")
 
 
 def test_build_cache_keys_differ_by_compiler(monkeypatch):
@@ -44,6 +46,17 @@ def test_build_cache_keys_differ_by_compiler(monkeypatch):
     src = Source("int f(void) { return 1; }\n", "f", ())
     keys = {cc: builder.build_key(src, cc, builder.DEFAULT_CFLAGS) for cc in ("gcc", "clang")}
     assert keys["gcc"] != keys["clang"]
+
+
+@needs_clang
+def test_one_target_flag_set_builds_with_either_compiler(tmp_path):
+    """The builder adds the compiler's own flags: gcc gets its tuning flag, clang (which rejects it) does not."""
+    from ansorc.codegen.source import Source
+    src = Source("int f(void) { return 1; }\n", "f", ())
+    for cc in ("gcc", "clang"):
+        [res] = builder.build([src], builder.DEFAULT_CFLAGS, cc=cc, build_dir=tmp_path)
+        assert res.ok, res.error_msg
+        assert ("-fno-predictive-commoning" in res.repro_command) == (cc == "gcc")
 
 
 @needs_clang

@@ -28,7 +28,7 @@ def test_codegen_and_evaluator_read_the_table():
 
 def test_compiler_flags_are_written_once():
     assert builder.DEFAULT_CFLAGS == library_flags() == ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC",
-                                                         "-std=c99", "-fno-predictive-commoning")
+                                                         "-std=c99")
     assert header.BUILD_FLAGS == " ".join(library_flags()) + " -lm"
     for isa, spec in ISA_SPECS.items():
         assert Target.from_name(isa).flags == library_flags(spec.flags)
