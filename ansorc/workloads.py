@@ -148,9 +148,12 @@ def t2d(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
     """Transposed NHWC conv, weight K x K x CI x CO, out = (in - 1) * stride - 2 * pad + K.
 
     O[n, h*s + kh - p, w*s + kw - p, co] += I[n, h, w, ci] * W[kh, kw, ci, co], gathered per output over the
-    taps that hit a real input pixel only: output row o is reached by kh = (o + p) % s + s*t (t < ceil(K/s)) from
-    input row o // s + (o % s + p) // s - t. The zero-insertion form iterates all K*K taps and multiplies s*s - 1
-    of every s*s by inserted zeros; this one computes the same function with K*K/s^2 taps (the useful FLOPs).
+    taps that hit a real input pixel only: output row o = q*s + r (phase r) is reached by kernel rows
+    kh = (r + p) % s + s*t (t < ceil(K/s)) from input row q + (r + p) // s - t. The zero-insertion form iterates
+    all K*K taps and multiplies s*s - 1 of every s*s by inserted zeros; this one computes the same function with
+    K*K/s^2 taps (the useful FLOPs). With s > 1 each of the s*s output phases is an ordinary convolution with its
+    own kernel taps ("conv_phases"[n, ph, pw, qh, qw, co]), interleaved into the output by a copy: computed in place,
+    neighbouring outputs of a register tile would need different taps (a quarter of the speed at s = 2).
     "pad" adds the input rows that taps of border outputs reach outside the image."""
     data = te.placeholder((N, H, W, CI), dtype, "data")
     kernel = te.placeholder((K, K, CI, CO), dtype, "kernel")
@@ -158,27 +161,27 @@ def t2d(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
     if OH <= 0 or OW <= 0:
         raise ExpressionError(f"transposed conv of {H}x{W} with kernel {K}, stride {stride}, pad {pad} has no output")
     s, taps = stride, -(-K // stride)
+    QH, QW = -(-OH // s), -(-OW // s)                        # rows per phase (the last phase may overhang)
     front = max(0, taps - 1 - pad // s)                      # rows read before row 0 (largest t, first outputs)
 
-    def back(O, size):   # rows read after the last one (bounded per term, as the bounds check sees it)
-        return max(0, (O - 1) // s + (min(O, s) - 1 + pad) // s - (size - 1))
-    padded = _pad(data, (0, front, front, 0), (0, back(OH, H), back(OW, W), 0))
+    def back(Q, size):   # rows read after the last one (bounded per term, as the bounds check sees it)
+        return max(0, Q - 1 + (s - 1 + pad) // s - (size - 1))
+    padded = _pad(data, (0, front, front, 0), (0, back(QH, H), back(QW, W), 0))
     th, tw, rc = te.reduce_axis((0, taps), "rh"), te.reduce_axis((0, taps), "rw"), te.reduce_axis((0, CI), "rc")
     zero = te.const(0, dtype)
 
-    def src(o, t):   # (padded input row, kernel row) of output row o at tap t
-        o = o.var if isinstance(o, IterVar) else o
-        if s == 1:
-            return o + (pad + front) - t.var, t.var
-        return o // s + (o % s + pad) // s + front - t.var, (o + pad) % s + t.var * s
-
-    def body(n, h, w, co):
-        (y, kh), (x, kw) = src(h, th), src(w, tw)
+    def tap(n, ph, pw, qh, qw, co):   # output (qh*s + ph, qw*s + pw): the sum over its taps th, tw
+        y, kh = qh + (ph + pad) // s + front - th.var, (ph + pad) % s + th.var * s
+        x, kw = qw + (pw + pad) // s + front - tw.var, (pw + pad) % s + tw.var * s
         prod = padded[n, y, x, rc] * kernel[kh, kw, rc, co]
         if K % s:   # the last tap of some phases falls past the kernel
             prod = te.if_then_else(te.all(kh < K, kw < K), prod, zero)
         return te.sum(prod, axis=[th, tw, rc])
-    return [data, kernel, te.compute((N, OH, OW, CO), body, name="conv")]
+    if s == 1:
+        return [data, kernel, te.compute((N, OH, OW, CO), lambda n, h, w, co: tap(n, 0, 0, h, w, co), name="conv")]
+    phases = te.compute((N, s, s, QH, QW, CO), tap, name="conv_phases")
+    out = te.compute((N, OH, OW, CO), lambda n, h, w, co: phases[n, h % s, w % s, h // s, w // s, co], name="conv")
+    return [data, kernel, out]
 
 
 def cap(N, H, W, CI, CO, K, stride, pad, capsule=4, dtype="float32") -> list:

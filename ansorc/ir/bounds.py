@@ -53,8 +53,12 @@ def _check_read(op_name: str, r: Read, base: dict, facts: tuple) -> None:
         iv = _meet(bound(idx, bounds), bound(s, bounds))
         lo_ok = iv is not None and iv[0] >= 0
         hi_ok = iv is not None and iv[1] <= size - 1
-        if not (lo_ok and hi_ok) and facts:
-            terms, c = linear_form(s)
+        # the facts are simplified without the ranges (a guard's `(ph + p) % s` stays an atom even where the
+        # ranges fold the subscript's to `ph`): compare both forms of the subscript
+        for form in ((s, simplify(idx)) if facts else ()):
+            if lo_ok and hi_ok:
+                break
+            terms, c = linear_form(form)
             lo_ok = lo_ok or _implied((terms, c), facts, bounds)
             hi_ok = hi_ok or _implied(({t: -k for t, k in terms.items()}, size - 1 - c), facts, bounds)
         if lo_ok and hi_ok:

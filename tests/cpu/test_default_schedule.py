@@ -83,12 +83,12 @@ def test_weights_re_read_by_many_row_blocks_are_read_from_a_blocked_copy():
 @pytest.mark.parametrize("co", [3, 2])
 def test_rows_too_short_for_a_vector_vectorize_the_contiguous_reduction(co):
     # T2D to 3 (or 2) output channels: no vector fits the output rows, so the vector runs along the input
-    # channels (64), factored into conv.rf per output row and summed once; the weights (kh, kw, ci, co) are read
-    # from a copy with co moved to the front, where ci is contiguous
+    # channels (64), factored into conv_phases.rf per output row and summed once; the weights (kh, kw, ci, co) are
+    # read from a copy with co moved to the front, where ci is contiguous
     tensors = workloads.t2d(1, 8, 8, 64, co, 4, 2, 1)
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
-    assert state.stage("conv.rf").attach == ("conv", "w")
-    assert {("conv.rf", "rc.v"), ("conv", "rc.v")} <= set(annotations(state, "vectorize"))
+    assert state.stage("conv_phases.rf").attach == ("conv_phases", "qw")
+    assert {("conv_phases.rf", "rc.v"), ("conv_phases", "rc.v")} <= set(annotations(state, "vectorize"))
     assert [s.block for s in state.steps if type(s).__name__ == "CacheRead"] == [1]
     assert state.stage("kernel.local").op.shape == (co, 4, 4, 64, 1)
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)

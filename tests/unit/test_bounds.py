@@ -102,3 +102,20 @@ def test_tensors_beyond_32_bit_indices_are_refused():
     te.placeholder((65536, 32767), name="fits")
     with pytest.raises(ValueError, match="at most 2147483647"):
         te.compute((1 << 16, 1 << 16), lambda i, j: te.const(0.0), name="big")
+
+
+def test_a_guard_on_an_expression_the_ranges_fold_still_proves_the_read():
+    """kernel[(p + 0) % 2 + 2 * t] under `(p + 0) % 2 + 2 * t < 3`: with p in 0..1 the subscript folds to p + 2 * t
+    while the guard keeps its `%` atom; the read is proven all the same (T2D's phases, K = 3, s = 2), and a guard
+    one too loose is not enough."""
+    K = te.placeholder((3,), name="K")
+    t = te.reduce_axis((0, 2), "t")
+
+    def phase(limit):
+        def body(n, p):
+            kh = (p + 0) % 2 + t.var * 2
+            return te.sum(te.if_then_else(kh < limit, K[kh], 0.0), axis=t)
+        return te.compute((1, 2), body, name="B")
+    phase(3)
+    with pytest.raises(BoundsError, match=r"outside 0\.\.2"):
+        phase(4)

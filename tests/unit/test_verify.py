@@ -255,20 +255,23 @@ def test_a_fused_loop_beside_its_parts_in_a_flat_local_index():
 
 
 def test_a_sampled_transposed_conv_with_inlined_padding_verifies_after_every_pass():
-    """T2D 3 of bench/render_fingerprint.py's samples (its steps), once reported by check_in_bounds."""
+    """T2D 3 of bench/render_fingerprint.py's samples (its steps, on the phase form), once reported by
+    check_in_bounds."""
     import ansorc
     from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder,
                                  Split)
-    L, T = "conv.local", ("n", "h.0", "w.0", "co.0", "h.1", "w.1", "co.1")
-    steps = [CacheWrite("conv", "local"), Split(L, "h", (1, 8, 1)), Split(L, "w", (8, 1, 1)), Split(L, "co", (1, 1, 2)),
-             Split(L, "rh", (4,)), Split(L, "rw", (2,)), Split(L, "rc", (4,)),
-             Reorder(L, T + ("rh.0", "rw.0", "rc.0", "h.2", "w.2", "co.2", "rh.1", "rw.1", "rc.1", "h.3", "w.3",
+    # the steps tile the phase convolution (conv_phases); the interleaving copy "conv" stays at the root
+    P = "conv_phases"
+    L, T = f"{P}.local", ("n", "ph", "pw", "qh.0", "qw.0", "co.0", "qh.1", "qw.1", "co.1")
+    steps = [CacheWrite(P, "local"), Split(L, "qh", (1, 4, 1)), Split(L, "qw", (4, 1, 1)), Split(L, "co", (1, 1, 2)),
+             Split(L, "rh", (2,)), Split(L, "rw", (1,)), Split(L, "rc", (4,)),
+             Reorder(L, T + ("rh.0", "rw.0", "rc.0", "qh.2", "qw.2", "co.2", "rh.1", "rw.1", "rc.1", "qh.3", "qw.3",
                              "co.3")),
-             FollowSplit("conv", "h", 1, 2), FollowSplit("conv", "w", 2, 2), FollowSplit("conv", "co", 3, 2),
-             Reorder("conv", T + ("h.2", "w.2", "co.2")), ComputeAt(L, "conv", "co.1"), ComputeInline("pad"),
-             Fuse("conv", ("n", "h.0", "w.0", "co.0")), Annotate("conv", "n@h.0@w.0@co.0", "parallel"),
+             FollowSplit(P, "qh", 1, 2), FollowSplit(P, "qw", 2, 2), FollowSplit(P, "co", 3, 2),
+             Reorder(P, T + ("qh.2", "qw.2", "co.2")), ComputeAt(L, P, "co.1"), ComputeInline("pad"),
+             Fuse(P, ("n", "ph", "pw", "qh.0", "qw.0", "co.0")), Annotate(P, "n@ph@pw@qh.0@qw.0@co.0", "parallel"),
              Pragma(L, "n", "auto_unroll_max_step", 512), Annotate(L, "co.3", "vectorize"),
-             Annotate("conv", "co.2", "vectorize")]
+             Annotate(P, "co.2", "vectorize")]
     fn, shapes = workloads.WORKLOADS["T2D"]
     func_ = lower(ansorc.replay(ansorc.ComputeDAG(fn(*shapes[0])), steps), passes=False)
     for p in DEFAULT_PASSES:
