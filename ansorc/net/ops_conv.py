@@ -3,8 +3,9 @@ conv that layout_pass makes of Conv.
 
 A conv is a padded-input stage (select on the border, inlined by the search) and one multiply-add reduction over
 (input channel of the group, kernel taps), as workloads.c2d/c1d/c3d/dep; the bias is its own element-wise compute
-so that fusion treats it like any epilogue. ConvTranspose dilates and pads its input into one stage and runs a
-conv with the flipped kernel over it (as TVM's conv2d_transpose)."""
+so that fusion treats it like any epilogue. A strided ConvTranspose (dilation 1) runs one conv per output phase
+(`_phase_transpose`, no multiplications by inserted zeros); with dilations it dilates and pads its input into one
+stage and runs a conv with the flipped kernel over it (as TVM's conv2d_transpose)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from ..ir import te
 from ..search.default_schedule import weight_block
 from .ops_nn_util import as_tensor, compute, ints, spec, zero
-from .ops_window import Window, pad_spatial, taps, window
+from .ops_window import Window, _padded, pad_spatial, taps, window
 
 
 def _shapes(node):
@@ -182,7 +183,7 @@ def _dilate_pad(x, sizes, kernel, strides, dilations, before, out, name):
 
 def lower_conv_transpose(node, ins, ctx):
     xs, ws, nd, group = _shapes(node)
-    x, w = as_tensor(ins[0], ctx, f"{node.name}_x"), as_tensor(ins[1], ctx, f"{node.name}_w")
+    x, w = as_tensor(ins[0], ctx, f"{node.name}_x"), ins[1]
     C, mg = xs[1], ws[1]
     if ws[0] != C or C % group:
         raise node.unsupported(f"weight of shape {list(ws)} does not match {C} input channels and group={group}")
@@ -192,6 +193,10 @@ def lower_conv_transpose(node, ins, ctx):
     before, _, out = _transpose_pads(node, xs[2:], kernel, strides, dilations)
     if min(out) < 1:
         raise node.unsupported(f"output size {list(out)} is empty")
+    bias = ins[2] if len(ins) > 2 else None
+    if max(strides) > 1 and max(dilations) == 1:
+        return [_phase_transpose(node, x, w, xs, (mg, group), kernel, strides, before, out, bias, ctx)]
+    w = as_tensor(w, ctx, f"{node.name}_w")
     u = _dilate_pad(x, xs[2:], kernel, strides, dilations, before, out, ctx.name(f"{node.name}_dilate"))
     cg = C // group
     rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
@@ -207,7 +212,60 @@ def lower_conv_transpose(node, ins, ctx):
         wv = w[(ci, local) + flipped]
         return te.sum(src * wv, axis=([rc] if rc is not None else []) + rs)
     conv = compute((xs[0], mg * group) + out, body, ctx.name(node.name), f"conv{nd}d_transpose_nchw")
-    return [_add_bias(node, conv, ins[2] if len(ins) > 2 else None, ctx)]
+    return [_add_bias(node, conv, bias, ctx)]
+
+
+def _phase_transpose(node, x, w, xs, groups, kernel, strides, before, out, bias, ctx):
+    """A strided ConvTranspose (dilation 1) without the inserted zeros, as workloads.t2d: output position
+    o = q*s + r (phase r) takes kernel taps k = (r + b) % s + s*t (t < ceil(K/s)) from input position
+    q + (r + b) // s - t. Each phase is a conv over the input with its own taps, the same for all its outputs
+    (`_phases`), interleaved into the output (with the bias) by a copy: s^d times fewer multiply-adds than over
+    the zero-inserted input. Constant weights (group 1) are laid out (k..., C, M) with taps zero-padded to whole
+    phases, and the phases channels-last (N, r..., q..., M): a vector of output channels per input element, as
+    workloads.t2d, and the interleaving copy moves the channels back to the front."""
+    (mg, group), nd, sizes = groups, len(kernel), xs[2:]
+    C, cg = xs[1], xs[1] // group
+    last = isinstance(w, np.ndarray) and group == 1
+    if last:
+        full = tuple(-(-k // s) * s for k, s in zip(kernel, strides))
+        w = np.pad(w, [(0, 0), (0, 0)] + [(0, f - k) for f, k in zip(full, kernel)])
+        w, kernel = np.ascontiguousarray(np.moveaxis(w, (0, 1), (nd, nd + 1))), full
+    w = as_tensor(w, ctx, f"{node.name}_w")
+    T = [-(-k // s) for k, s in zip(kernel, strides)]                   # taps per phase
+    Q = [-(-o // s) for o, s in zip(out, strides)]                      # positions per phase (the last may overhang)
+    front = [max(0, t - 1 - b // s) for t, b, s in zip(T, before, strides)]
+    back = [max(0, q - 1 + (s - 1 + b) // s - (n - 1)) for q, s, b, n in zip(Q, strides, before, sizes)]
+    padded = x if not any(front + back) else compute(
+        (xs[0], C) + tuple(n + f + a for n, f, a in zip(sizes, front, back)),
+        lambda n, c, *pos: _padded(x, sizes, front, back, zero(x.dtype), [n, c], pos, ()),
+        ctx.name(f"{node.name}_pad"), "pad")
+    rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
+    rt = [te.reduce_axis((0, t), n) for t, n in zip(T, ("rd", "rh", "rw")[3 - nd:])]
+
+    def body(n, *idx):
+        co, r, q = (idx[-1], idx[:nd], idx[nd:-1]) if last else (idx[0], idx[1:nd + 1], idx[nd + 1:])
+        ci = _channel(co, rc, mg, cg, group)
+        shifted = [ph + b if b else ph for ph, b in zip(r, before)]
+        src = [qd + sh // s + f - t.var for qd, sh, s, f, t in zip(q, shifted, strides, front, rt)]
+        taps_ = tuple(sh % s + t.var * s if s > 1 else t.var for sh, s, t in zip(shifted, strides, rt))
+        local = co if group == 1 else co % mg
+        prod = padded[(n, ci) + tuple(src)] * (w[taps_ + (ci, co)] if last else w[(ci, local) + taps_])
+        past = [k < K for k, K, s in zip(taps_, kernel, strides) if K % s]   # a phase's last tap past the kernel
+        if past:
+            prod = te.if_then_else(te.all(*past), prod, zero(x.dtype))
+        return te.sum(prod, axis=rt + ([rc] if rc is not None else []))   # channels innermost, as workloads.t2d
+    M, grid = mg * group, tuple(strides) + tuple(Q)
+    phases = compute((xs[0],) + grid + (M,) if last else (xs[0], M) + grid, body, ctx.name(f"{node.name}_phases"),
+                     f"conv{nd}d_transpose_{'nhwc' if last else 'nchw'}")
+    b = as_tensor(bias, ctx, f"{node.name}_bias") if bias is not None else None
+    if b is not None and tuple(b.shape) != (M,):
+        raise node.unsupported(f"bias of shape {list(b.shape)} should be ({M},)")
+
+    def interleave(n, co, *o):
+        at = tuple(od % s for od, s in zip(o, strides)) + tuple(od // s for od, s in zip(o, strides))
+        v = phases[(n,) + at + (co,)] if last else phases[(n, co) + at]
+        return v + b[co] if b is not None else v
+    return compute((xs[0], M) + tuple(out), interleave, ctx.name(node.name), "interleave")
 
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")

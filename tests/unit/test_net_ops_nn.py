@@ -52,6 +52,10 @@ CONV_T = [
     ((1, 3, 5, 6), (3, 2, 3, 3), True, {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
     ((1, 3, 5, 6), (3, 2, 3, 3), False, {"strides": [2, 2], "output_shape": [10, 12]}),
     ((1, 3, 5), (3, 2, 3), False, {"strides": [3], "pads": [3, 1]}),
+    # strided, dilation 1: the phase form (K % s != 0, K < s, pads past the kernel, 3-D, depthwise)
+    ((1, 2, 4, 4, 3), (2, 3, 3, 2, 4), True, {"strides": [2, 1, 3], "pads": [1, 0, 2, 0, 1, 1]}),
+    ((1, 4, 5, 5), (4, 1, 2, 2), True, {"strides": [3, 3], "group": 4}),
+    ((1, 3, 4, 5), (3, 2, 3, 3), False, {"strides": [2, 2], "pads": [3, 2, 2, 3], "output_padding": [1, 1]}),
 ]
 
 
@@ -59,6 +63,23 @@ CONV_T = [
 def test_conv_transpose_matches_onnxruntime(xs, ws, bias, attrs):
     check_op("ConvTranspose", [r(*xs), r(*ws)] + ([r(ws[1] * attrs.get("group", 1))] if bias else []), attrs,
              consts=(1,))
+
+
+@pytest.mark.parametrize("consts", [(), (1,)])
+def test_strided_conv_transpose_multiplies_no_inserted_zeros(consts):
+    """Stride 2, 4x4 kernel: each output takes 2x2 taps (the useful ones), not 4x4 over a zero-inserted input;
+    with constant weights the phases are channels-last (N, r..., q..., M), else (N, M, r..., q...)."""
+    xs, ws = (1, 8, 6, 6), (8, 4, 4, 4)
+    _, outs = lower_and_run("ConvTranspose", [r(*xs), r(*ws)], [(1, 4, 12, 12)], {"strides": [2, 2], "pads": [1] * 4},
+                            consts=consts)
+    phases = outs[0].op.inputs[0]
+    assert phases.shape == ((1, 2, 2, 6, 6, 4) if consts else (1, 4, 2, 2, 6, 6))
+    stack, inputs = list(outs), []
+    while stack:
+        t = stack.pop()
+        inputs += [t] if not isinstance(t.op, ComputeOp) else []
+        stack += list(getattr(t.op, "inputs", ()))
+    assert ComputeDAG(inputs + outs).flop_count == 2 * 4 * 12 * 12 * 8 * 2 * 2
 
 
 POOL = [  # (input shape, attrs, opset)
