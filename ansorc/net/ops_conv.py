@@ -235,10 +235,15 @@ def _phase_transpose(node, x, w, xs, groups, kernel, strides, before, out, bias,
     Q = [-(-o // s) for o, s in zip(out, strides)]                      # positions per phase (the last may overhang)
     front = [max(0, t - 1 - b // s) for t, b, s in zip(T, before, strides)]
     back = [max(0, q - 1 + (s - 1 + b) // s - (n - 1)) for q, s, b, n in zip(Q, strides, before, sizes)]
-    padded = x if not any(front + back) else compute(
-        (xs[0], C) + tuple(n + f + a for n, f, a in zip(sizes, front, back)),
-        lambda n, c, *pos: _padded(x, sizes, front, back, zero(x.dtype), [n, c], pos, ()),
-        ctx.name(f"{node.name}_pad"), "pad")
+    spatial = tuple(n + f + a for n, f, a in zip(sizes, front, back))
+    if last:   # padded and channels-last in one copy: a tile's rows then broadcast from one run of channels
+        padded = compute((xs[0],) + spatial + (C,), lambda n, *pc: _padded(x, sizes, front, back, zero(x.dtype),
+                                                                             [n, pc[-1]], pc[:-1], ()),
+                         ctx.name(f"{node.name}_pad"), "pad")
+    else:
+        padded = x if not any(front + back) else compute(
+            (xs[0], C) + spatial, lambda n, c, *pos: _padded(x, sizes, front, back, zero(x.dtype), [n, c], pos, ()),
+            ctx.name(f"{node.name}_pad"), "pad")
     rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
     rt = [te.reduce_axis((0, t), n) for t, n in zip(T, ("rd", "rh", "rw")[3 - nd:])]
 
@@ -249,7 +254,8 @@ def _phase_transpose(node, x, w, xs, groups, kernel, strides, before, out, bias,
         src = [qd + sh // s + f - t.var for qd, sh, s, f, t in zip(q, shifted, strides, front, rt)]
         taps_ = tuple(sh % s + t.var * s if s > 1 else t.var for sh, s, t in zip(shifted, strides, rt))
         local = co if group == 1 else co % mg
-        prod = padded[(n, ci) + tuple(src)] * (w[taps_ + (ci, co)] if last else w[(ci, local) + taps_])
+        at = (n,) + tuple(src) + (ci,) if last else (n, ci) + tuple(src)
+        prod = padded[at] * (w[taps_ + (ci, co)] if last else w[(ci, local) + taps_])
         past = [k < K for k, K, s in zip(taps_, kernel, strides) if K % s]   # a phase's last tap past the kernel
         if past:
             prod = te.if_then_else(te.all(*past), prod, zero(x.dtype))
