@@ -12,6 +12,7 @@ import math
 from .errors import ExpressionError, UnknownNameError
 from .ir import te
 from .ir.expr import IterVar
+from .ir.phases import PhaseAxis
 from .ir.te import ComputeOp, Tensor
 
 
@@ -148,8 +149,8 @@ def t2d(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
     """Transposed NHWC conv, weight K x K x CI x CO, out = (in - 1) * stride - 2 * pad + K.
 
     O[n, h*s + kh - p, w*s + kw - p, co] += I[n, h, w, ci] * W[kh, kw, ci, co], gathered per output over the
-    taps that hit a real input pixel only: output row o = q*s + r (phase r) is reached by kernel rows
-    kh = (r + p) % s + s*t (t < ceil(K/s)) from input row q + (r + p) // s - t. The zero-insertion form iterates
+    taps that hit a real input pixel only (ir.phases: output row o = q*s + r, phase r, is reached by kernel rows
+    kh = (r + p) % s + s*t, t < ceil(K/s), from input row q + (r + p) // s - t). The zero-insertion form iterates
     all K*K taps and multiplies s*s - 1 of every s*s by inserted zeros; this one computes the same function with
     K*K/s^2 taps (the useful FLOPs). With s > 1 each of the s*s output phases is an ordinary convolution with its
     own kernel taps ("conv_phases"[n, ph, pw, qh, qw, co]), interleaved into the output by a copy: computed in place,
@@ -160,26 +161,20 @@ def t2d(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
     OH, OW = (H - 1) * stride - 2 * pad + K, (W - 1) * stride - 2 * pad + K
     if OH <= 0 or OW <= 0:
         raise ExpressionError(f"transposed conv of {H}x{W} with kernel {K}, stride {stride}, pad {pad} has no output")
-    s, taps = stride, -(-K // stride)
-    QH, QW = -(-OH // s), -(-OW // s)                        # rows per phase (the last phase may overhang)
-    front = max(0, taps - 1 - pad // s)                      # rows read before row 0 (largest t, first outputs)
-
-    def back(Q, size):   # rows read after the last one (bounded per term, as the bounds check sees it)
-        return max(0, Q - 1 + (s - 1 + pad) // s - (size - 1))
-    padded = _pad(data, (0, front, front, 0), (0, back(QH, H), back(QW, W), 0))
-    th, tw, rc = te.reduce_axis((0, taps), "rh"), te.reduce_axis((0, taps), "rw"), te.reduce_axis((0, CI), "rc")
+    s, ah, aw = stride, PhaseAxis(H, OH, K, stride, pad), PhaseAxis(W, OW, K, stride, pad)
+    padded = _pad(data, (0, ah.front, aw.front, 0), (0, ah.back, aw.back, 0))
+    th, tw, rc = te.reduce_axis((0, ah.taps), "rh"), te.reduce_axis((0, aw.taps), "rw"), te.reduce_axis((0, CI), "rc")
     zero = te.const(0, dtype)
 
     def tap(n, ph, pw, qh, qw, co):   # output (qh*s + ph, qw*s + pw): the sum over its taps th, tw
-        y, kh = qh + (ph + pad) // s + front - th.var, (ph + pad) % s + th.var * s
-        x, kw = qw + (pw + pad) // s + front - tw.var, (pw + pad) % s + tw.var * s
-        prod = padded[n, y, x, rc] * kernel[kh, kw, rc, co]
+        kh, kw = ah.kernel_at(ph, th), aw.kernel_at(pw, tw)
+        prod = padded[n, ah.input_at(qh, ph, th), aw.input_at(qw, pw, tw), rc] * kernel[kh, kw, rc, co]
         if K % s:   # the last tap of some phases falls past the kernel
             prod = te.if_then_else(te.all(kh < K, kw < K), prod, zero)
         return te.sum(prod, axis=[th, tw, rc])
     if s == 1:
         return [data, kernel, te.compute((N, OH, OW, CO), lambda n, h, w, co: tap(n, 0, 0, h, w, co), name="conv")]
-    phases = te.compute((N, s, s, QH, QW, CO), tap, name="conv_phases")
+    phases = te.compute((N, s, s, ah.positions, aw.positions, CO), tap, name="conv_phases")
     out = te.compute((N, OH, OW, CO), lambda n, h, w, co: phases[n, h % s, w % s, h // s, w // s, co], name="conv")
     return [data, kernel, out]
 

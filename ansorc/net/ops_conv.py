@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import te
+from ..ir.phases import PhaseAxis
 from ..search.default_schedule import weight_block
 from .ops_nn_util import as_tensor, compute, ints, spec, zero
-from .ops_window import Window, _padded, pad_spatial, taps, window
+from .ops_window import Window, pad_nchw, pad_spatial, padded_at, taps, window
 
 
 def _shapes(node):
@@ -216,43 +217,38 @@ def lower_conv_transpose(node, ins, ctx):
 
 
 def _phase_transpose(node, x, w, xs, groups, kernel, strides, before, out, bias, ctx):
-    """A strided ConvTranspose (dilation 1) without the inserted zeros, as workloads.t2d: output position
-    o = q*s + r (phase r) takes kernel taps k = (r + b) % s + s*t (t < ceil(K/s)) from input position
-    q + (r + b) // s - t. Each phase is a conv over the input with its own taps, the same for all its outputs
-    (`_phases`), interleaved into the output (with the bias) by a copy: s^d times fewer multiply-adds than over
+    """A strided ConvTranspose (dilation 1) without the inserted zeros, as workloads.t2d (the index arithmetic of
+    ir.phases, per spatial dimension). Each phase is a conv over the input with its own taps, the same for all its
+    outputs (`_phases`), interleaved into the output (with the bias) by a copy: s^d times fewer multiply-adds than over
     the zero-inserted input. Constant weights (group 1) are laid out (k..., C, M) with taps zero-padded to whole
     phases, and the phases channels-last (N, r..., q..., M): a vector of output channels per input element, as
     workloads.t2d, and the interleaving copy moves the channels back to the front."""
     (mg, group), nd, sizes = groups, len(kernel), xs[2:]
     C, cg = xs[1], xs[1] // group
+    axes = [PhaseAxis(*a) for a in zip(sizes, out, kernel, strides, before)]
     last = isinstance(w, np.ndarray) and group == 1
     if last:
-        full = tuple(-(-k // s) * s for k, s in zip(kernel, strides))
+        full = tuple(a.taps * a.stride for a in axes)
         w = np.pad(w, [(0, 0), (0, 0)] + [(0, f - k) for f, k in zip(full, kernel)])
         w, kernel = np.ascontiguousarray(np.moveaxis(w, (0, 1), (nd, nd + 1))), full
     w = as_tensor(w, ctx, f"{node.name}_w")
-    T = [-(-k // s) for k, s in zip(kernel, strides)]                   # taps per phase
-    Q = [-(-o // s) for o, s in zip(out, strides)]                      # positions per phase (the last may overhang)
-    front = [max(0, t - 1 - b // s) for t, b, s in zip(T, before, strides)]
-    back = [max(0, q - 1 + (s - 1 + b) // s - (n - 1)) for q, s, b, n in zip(Q, strides, before, sizes)]
+    front, back = [a.front for a in axes], [a.back for a in axes]
     spatial = tuple(n + f + a for n, f, a in zip(sizes, front, back))
     if last:   # padded and channels-last in one copy: a tile's rows then broadcast from one run of channels
-        padded = compute((xs[0],) + spatial + (C,), lambda n, *pc: _padded(x, sizes, front, back, zero(x.dtype),
-                                                                             [n, pc[-1]], pc[:-1], ()),
+        padded = compute((xs[0],) + spatial + (C,), lambda n, *pc: padded_at(x, sizes, front, back, zero(x.dtype),
+                                                                               [n, pc[-1]], pc[:-1], ()),
                          ctx.name(f"{node.name}_pad"), "pad")
     else:
-        padded = x if not any(front + back) else compute(
-            (xs[0], C) + spatial, lambda n, c, *pos: _padded(x, sizes, front, back, zero(x.dtype), [n, c], pos, ()),
-            ctx.name(f"{node.name}_pad"), "pad")
+        padded = x if not any(front + back) else pad_nchw(x, sizes, front, back, zero(x.dtype),
+                                                          ctx.name(f"{node.name}_pad"))
     rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
-    rt = [te.reduce_axis((0, t), n) for t, n in zip(T, ("rd", "rh", "rw")[3 - nd:])]
+    rt = [te.reduce_axis((0, a.taps), n) for a, n in zip(axes, ("rd", "rh", "rw")[3 - nd:])]
 
     def body(n, *idx):
         co, r, q = (idx[-1], idx[:nd], idx[nd:-1]) if last else (idx[0], idx[1:nd + 1], idx[nd + 1:])
         ci = _channel(co, rc, mg, cg, group)
-        shifted = [ph + b if b else ph for ph, b in zip(r, before)]
-        src = [qd + sh // s + f - t.var for qd, sh, s, f, t in zip(q, shifted, strides, front, rt)]
-        taps_ = tuple(sh % s + t.var * s if s > 1 else t.var for sh, s, t in zip(shifted, strides, rt))
+        src = [a.input_at(qd, ph, t) for a, qd, ph, t in zip(axes, q, r, rt)]
+        taps_ = tuple(a.kernel_at(ph, t) for a, ph, t in zip(axes, r, rt))
         local = co if group == 1 else co % mg
         at = (n,) + tuple(src) + (ci,) if last else (n, ci) + tuple(src)
         prod = padded[at] * (w[taps_ + (ci, co)] if last else w[(ci, local) + taps_])
@@ -260,7 +256,7 @@ def _phase_transpose(node, x, w, xs, groups, kernel, strides, before, out, bias,
         if past:
             prod = te.if_then_else(te.all(*past), prod, zero(x.dtype))
         return te.sum(prod, axis=rt + ([rc] if rc is not None else []))   # channels innermost, as workloads.t2d
-    M, grid = mg * group, tuple(strides) + tuple(Q)
+    M, grid = mg * group, tuple(strides) + tuple(a.positions for a in axes)
     phases = compute((xs[0],) + grid + (M,) if last else (xs[0], M) + grid, body, ctx.name(f"{node.name}_phases"),
                      f"conv{nd}d_transpose_{'nhwc' if last else 'nchw'}")
     b = as_tensor(bias, ctx, f"{node.name}_bias") if bias is not None else None

@@ -73,17 +73,20 @@ def pad_spatial(x, sizes, win: Window, fill, name: str, channels_last: bool = Fa
     after = tuple(win.needed(d) - b - n for d, (b, n) in enumerate(zip(before, sizes)))
     if not any(before) and max(after) <= 0:
         return x
-    spatial = tuple(n + b + a for n, b, a in zip(sizes, before, after))
     if channels_last:
-        shape = (x.shape[0],) + spatial + (x.shape[-1],)
-        return compute(shape, lambda n, *i: _padded(x, sizes, before, after, fill, [n], i[:-1], i[-1:]), name,
+        shape = (x.shape[0],) + tuple(n + b + a for n, b, a in zip(sizes, before, after)) + (x.shape[-1],)
+        return compute(shape, lambda n, *i: padded_at(x, sizes, before, after, fill, [n], i[:-1], i[-1:]), name,
                        "pad")
-    shape = tuple(x.shape[:2]) + spatial
-    return compute(shape, lambda n, c, *pos: _padded(x, sizes, before, after, fill, [n, c], pos, ()), name,
-                   "pad")
+    return pad_nchw(x, sizes, before, after, fill, name)
 
 
-def _padded(x, sizes, before, after, fill, head, pos, tail):
+def pad_nchw(x, sizes, before, after, fill, name: str):
+    """x (N, C, *sizes) with `before` / `after` positions of `fill` around each spatial dim (negatives crop)."""
+    shape = tuple(x.shape[:2]) + tuple(n + b + a for n, b, a in zip(sizes, before, after))
+    return compute(shape, lambda n, c, *pos: padded_at(x, sizes, before, after, fill, [n, c], pos, ()), name, "pad")
+
+
+def padded_at(x, sizes, before, after, fill, head, pos, tail):
     """x at the padded position: `head` indices, the spatial `pos` shifted by the front pads, `tail` indices."""
     conds, src = [], list(head)
     for p, size, b, a in zip(pos, sizes, before, after):

@@ -7,7 +7,7 @@ import pytest
 
 from ansorc.ir.dag import ComputeDAG
 from ansorc.ir.te import ComputeOp
-from ansorc.net.network import UnsupportedError
+from ansorc.net.network import UnsupportedError, tensors_by_name
 from ansorc.net.ops_common import LowerContext, Node
 from ansorc.net.ops_nn import OPS
 
@@ -74,11 +74,7 @@ def test_strided_conv_transpose_multiplies_no_inserted_zeros(consts):
                             consts=consts)
     phases = outs[0].op.inputs[0]
     assert phases.shape == ((1, 2, 2, 6, 6, 4) if consts else (1, 4, 2, 2, 6, 6))
-    stack, inputs = list(outs), []
-    while stack:
-        t = stack.pop()
-        inputs += [t] if not isinstance(t.op, ComputeOp) else []
-        stack += list(getattr(t.op, "inputs", ()))
+    inputs = [t for t in tensors_by_name(outs).values() if not isinstance(t.op, ComputeOp)]
     assert ComputeDAG(inputs + outs).flop_count == 2 * 4 * 12 * 12 * 8 * 2 * 2
 
 
