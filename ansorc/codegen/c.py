@@ -1,7 +1,7 @@
 """C renderer: PrimFunc -> C99 text with OpenMP loops, `restrict` pointers and SIMD intrinsics.
 
 `codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops, then
-promote_registers), then renders. ISA differences live in data tables (this file's type/function maps; vector
+promote_registers, pin_operands), then renders. ISA differences live in data tables (this file's type/function maps; vector
 intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they compile to plain C `/` and
 `%` when the numerator is provably non-negative and the divisor positive, otherwise to small inline helpers that
 follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
@@ -18,6 +18,7 @@ import re
 
 from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
 from ..ir.passes import run_passes
+from ..ir.pin import pin_operands
 from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
 from ..ir.dtypes import C_TYPE, ITEMSIZE
@@ -234,6 +235,8 @@ class CRenderer:
             for v, init in s.decls:
                 self.emit(f"{self.vtype(v)} {v.name}" + ("" if init is None else f" = {self.expr(init)}") + ";",
                           ind + 1)
+                if s.pin:
+                    self.emit(self.intr("pin", v, a=v.name) + ";", ind + 1)
             self.stmt(s.body, ind + 1)
             self.emit("}", ind)
         else:
@@ -321,7 +324,11 @@ def promote(func: PrimFunc, target: Target) -> PrimFunc:
     return promote_registers(func, budget=simd.caps(target.isa).registers * 3 // 4)
 
 
-CODEGEN_PASSES = (vectorize, promote)
+def pin(func: PrimFunc, target: Target) -> PrimFunc:
+    return pin_operands(func, simd.caps(target.isa))
+
+
+CODEGEN_PASSES = (vectorize, promote, pin)
 
 
 def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> PrimFunc:

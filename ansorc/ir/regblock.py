@@ -146,7 +146,7 @@ class _Promoter:
         if isinstance(s, Allocate):
             return Allocate(s.buffer, self.process(s.body, buf))
         if isinstance(s, VDecl):
-            return VDecl(s.decls, self.process(s.body, buf))
+            return replace(s, body=self.process(s.body, buf))
         return s
 
     def promote(self, stmts: list, buf: str, groups: list) -> Stmt:

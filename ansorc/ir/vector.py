@@ -6,7 +6,7 @@ These nodes never reach the search: they exist only between `vectorize_loops` an
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from .expr import Expr, children as scalar_children, rebuild as scalar_rebuild, transform, walk
@@ -149,9 +149,11 @@ class VAssign(Stmt):
 
 @dataclass(frozen=True)
 class VDecl(Stmt):
-    """Registers (VVar, initial value or None) live in a block around body."""
+    """Registers (VVar, initial value or None) live in a block around body; `pin`: each is held in a register
+    from its declaration (the target's "pin" op after it; see pin.py)."""
     decls: tuple
     body: Stmt
+    pin: bool = False
 
 
 # ----------------------------------------------------------------------------- traversal
@@ -217,7 +219,7 @@ def with_kids(s: Stmt, kids: tuple) -> Stmt:
     if isinstance(s, IfThenElse):
         return IfThenElse(s.cond, kids[0])
     if isinstance(s, VDecl):
-        return VDecl(s.decls, kids[0])
+        return replace(s, body=kids[0])
     return s
 
 
@@ -234,7 +236,7 @@ def map_top(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
     if isinstance(s, VAssign):
         return VAssign(s.var, fn(s.value))
     if isinstance(s, VDecl):
-        return VDecl(tuple((v, None if i is None else fn(i)) for v, i in s.decls), s.body)
+        return replace(s, decls=tuple((v, None if i is None else fn(i)) for v, i in s.decls))
     return s
 
 
