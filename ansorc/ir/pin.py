@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .stmt import Allocate, PrimFunc, Seq, Stmt, seq
-from .vector import VAssign, VDecl, VLoad, VStore, VVar, stmt_kids, vtransform, vwalk, walk_all, with_kids
+from .vector import (VAssign, VDecl, VLoad, VStore, VVar, fresh_name, identifiers, stmt_kids, vtransform, vwalk,
+                     walk_all, with_kids)
 from .vectorize import VectorCaps
 
 
@@ -67,9 +68,10 @@ def _choose(shared: dict, room: int) -> list:
 
 
 class _Pinner:
-    def __init__(self, caps: VectorCaps):
+    def __init__(self, caps: VectorCaps, taken: set):
         self.caps = caps
         self.count = 0
+        self.taken = taken
 
     def run(self, s: Stmt) -> Stmt:
         s = with_kids(s, tuple(self.run(c) for c in stmt_kids(s)))
@@ -83,7 +85,7 @@ class _Pinner:
             return seq(*stmts)
         regs = {}
         for ld, _ in chosen:
-            regs[ld] = VVar(f"{ld.buffer}_p{self.count}", ld.lanes, ld.dtype)
+            regs[ld] = VVar(fresh_name(f"{ld.buffer}_p{self.count}", self.taken), ld.lanes, ld.dtype)
             self.count += 1
 
         def swap(e):
@@ -98,7 +100,7 @@ def pin_operands(func: PrimFunc, caps: VectorCaps) -> PrimFunc:
     """Pin the shared vector operands of every straight-line run (see the module docstring)."""
     if not any(op == "pin" for op, _, _ in caps.ops):
         return func
-    return replace(func, body=_Pinner(caps).run(func.body))
+    return replace(func, body=_Pinner(caps, identifiers(func)).run(func.body))
 
 
 __all__ = ["pin_operands"]

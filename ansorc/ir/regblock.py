@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from .expr import Expr, Read, free_vars
 from .simplify import _linear, simplify
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
-from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, lanes_of, map_top, stmt_kids, top_exprs,
-                     vtransform, vwalk, with_kids)
+from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, fresh_name, identifiers, lanes_of, map_top,
+                     stmt_kids, top_exprs, vtransform, vwalk, with_kids)
 from .vectorize import flat_index
 
 
@@ -45,6 +45,7 @@ class _Promoter:
         self.shapes = {b.name: b.shape for b in func.args}
         self.dtypes = {b.name: b.dtype for b in func.args}
         self.count = 0
+        self.taken = identifiers(func)
 
     # ------------------------------------------------------------------ analysis
     def access(self, buf: str, index, lanes: int) -> _Access:
@@ -153,7 +154,7 @@ class _Promoter:
         dtype = self.dtypes[buf]
         regs = {}
         for g in groups:
-            regs[(g.offset, g.lanes)] = VVar(f"{buf}_r{self.count}", g.lanes, dtype)
+            regs[(g.offset, g.lanes)] = VVar(fresh_name(f"{buf}_r{self.count}", self.taken), g.lanes, dtype)
             self.count += 1
 
         def key(buf_name, index, lanes):

@@ -273,6 +273,30 @@ def walk_all(s: Stmt):
         yield from walk_all(c)
 
 
+def identifiers(func) -> set:
+    """The names the C of `func` declares: arguments, allocated buffers, loop variables, registers."""
+    out = {b.name for b in func.args}
+    for s in walk_all(func.body):
+        if isinstance(s, For):
+            out.add(s.var)
+        elif isinstance(s, Allocate):
+            out.add(s.buffer.name)
+        elif isinstance(s, VDecl):
+            out.update(v.name for v, _ in s.decls)
+    return out
+
+
+def fresh_name(base: str, taken: set) -> str:
+    """`base`, or `base` with a number appended, that is not in `taken` (and is added to it): a register named
+    like a loop variable (a stage's reduce axis r1 and its register r1) would be shadowed by it in C."""
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
 def format_vstmt(s: Stmt, indent: int = 0) -> str:
     """Readable dump of a tree that may hold vector nodes (for tests and debugging)."""
     pad = "  " * indent

@@ -26,7 +26,7 @@ from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic
 from .simplify import _linear, simplify
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VReduce,
-                     VScatter, VSelect, VStore, VVar, map_exprs)
+                     VScatter, VSelect, VStore, VVar, identifiers, map_exprs)
 
 MAX_UNROLLED_PIECES = 8      # more pieces of one width than this become a loop over pieces
 MAX_SCALAR_REPLICAS = 4      # a scalar remainder this short is written out instead of looped
@@ -255,7 +255,7 @@ class _Vectorizer:
     def __init__(self, func: PrimFunc, caps: VectorCaps):
         self.caps = caps
         self.buffers = {b.name: b for b in func.args}
-        self.names = set(self.buffers) | {x.var for x in _all(func.body) if isinstance(x, For)}
+        self.names = identifiers(func)
 
     def shape(self, name: str) -> tuple:
         return self.buffers[name].shape

@@ -184,6 +184,15 @@ def test_seven_wide_rows_stretch_the_tile_unless_the_reduction_is_shorter_than_a
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+def test_seven_wide_rows_of_a_3d_conv_tile_its_depth_instead():
+    # 7 output columns would need a stretched tile; the depth (8) gives 4-row tiles of 8 accumulators, whose
+    # weights vectors stay in registers
+    tensors = workloads.c3d(1, 8, 7, 7, 32, 32, 3, 1, 1)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert tile_rows(state, "conv.local", "d") == 4 and tile_rows(state, "conv.local", "co") == 16
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("n, packed", [(512, True), (32, False)])
 def test_a_small_panel_whose_rows_share_l1_sets_is_packed(n, packed):
     # 512 x 16 floats of B is 32 KB: small, but with rows 2 KB apart they map to two L1 sets; 128 B apart they
@@ -223,7 +232,9 @@ def test_a_gpu_target_is_refused_in_one_line():
 def test_gathers_across_rows_are_not_vectorized():
     tensors = workloads.sfm(64, 64)      # row_max reads A[i, k]: a vector over i would gather down a column
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors))
-    assert not [a for a in annotations(state, "vectorize") if a[0] in ("row_max", "row_sum")]
+    vectors = annotations(state, "vectorize")
+    assert not [a for a in vectors if a[0] in ("row_max", "row_sum") and a[1] == "i"]
+    assert ("row_max.rf", "k.1.v") in vectors        # along the row instead (row_fused)
     check_kernel(tensors, state, rtol=1e-4, atol=1e-4)
 
 
@@ -308,3 +319,22 @@ def test_a_copy_that_only_permutes_rows_is_inlined_and_a_transpose_is_kept():
     attach = {s.name: s.compute_at for s in state.stages}
     assert attach["query_T"] == "inline" and attach["key_T"] == "root"
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
+def test_a_softmax_is_computed_row_by_row_in_one_parallel_loop():
+    # max, exp, sum and divide inside the output's parallel row loop, each row reduction factored into vector
+    # accumulators: no intermediate makes a round trip through memory
+    tensors = workloads.sfm(64, 256)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert annotations(state, "parallel") == [("softmax", "i")]
+    attached = {s.name for s in state.stages if s.compute_at == "attached"}
+    assert attached == {"row_max.rf", "row_max", "exp", "row_sum.rf", "row_sum"}
+    assert {(s, "k.1.v") for s in ("row_max.rf", "row_sum.rf")} <= set(annotations(state, "vectorize"))
+    check_kernel(tensors, state, rtol=1e-5, atol=1e-6)
+
+
+def test_rows_too_long_for_l1_are_not_fused():
+    tensors = workloads.sfm(4, 8192)     # 32 KB of exp per row
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert not any(s.compute_at == "attached" for s in state.stages)
+    check_kernel(tensors, state, rtol=1e-5, atol=1e-6)

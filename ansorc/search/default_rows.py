@@ -1,0 +1,114 @@
+"""The default schedule of a chain of row-wise stages (a softmax: row max, exp, row sum, divide): every producer
+is computed inside the output's parallel row loop, so one row's intermediates stay in L1 instead of a round trip
+through memory between four parallel loops, and each row reduction keeps ROW_ACCUMULATORS vector accumulators
+(rfactor over a split of that many vectors), folded once per row.
+
+A chain qualifies when the output's outermost axis is its parallel loop, unsplit, and every producer upstream
+(compute stages, up to the placeholders; inlined ones are read through) is read only inside the chain, row by
+row: its first subscript in every read is the reader's first axis; the root ones' rows hold at most ROW_BYTES.
+"""
+from __future__ import annotations
+
+from ..ir.dtypes import itemsize
+from ..ir.expr import Var, reads
+from ..ir.state import ScheduleError, State
+from ..ir.steps import Annotate, ComputeAt, Reorder, Rfactor, Split
+from .default_loops import schedule_root
+from .task import HardwareParams
+
+ROW_BYTES = 16 << 10      # the most bytes of one row's intermediates (all producers): half of a 32 KB L1
+ROW_ACCUMULATORS = 4      # vector accumulators of a row reduction: an add's latency covered on two pipes
+
+
+def row_fused(state: State, name: str, hw: HardwareParams) -> tuple | None:
+    """(state, names of the stages scheduled) with the chain ending in output `name` row-fused, or None."""
+    chain = _chain(state, name)
+    if not chain:
+        return None
+    try:
+        out = schedule_root(state, name, hw)
+        row = state.stage(name).op.axes[0].name
+        if out.stage(name).iters[0].name != row:
+            return None     # the row loop was split or fused with others: no single row to compute at
+        for producer in chain:
+            out = _fused_producer(out, producer, name, row, hw)
+            if out is None:
+                return None
+    except ScheduleError:
+        return None
+    return out, set(chain) | {name} | {f"{p}.rf" for p in chain}
+
+
+def _chain(state: State, name: str) -> list:
+    """The compute stages upstream of `name`, in stage order, if they qualify (module docstring), else []."""
+    by_name = {st.name: st for st in state.stages}
+    if not state.is_output(name) or by_name[name].compute_at != "root" or len(by_name[name].op.axes) < 2:
+        return []
+    chain, todo = set(), [name]
+    while todo:
+        for r in reads(by_name[todo.pop()].op.body):
+            st = by_name.get(r.name)
+            if st is not None and st.name not in chain and getattr(st.op, "axes", None) is not None:
+                chain.add(st.name)
+                todo.append(st.name)
+    members = chain | {name}
+    rows = by_name[name].op.axes[0].extent
+    total = 0
+    for p in chain:
+        st = by_name[p]
+        if state.is_output(p) or st.op.axes[0].extent != rows or set(state.readers(p)) - members or \
+                not all(_row_read(by_name[c].op, p) for c in state.readers(p)):
+            return []
+        if st.compute_at == "inline":
+            continue    # read through its consumers' bodies, which the checks above cover
+        if st.compute_at != "root" or st.relations:
+            return []
+        total += itemsize(st.op.dtype) * _row_size(st.op)
+    scheduled = [st.name for st in state.stages if st.name in chain and st.compute_at == "root"]
+    return scheduled if scheduled and total <= ROW_BYTES else []
+
+
+def _row_read(op, producer: str) -> bool:
+    """Every read of `producer` in op takes op's first axis as its first subscript (the same row)."""
+    first = op.axes[0].var
+    return all(r.indices and isinstance(r.indices[0], Var) and r.indices[0] == first
+               for r in reads(op.body) if r.name == producer)
+
+
+def _row_size(op) -> int:
+    size = 1
+    for a in op.axes[1:]:
+        size *= a.extent
+    return size
+
+
+def _fused_producer(state: State, p: str, target: str, row: str, hw: HardwareParams) -> State | None:
+    op = state.stage(p).op
+    lanes = hw.lanes(op.dtype)
+    if op.combiner:
+        if len(op.axes) != 1 or len(op.reduce_axes) != 1:
+            return None
+        red = op.reduce_axes[0]
+        piece = next((v * lanes for v in (ROW_ACCUMULATORS, 2, 1) if red.extent % (v * lanes) == 0), None)
+        if piece is None or red.extent < 2 * piece:
+            return state.apply(ComputeAt(p, target, row))
+        state = state.apply(Split(p, red.name, (piece,)))
+        state = state.apply(Rfactor(p, f"{red.name}.1", 1))
+        rf, lane = f"{p}.rf", f"{red.name}.1.v"
+        state = state.apply(Reorder(rf, (op.axes[0].name, f"{red.name}.0", lane)))
+        state = state.apply(ComputeAt(rf, target, row))
+        state = state.apply(Annotate(rf, lane, "vectorize"))
+        state = state.apply(ComputeAt(p, target, row))
+        return state.apply(Annotate(p, lane, "vectorize"))
+    state = state.apply(ComputeAt(p, target, row))
+    last = op.axes[-1]
+    if len(op.axes) < 2 or last.extent % lanes:
+        return state
+    piece = next(v * lanes for v in (ROW_ACCUMULATORS, 2, 1) if last.extent % (v * lanes) == 0)
+    if piece < last.extent:
+        state = state.apply(Split(p, last.name, (piece,)))
+        return state.apply(Annotate(p, f"{last.name}.1", "vectorize"))
+    return state.apply(Annotate(p, last.name, "vectorize"))
+
+
+__all__ = ["row_fused", "ROW_BYTES"]
