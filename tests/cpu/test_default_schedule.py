@@ -165,6 +165,15 @@ def test_sixteen_registers_take_a_tile_of_twelve_accumulators():
     assert tile_rows(state, "C.local", "i") == 8
 
 
+def test_a_row_block_keeps_its_slice_of_a_within_half_of_l2():
+    # GMM 1024: a block of 19 tiles (114 rows) reads 456 KB of A over the reduction; at most 256 KB: 9 tiles
+    tensors = workloads.matmul(1024, 64, 1024)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    [split] = [s for s in state.steps if type(s).__name__ == "Split" and s.stage == "C.local" and s.iter == "i"]
+    assert split.lengths == (9, 6) and 9 * 6 * 1024 * 4 <= 256 << 10
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 def test_a_tile_that_would_be_guarded_inside_its_block_takes_a_divisor():
     # 64 output columns in one row block: 6-row tiles would leave the last one guarded in the reduction loop
     # (its accumulators then stay in memory); 4 rows divide 64
