@@ -1,10 +1,10 @@
 """C renderer: PrimFunc -> C99 text with OpenMP loops, `restrict` pointers and SIMD intrinsics.
 
 `codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops, then
-promote_registers, pin_operands), then renders. ISA differences live in data tables (this file's type/function maps; vector
-intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they compile to plain C `/` and
-`%` when the numerator is provably non-negative and the divisor positive, otherwise to small inline helpers that
-follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
+promote_registers, then pin_operands), then renders. ISA differences live in data tables (this file's
+type/function maps; vector intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they
+compile to plain C `/` and `%` when the numerator is provably non-negative and the divisor positive, otherwise to
+small inline helpers that follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
 
 A checked index (an index read from data, ir/expr.CheckedIndex) renders as `ansorc_checked_index`: out of
 range, it stores the status of the tensor it indexes (race-free: an atomic store, as OpenMP threads may report at
