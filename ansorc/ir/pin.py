@@ -9,16 +9,18 @@ threads, FMA peak 204; 4 x 3: 145 vs 200; 6 x 2, which gcc already kept in regis
 
 An operand is pinned only while the run's accumulators, the pinned operands live at that point and one
 broadcast fit the register file: a 7 x 2 tile (14 accumulators) has no room, and pinning its weights spills
-(102 vs 180 GFLOP/s). Only top-level statements of a run take part (a load under a guard stays where it is),
-and only loads of buffers the run does not write (no store can come between the load and a use).
+(102 vs 180 GFLOP/s). Only top-level statements of a run take part (a load under a guard stays where it is), only
+loads that the statement always evaluates (not an arm of a select: a padding read), and only loads of buffers
+the run does not write (no store can come between the load and a use).
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
+from .expr import Select
 from .stmt import Allocate, PrimFunc, Seq, Stmt, seq
-from .vector import (VAssign, VDecl, VLoad, VStore, VVar, fresh_name, identifiers, stmt_kids, vtransform, vwalk,
-                     walk_all, with_kids)
+from .vector import (VAssign, VDecl, VLoad, VSelect, VStore, VVar, fresh_name, identifiers, stmt_kids, vchildren,
+                     vtransform, walk_all, with_kids)
 from .vectorize import VectorCaps
 
 
@@ -47,13 +49,23 @@ def _shared_loads(stmts: list, caps: VectorCaps) -> dict:
     for k, s in enumerate(stmts):
         if not isinstance(s, (VAssign, VStore)):
             continue
-        for n in vwalk(s.value):
+        for n in _unconditional(s.value):
             if isinstance(n, VLoad) and n.lanes > 1 and n.buffer not in written and \
                     caps.has("pin", n.dtype, n.lanes):
                 positions = uses.setdefault(n, [])
                 if not positions or positions[-1] != k:
                     positions.append(k)
     return {ld: ks for ld, ks in uses.items() if len(ks) > 1}
+
+
+def _unconditional(e):
+    """The nodes of e that every evaluation of e evaluates: not the arms of a select, whose untaken arm may read
+    outside its buffer (a padding load; hoisted before the statement it would always run)."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend([n.cond] if isinstance(n, (Select, VSelect)) else vchildren(n))
 
 
 def _choose(shared: dict, room: int) -> list:

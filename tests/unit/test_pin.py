@@ -11,7 +11,7 @@ from ansorc.codegen.c import lower_for_target
 from ansorc.ir.lower import lower
 from ansorc.ir.state import replay
 from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Pragma, Reorder, Split)
-from ansorc.ir.vector import VDecl, walk_all
+from ansorc.ir.vector import VDecl, VLoad, walk_all
 
 PIN = '__asm__("" : "+x"('
 
@@ -62,3 +62,21 @@ def test_isas_without_a_pin_template_keep_the_compiler_choice():
     tensors, steps = _tile(4, 2)
     assert _pinned(tensors, steps, "avx512") == []
     assert PIN not in ansorc.generate_source(tensors, steps, target="avx512").code
+
+
+def test_a_load_in_an_arm_of_a_select_is_not_pinned():
+    # a padding read `inside ? A[i - 1] : 0` may point outside A when not taken: hoisted into a pinned register
+    # it would always run (an ONNX MobileNet's padded depthwise conv failed check_in_bounds after the pass)
+    from ansorc.ir.expr import Compare, Const, Var
+    from ansorc.ir.pin import _shared_loads
+    from ansorc.ir.vector import Broadcast, VAssign, VFma, VSelect, VVar
+    caps = simd.caps("avx2")
+    i = Var("i")
+    load = VLoad("A", i, 8, "float32")
+    zero = Broadcast(Const(0.0, "float32"), 8, "float32")
+    padded = VSelect(Compare(">", i, Const(0, "int32")), load, zero, 8, "float32")
+    accs = [VVar(f"acc{k}", 8, "float32") for k in range(2)]
+    stmts = [VAssign(a, VFma(padded, zero, a, 8, "float32")) for a in accs]
+    assert _shared_loads(stmts, caps) == {}
+    plain = [VAssign(a, VFma(load, zero, a, 8, "float32")) for a in accs]
+    assert _shared_loads(plain, caps) == {load: [0, 1]}
