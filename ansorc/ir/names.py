@@ -24,6 +24,17 @@ def is_c_ident(name: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)) and name not in C_KEYWORDS
 
 
+def fresh_name(base: str, taken: set) -> str:
+    """`base`, or `base` with a number appended, that is not in `taken` (and is added to it): a register named
+    like a loop variable (a stage's reduce axis r1 and its register r1) would be shadowed by it in C."""
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
 class NameTable:
     """Hands out distinct identifiers for distinct keys."""
 

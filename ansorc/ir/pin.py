@@ -19,7 +19,8 @@ from dataclasses import replace
 
 from .expr import Select
 from .stmt import Allocate, PrimFunc, Seq, Stmt, seq
-from .vector import (VAssign, VDecl, VLoad, VSelect, VStore, VVar, fresh_name, identifiers, stmt_kids, vchildren,
+from .names import fresh_name
+from .vector import (VAssign, VDecl, VLoad, VSelect, VStore, VVar, identifiers, stmt_kids, vchildren,
                      vtransform, walk_all, with_kids)
 from .vectorize import VectorCaps
 

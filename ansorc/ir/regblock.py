@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from .expr import Expr, Read, free_vars
 from .simplify import _linear, simplify
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
-from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, fresh_name, identifiers, lanes_of, map_top,
+from .names import fresh_name
+from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, identifiers, lanes_of, map_top,
                      stmt_kids, top_exprs, vtransform, vwalk, with_kids)
 from .vectorize import flat_index
 

@@ -286,17 +286,6 @@ def identifiers(func) -> set:
     return out
 
 
-def fresh_name(base: str, taken: set) -> str:
-    """`base`, or `base` with a number appended, that is not in `taken` (and is added to it): a register named
-    like a loop variable (a stage's reduce axis r1 and its register r1) would be shadowed by it in C."""
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
-
-
 def format_vstmt(s: Stmt, indent: int = 0) -> str:
     """Readable dump of a tree that may hold vector nodes (for tests and debugging)."""
     pad = "  " * indent

@@ -18,6 +18,7 @@ import os
 import numpy as np
 from onnx import helper
 
+from ..ir.names import fresh_name
 from .import_passes import Graph, _has_subgraph
 
 DOMAIN = "ansorc"
@@ -56,12 +57,7 @@ class Sweep:
         self.names = {n.name for n in g.nodes}
 
     def fresh(self, hint: str, pool: set) -> str:
-        name, k = hint, 0
-        while name in pool:
-            k += 1
-            name = f"{hint}_{k}"
-        pool.add(name)
-        return name
+        return fresh_name(hint, pool)
 
     def emit(self, op: str, inputs, hint: str, out_shape, elem: int, domain: str = DOMAIN, like=None,
              replaces=None, **attrs):

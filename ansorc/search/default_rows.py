@@ -9,6 +9,8 @@ row: its first subscript in every read is the reader's first axis; the root ones
 """
 from __future__ import annotations
 
+import math
+
 from ..ir.dtypes import itemsize
 from ..ir.expr import Var, reads
 from ..ir.state import ScheduleError, State
@@ -63,7 +65,7 @@ def _chain(state: State, name: str) -> list:
             continue    # read through its consumers' bodies, which the checks above cover
         if st.compute_at != "root" or st.relations:
             return []
-        total += itemsize(st.op.dtype) * _row_size(st.op)
+        total += itemsize(st.op.dtype) * math.prod(a.extent for a in st.op.axes[1:])
     scheduled = [st.name for st in state.stages if st.name in chain and st.compute_at == "root"]
     return scheduled if scheduled and total <= ROW_BYTES else []
 
@@ -73,13 +75,6 @@ def _row_read(op, producer: str) -> bool:
     first = op.axes[0].var
     return all(r.indices and isinstance(r.indices[0], Var) and r.indices[0] == first
                for r in reads(op.body) if r.name == producer)
-
-
-def _row_size(op) -> int:
-    size = 1
-    for a in op.axes[1:]:
-        size *= a.extent
-    return size
 
 
 def _fused_producer(state: State, p: str, target: str, row: str, hw: HardwareParams) -> State | None:

@@ -158,12 +158,10 @@ def _outer_rows(op, vec: str, rows: list, row, cap: int) -> tuple | None:
     vector from memory in every FMA, and on Zen 3 that load traffic costs about 12% (7 x 2: 180 GFLOP/s on a
     hot-cache micro-kernel, 4 x 2 with its operands pinned: 197). A 3-D conv's depth (16) then gives 4-row
     tiles; a 2-D conv has no such axis and keeps the stretched tile."""
-    weights = _largest(_reads_along_last(op, vec))
-    for a in reversed(rows):
-        if a is not row and (weights is None or not any(uses(i, a.name) for i in weights.indices)):
-            f = divisor(a.extent, -(-2 * cap // 3), cap)
-            if f:
-                return a, f
+    for a in reversed(_free_rows(op, vec, rows)):
+        f = divisor(a.extent, -(-2 * cap // 3), cap) if a is not row else None
+        if f:
+            return a, f
     return None
 
 
@@ -200,13 +198,17 @@ def _row_axis(op, vec: str, rows: list, cap: int):
     different weight row for each). Then the innermost axis they do not use whose extent fills the tile, else the
     longest of those (the innermost of equals): CAP's output columns w, not cap_j (default CAP 8x8x32 189 -> 264
     GFLOP/s side by side; the four CAP shapes +14% to +100%)."""
-    weights = _largest(_reads_along_last(op, vec))
-    if weights is None:
-        return rows[-1]
-    free = [a for a in rows if not any(uses(i, a.name) for i in weights.indices)]
+    free = _free_rows(op, vec, rows)
     if not free or rows[-1] in free:
         return rows[-1]
     return next((a for a in reversed(free) if a.extent >= cap), max(reversed(free), key=lambda a: a.extent))
+
+
+def _free_rows(op, vec: str, rows: list) -> list:
+    """The axes of `rows` that the weights (the largest read along the vector axis) do not use: all of them when
+    nothing is read along it."""
+    weights = _largest(_reads_along_last(op, vec))
+    return [a for a in rows if weights is None or not any(uses(i, a.name) for i in weights.indices)]
 
 
 def _guarded_rows(extent: int, cap: int) -> int | None:
