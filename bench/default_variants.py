@@ -2,6 +2,7 @@
 
     python bench/default_variants.py GMM:2 'TILE_ACCUMULATORS=8' 'CONFLICT_STRIDE=1073741824'
     python bench/default_variants.py C2D:0 --gcc-flags ''          # gcc without -fno-predictive-commoning
+    python bench/default_variants.py CAP:0 --unpinned               # also without ir/pin.py's pinned operands
 
 Each VARIANT is NAME=VALUE[;NAME=VALUE...]: a module constant of ansorc.search.default_schedule set to a Python
 literal while that variant's default program is made (the first row is the program as is). --gcc-flags replaces
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
-from ansorc.codegen import target  # noqa: E402
+from ansorc.codegen import simd, target  # noqa: E402
 from ansorc.ir.evaluate import evaluate, random_inputs  # noqa: E402
 from ansorc.search import default_schedule as ds  # noqa: E402
 
@@ -38,9 +39,14 @@ def _settings(text: str) -> dict:
     return out
 
 
-def build(tensors, dag, settings: dict, gcc_flags):
+def build(tensors, dag, settings: dict, gcc_flags, pinned: bool = True):
     saved = {k: getattr(ds, k) for k in settings}
     flags = target.COMPILER_FLAGS["gcc"]
+    pins = dict(simd.PIN)
+    if not pinned:
+        simd.PIN.clear()
+    simd.table.cache_clear()
+    simd.caps.cache_clear()
     try:
         for k, v in settings.items():
             setattr(ds, k, v)
@@ -51,6 +57,9 @@ def build(tensors, dag, settings: dict, gcc_flags):
         for k, v in saved.items():
             setattr(ds, k, v)
         target.COMPILER_FLAGS["gcc"] = flags
+        simd.PIN.update(pins)
+        simd.table.cache_clear()
+        simd.caps.cache_clear()
 
 
 def main(argv=None):
@@ -58,6 +67,7 @@ def main(argv=None):
     ap.add_argument("workload", help="NAME:INDEX of ansorc.workloads")
     ap.add_argument("variants", nargs="*")
     ap.add_argument("--gcc-flags", help="gcc flags of the variants instead of target.COMPILER_FLAGS['gcc']")
+    ap.add_argument("--unpinned", action="store_true", help="add the program built without pinned operands")
     ap.add_argument("--rounds", type=int, default=9)
     args = ap.parse_args(argv)
     name, _, index = args.workload.partition(":")
@@ -67,12 +77,14 @@ def main(argv=None):
     expected = evaluate(list(dag.outputs), inputs)[dag.outputs[-1].name]
     bufs = [ansorc.array(inputs[t.name]) for t in dag.inputs] + [ansorc.empty(t.shape, t.dtype) for t in dag.outputs]
     gcc = tuple(args.gcc_flags.split()) if args.gcc_flags is not None else None
-    variants = [("as is", {}, None)] + [(v or "as is", _settings(v), gcc) for v in args.variants]
+    variants = [("as is", {}, None, True)] + [(v or "as is", _settings(v), gcc, True) for v in args.variants]
+    if args.unpinned:
+        variants.append(("unpinned", {}, None, False))
     if gcc is not None and not args.variants:
-        variants.append((f"gcc flags {args.gcc_flags!r}", {}, gcc))
+        variants.append((f"gcc flags {args.gcc_flags!r}", {}, gcc, True))
     kernels = {}
-    for label, settings, flags in variants:
-        k = build(tensors, dag, settings, flags)
+    for label, settings, flags, pinned in variants:
+        k = build(tensors, dag, settings, flags, pinned)
         k(*bufs)
         np.testing.assert_allclose(bufs[-1], expected, rtol=1e-3, atol=1e-3, err_msg=label)
         kernels[label] = k
