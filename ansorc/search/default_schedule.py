@@ -44,6 +44,9 @@ CONFLICT_STRIDE = 2 << 10   # ... unless its rows lie this far apart (a row's li
 L1_WAYS = 8                 # and outnumber what two sets of 8 ways hold
 BLOCKS_PER_CORE = 4      # parallel blocks a core at least keeps when tiles stack into blocks
 LAYOUT_REREADS = 16      # row blocks re-reading each column block of the weights that make a blocked copy pay
+LAYOUT_MIN_REREADS = 2   # ... or as few, for weights larger than the caches (their re-reads come from memory)
+LAYOUT_PANEL_BYTES = 4 << 20      # that large
+LAYOUT_FLOPS_PER_BYTE = 256       # and with this much compute per byte of them, so that the copy costs little
 ROW_BLOCK = 128          # most rows of a register-tiled block that share one sweep of the weights' panel
 # ... and the most bytes its rows read from a matmul-like row operand over the whole reduction: the block's slice
 # of A stays in L2 (half of Zen 3's 512 KB) while the column tiles take turns (GMM 1024: 114 rows, 456 KB,
@@ -371,12 +374,20 @@ def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: H
     blocks. A panel row's vf columns lie a whole weight row apart in the original, so the slices that the row
     blocks re-read occupy a few cache sets and are evicted between reads (a 3x3x3 conv's 27 taps: C3D 14x14x256
     default 160 -> 179 GFLOP/s side by side); blocked, each is one contiguous run that stays in L2, and no
-    per-block packing is needed."""
+    per-block packing is needed. Fewer re-reads pay for weights larger than the caches, each re-read from
+    memory, when the compute is over LAYOUT_FLOPS_PER_BYTE per byte of them (the copy's one pass is then small
+    beside it): C3D 7x7x512 (7 re-reads of 27 MB, 400 FLOP/byte) 163 -> 176-180 GFLOP/s side by side; not T2D
+    4x4 (4 re-reads of 8 MB, 8 FLOP/byte: 125 -> 93 with the copy)."""
     row, vec, vf = tile
     op = state.stage(local).op
     panel = _panel(op, row, vec, vf)
+    if panel is None or panel.tensor.shape[-1] % vf:
+        return state
     rereads = math.prod(a.extent for a in op.axes if a.name != vec) // max(1, block_rows)
-    if panel is None or rereads < LAYOUT_REREADS or panel.tensor.shape[-1] % vf:
+    nbytes = math.prod(panel.tensor.shape) * itemsize(op.dtype)
+    flops = 2 * math.prod(a.extent for a in op.axes + op.reduce_axes)
+    large = nbytes >= LAYOUT_PANEL_BYTES and flops >= LAYOUT_FLOPS_PER_BYTE * nbytes
+    if rereads < (LAYOUT_MIN_REREADS if large else LAYOUT_REREADS):
         return state
     state = state.apply(CacheRead(panel.name, "local", (local,), vf))
     return schedule_root(state, f"{panel.name}.local", hw)

@@ -12,6 +12,7 @@ from ansorc.ir.state import replay
 from ansorc.ir.steps import steps_to_json
 from ansorc.net.fuse import fuse
 from ansorc.net.network import group_dag
+from ansorc.search import default_schedule as ds
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.task import HardwareParams
 from tests.cpu.fuzz_programs import Chooser, random_program
@@ -78,6 +79,24 @@ def test_weights_re_read_by_many_row_blocks_are_read_from_a_blocked_copy():
     # few row blocks (one 16 x 16 plane in 2 blocks): the strided panel is packed per block step instead
     few = default_cpu_schedule(ansorc.ComputeDAG(workloads.c3d(1, 1, 16, 16, 16, 64, 3, 1, 1)), hw=hw)
     assert [s.block for s in few.steps if type(s).__name__ == "CacheRead"] == [0]
+
+
+def test_weights_larger_than_the_caches_are_blocked_for_few_re_reads(monkeypatch):
+    # C3D 7x7x512: 27 MB of weights re-read by 7 row blocks, 400 FLOPs per byte of them: one blocked copy per call
+    tensors = workloads.make("C3D", 3)
+    hw = HardwareParams(num_cores=2, vector_bytes=32, vector_registers=16)   # AVX2
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=hw)
+    assert [s.block for s in state.steps if type(s).__name__ == "CacheRead"] == [16]
+    # the same weights, were they small enough for the caches, are packed per block step
+    monkeypatch.setattr(ds, "LAYOUT_PANEL_BYTES", 1 << 30)
+    small = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=hw)
+    assert [s.block for s in small.steps if type(s).__name__ == "CacheRead"] == [0]
+    # a small version of the shape takes the same path and computes the right thing
+    monkeypatch.setattr(ds, "LAYOUT_PANEL_BYTES", 64 << 10)
+    little = workloads.c3d(1, 16, 7, 7, 32, 32, 3, 1, 1)   # 108 KB of weights, 392 FLOPs per byte, 7 re-reads
+    state = default_cpu_schedule(ansorc.ComputeDAG(little), hw=hw)
+    assert [s.block for s in state.steps if type(s).__name__ == "CacheRead"] == [16]
+    check_kernel(little, state, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("co", [3, 2])
