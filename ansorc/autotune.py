@@ -11,6 +11,7 @@ from .ir.steps import steps_from_json
 from .measure.record import best as best_records, load as load_records
 from .search.task import SearchTask
 from .search.tuner import tune
+from .search.tuning import default_state
 from .spec import KernelSpec
 
 
@@ -55,15 +56,17 @@ def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0,
 def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
             name: str = "kernel", **tune_kwargs):  # noqa: A001 - the verb users expect
     """Tune for `trials` measured programs (resuming `log`), then build the best program as a Kernel.
-    With trials=0 and a log, rebuild the best recorded program without tuning. For target "cuda" (or
-    "cuda:sm_80", ...) the result is a CudaKernel; with trials=0 and no log it runs an untuned default program."""
+    With trials=0 and a log, rebuild the best recorded program without tuning; with trials=0 and no log, build
+    the untuned default program (search/default_schedule.py; on "cuda" targets gpu_policy's), not the naive loop
+    nest that ansorc.build makes without a schedule. For target "cuda" (or "cuda:sm_80", ...) the result is a
+    CudaKernel."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
     if is_cuda(target):
         from .cuda_kernel import build_cuda_kernel
         return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, seed, **tune_kwargs), target, name)
     if trials <= 0:
         if log is None:
-            return build(dag, None, target=target, name=name)
+            return build(dag, default_state(SearchTask(dag, target)), target=target, name=name)
         return apply_best(log, dag, target, name)
     res = tune(SearchTask(dag, target), trials=trials, log=log, seed=seed, **tune_kwargs)
     if res.best_state is None:

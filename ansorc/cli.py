@@ -153,21 +153,24 @@ def cmd_compile(args) -> dict:
 
 def _cross_compile(args, prog, name, tgt) -> dict:
     """A target this machine cannot run (e.g. neon on x86): no tuning here; export the best logged program (or
-    the naive one) built with the target's cross compiler."""
+    the untuned default one) built with the target's cross compiler."""
     from .export import ExportError, export
     from .ir.dag import ComputeDAG
     from .ir.state import replay
     from .ir.steps import steps_from_json
     from .measure.record import best, load
+    from .search.task import SearchTask
+    from .search.tuning import default_state
     from .spec import KernelSpec
     if args.trials > 0:
         raise CliError(f"--target {args.target}: cannot be measured on this machine; tune on the target and "
                        "pass its log with --trials 0 to cross-compile here", EXIT_FAILED)
     dag = ComputeDAG(prog.tensors)
     recs = best(load(args.log), dag.workload_key, args.target) if args.log else []
-    schedule = replay(dag, steps_from_json(recs[0].steps)) if recs else None
+    schedule = replay(dag, steps_from_json(recs[0].steps)) if recs else default_state(SearchTask(dag, args.target))
+    untuned = "untuned (default program)" if schedule is not None else "untuned (naive loop nest)"
     prov = {"target": f"{tgt.name} ({tgt.isa}, {tgt.arch})", "workload key": dag.workload_key,
-            "schedule": "best logged" if recs else "untuned (naive loop nest)"}
+            "schedule": "best logged" if recs else untuned}
     try:
         spec = KernelSpec.of(dag, schedule, tgt).with_provenance(prov).with_expression(prog.text)
         paths = export(spec, args.output, name)

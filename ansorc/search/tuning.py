@@ -117,7 +117,7 @@ class TaskTuner:
             task.policy.use_device_limits(backend.limits())   # a GPU's own limits, read through the backend
         self.sketches = generate_sketches(task)
         self.measure_task = measure_task(task, options.seed)
-        self.default_state = _default_state(task) if options.search == "evolution" else None
+        self.default_state = default_state(task) if options.search == "evolution" else None
         self._default_offered = False          # the default program went into a round (or was measured before)
 
     @property
@@ -269,7 +269,7 @@ def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int
     return out
 
 
-def _default_state(task: SearchTask):
+def default_state(task: SearchTask):
     """The default CPU schedule of the task (None on GPU targets or where it does not apply)."""
     from ..codegen.cuda_target import is_cuda
     from .default_schedule import default_cpu_schedule
@@ -305,4 +305,4 @@ def _failure(msg: str) -> MeasureResult:
     return MeasureResult((), MeasureErrorNo.INSTANTIATION_ERROR, msg, 0.0, time.time())
 
 
-__all__ = ["TuneOptions", "TuneResult", "TaskTuner", "make_cost_model", "measure_task", "retime", "KEEP_BEST"]
+__all__ = ["TuneOptions", "TuneResult", "TaskTuner", "make_cost_model", "measure_task", "retime", "default_state", "KEEP_BEST"]

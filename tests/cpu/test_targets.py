@@ -107,3 +107,23 @@ def test_neon_random_programs_of_every_operator_under_qemu():
         errors += compare(dag, outs, expected, what)
     assert not errors, "\n".join(errors)
     assert sum("vld1q_f32" in j[-1].code for j in jobs) >= len(jobs) // 4
+
+
+def test_neon_default_programs_of_every_operator_under_qemu():
+    """`compile --target neon --trials 0` without a log exports the default program: each operator's is right."""
+    _need_cross()
+    from ansorc.ir.evaluate import evaluate, random_inputs
+    from ansorc.search.default_schedule import default_cpu_schedule
+    jobs = []
+    for name in workloads.WORKLOADS:
+        dag = ansorc.ComputeDAG(workloads.smallest(name))
+        inputs = random_inputs(dag.inputs, 0)
+        state = default_cpu_schedule(dag, "neon")
+        jobs.append((name, dag, inputs, evaluate(list(dag.outputs), inputs), generate_source(dag, state, "d", "neon")))
+    errors = []
+    for (what, dag, inputs, expected, src), prog in zip(jobs, build_programs([j[-1] for j in jobs], "neon")):
+        if prog.path is None:
+            errors.append(f"{what}: build failed: {prog.error[:800]}")
+            continue
+        errors += compare(dag, run_program(prog, [inputs[t.name] for t in dag.inputs], "neon"), expected, what)
+    assert not errors, "\n".join(errors)

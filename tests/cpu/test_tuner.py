@@ -16,6 +16,7 @@ from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.record import RETIME_NOTE, RecordLog, best, load
 from ansorc.measure.runner import RunnerConfig
 from ansorc.search.cost_model import LGBModel
+from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.evolution import SearchParams
 from ansorc.search.task import SearchTask
 from ansorc.search.tuner import local_backend, tune, tune_options, tune_tasks
@@ -68,6 +69,16 @@ def test_compile_returns_the_best_kernel(tmp_path):
     np.testing.assert_allclose(kern(a, b), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
     again = ansorc.compile(tensors, trials=0, log=str(tmp_path / "l.jsonl"))  # rebuild from the log
     np.testing.assert_allclose(again(a, b), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_compile_without_trials_or_log_builds_the_default_program():
+    tensors = workloads.matmul_relu(96, 80, 64)
+    kern = ansorc.compile(tensors, trials=0)
+    assert "#pragma omp parallel" in kern.source    # not the naive serial loop nest
+    assert kern.source == ansorc.build(tensors, default_cpu_schedule(ansorc.ComputeDAG(tensors))).source
+    a = np.random.rand(96, 64).astype(np.float32)
+    b = np.random.rand(64, 80).astype(np.float32)
+    np.testing.assert_allclose(kern(a, b), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_kill_then_resume_measures_nothing_twice(tmp_path):
