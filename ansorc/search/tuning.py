@@ -305,4 +305,5 @@ def _failure(msg: str) -> MeasureResult:
     return MeasureResult((), MeasureErrorNo.INSTANTIATION_ERROR, msg, 0.0, time.time())
 
 
-__all__ = ["TuneOptions", "TuneResult", "TaskTuner", "make_cost_model", "measure_task", "retime", "default_state", "KEEP_BEST"]
+__all__ = ["TuneOptions", "TuneResult", "TaskTuner", "make_cost_model", "measure_task", "retime", "default_state",
+           "KEEP_BEST"]
