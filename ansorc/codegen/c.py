@@ -27,7 +27,7 @@ from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCom
                          VReduce, VScatter, VSelect, VStore, VVar, lanes_of)
 from ..ir.vectorize import CMP_NAMES
 from ..ir.vectorize import vectorize_loops
-from . import simd
+from . import pool, simd
 from .source import ArgSpec, Source
 from .target import Target
 
@@ -278,10 +278,10 @@ class CRenderer:
             self.emit(f"{ctype} {b.name}[{b.size}] __attribute__((aligned(64)));", ind)
             self.stmt(s.body, ind)
             return
-        self.emit(f"{ctype}* restrict {b.name} = ({ctype}*)ansorc_alloc({nbytes}u);", ind)
+        self.emit(f"{ctype}* restrict {b.name} = ({ctype}*){pool.TAKE}({nbytes}u);", ind)   # kept between calls
         self.emit(f"if ({b.name} == NULL) {{ ansorc_status = 1; }} else {{", ind)
         self.stmt(s.body, ind + 1)
-        self.emit(f"free({b.name});", ind + 1)
+        self.emit(f"{pool.GIVE}({b.name});", ind + 1)
         self.emit("}", ind)
 
     # ------------------------------------------------------------------ function
@@ -300,7 +300,7 @@ class CRenderer:
         self.lines[1:1] = notes
         body = "\n".join(self.lines)
         self.lines[:0] = [PRELUDE, *([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
-                          simd.prelude(self.isa, body)]
+                          *([pool.POOL_PRELUDE] if pool.TAKE in body else []), simd.prelude(self.isa, body)]
         self.lines += ["  return ansorc_status;", "}", ""]
         casts = ", ".join(f"({'const ' if k < self.func.n_inputs else ''}{C_TYPE[b.dtype]}*)args[{k}]"
                           for k, b in enumerate(self.func.args))
