@@ -64,7 +64,9 @@ static void {GIVE}(void* p) {{
 }}
 #ifdef __GNUC__
 __attribute__((destructor)) static void ansorc_pool_release(void) {{
-  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {{ free(ansorc_pool[i].p); ansorc_pool[i].p = NULL; ansorc_pool[i].n = 0; }}
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {{
+    free(ansorc_pool[i].p); ansorc_pool[i].p = NULL; ansorc_pool[i].n = 0;
+  }}
 }}
 #endif
 #endif
