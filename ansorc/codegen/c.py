@@ -102,6 +102,7 @@ class CRenderer:
         self.tmp = 0   # counter for scatter temporaries
         self.indexing: list = []       # the buffers whose subscripts are being rendered (innermost last)
         self.check_codes: dict = {}    # indexed buffer (None: not a subscript) -> its out-of-range status
+        self.parallel_depth = 0        # parallel loops around the statement being rendered
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Expr) -> str:
@@ -255,7 +256,9 @@ class CRenderer:
                 self.emit(f"#pragma GCC unroll {min(s.extent, 256)}", ind)
             self.emit(f"for (int32_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{", ind)
             self.bounds[s.var] = (0, s.extent - 1)
+            self.parallel_depth += s.kind == "parallel"
             self.stmt(s.body, ind + 1)
+            self.parallel_depth -= s.kind == "parallel"
             del self.bounds[s.var]
             self.emit("}", ind)
         elif isinstance(s, Store):
@@ -278,10 +281,13 @@ class CRenderer:
             self.emit(f"{ctype} {b.name}[{b.size}] __attribute__((aligned(64)));", ind)
             self.stmt(s.body, ind)
             return
-        self.emit(f"{ctype}* restrict {b.name} = ({ctype}*){pool.TAKE}({nbytes}u);", ind)   # kept between calls
+        # kept between calls (codegen/pool.py), except per-iteration buffers of a parallel loop: malloc's thread
+        # caches serve those without the pool's one lock
+        take, give = (pool.TAKE, pool.GIVE) if not self.parallel_depth else ("ansorc_alloc", "free")
+        self.emit(f"{ctype}* restrict {b.name} = ({ctype}*){take}({nbytes}u);", ind)
         self.emit(f"if ({b.name} == NULL) {{ ansorc_status = 1; }} else {{", ind)
         self.stmt(s.body, ind + 1)
-        self.emit(f"{pool.GIVE}({b.name});", ind + 1)
+        self.emit(f"{give}({b.name});", ind + 1)
         self.emit("}", ind)
 
     # ------------------------------------------------------------------ function

@@ -84,3 +84,21 @@ def test_a_kernel_with_a_pooled_workspace_is_right_on_every_call_and_from_thread
     assert max(call(s) for s in range(3)) < 1e-3                   # the buffer reused, its contents rewritten
     with ThreadPoolExecutor(4) as ex:
         assert max(ex.map(call, range(3, 15))) < 1e-3
+
+
+def test_a_buffer_inside_a_parallel_loop_is_plain_heap_memory():
+    """Per-iteration buffers of a parallel loop bypass the pool's one lock (malloc's thread caches serve them)."""
+    from ansorc import te
+    from ansorc.ir.steps import Annotate, ComputeAt, Split
+    A = te.placeholder((64, 512), name="A")
+    B = te.placeholder((512, 256), name="B")
+    B2 = te.compute((512, 256), lambda k, j: B[k, j] * 2.0, name="B2")
+    k = te.reduce_axis((0, 512), name="k")
+    C = te.compute((64, 256), lambda i, j: te.sum(A[i, k] * B2[k, j], axis=k), name="C")
+    steps = [Split("C", "i", (32,)), ComputeAt("B2", "C", "i.0"), Annotate("C", "i.0", "parallel")]
+    kern = ansorc.build([A, B, C], steps)
+    body = kern.source.split("int kernel(")[1]
+    assert "ansorc_alloc(524288u)" in body and pool.TAKE not in body    # 512 KB of B2 per iteration of i.0
+    a = np.random.rand(64, 512).astype(np.float32)
+    b = np.random.rand(512, 256).astype(np.float32)
+    np.testing.assert_allclose(np.asarray(kern(a, b)), a @ (2 * b), rtol=1e-4)
