@@ -95,3 +95,19 @@ def test_merge_takes_the_later_row_and_one_peak(tmp_path):
     assert [(r["op"], r["idx"], r["ours_s"]) for r in rows] == [("GMM", 1, 1e-3), ("SFM", 0, 1e-3)]
     assert [round(r["peak_pct"]) for r in rows] == [40, 40]      # both against the higher peak, 250
     assert "Geometric mean of best peer / ours: 2.00; 2 of 2" in (tmp_path / "suite.md").read_text()
+
+
+def test_useful_flops_leave_out_the_taps_on_the_padding():
+    suite = _load("suite")
+    assert suite.useful_fraction("GMM", (1, 512, 512, 512)) == 1.0
+    assert suite.useful_fraction("C2D", (1, 56, 56, 64, 64, 1, 1, 0)) == 1.0           # 1x1, no padding
+    assert suite.useful_fraction("C2D", (1, 7, 7, 512, 512, 3, 1, 1)) == pytest.approx((19 / 21) ** 2)
+    assert suite.useful_fraction("C3D", (1, 16, 14, 14, 256, 256, 3, 1, 1)) == \
+        pytest.approx((46 / 48) * (40 / 42) ** 2)
+    # dilation 2 on 7 columns, pad 1: output t reads columns t-1, t+1, t+3; 13 of the 15 taps are inside
+    assert suite.useful_fraction("DIL", (1, 7, 7, 512, 512, 3, 1, 1)) == pytest.approx((13 / 15) ** 2)
+    # every listed shape of the other convolutions gets a share
+    from ansorc import workloads
+    for op, idx in [("C1D", 0), ("DEP", 1), ("CAP", 0), ("C3D", 0)]:
+        args = workloads.WORKLOADS[op][1][idx]
+        assert 0.5 < suite.useful_fraction(op, args) <= 1.0
