@@ -63,7 +63,8 @@ def test_pool_reuses_overflows_aligns_and_is_thread_safe(tmp_path, cc):
     src = tmp_path / "pool.c"
     src.write_text(PRELUDE + pool.POOL_PRELUDE + f"#define SLOTS {pool.POOL_SLOTS}\n" + HARNESS)
     exe = tmp_path / "pool"
-    cmd = [cc, "-std=c99", "-O1", "-Wall", "-Werror=implicit-function-declaration", "-pthread", str(src), "-o", str(exe)]
+    cmd = [cc, "-std=c99", "-O1", "-Wall", "-Werror=implicit-function-declaration", "-pthread", str(src),
+           "-o", str(exe)]
     if subprocess.run(cmd + ["-fsanitize=address"], capture_output=True).returncode != 0:
         subprocess.run(cmd, check=True, capture_output=True)     # a compiler without its ASan runtime installed
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
