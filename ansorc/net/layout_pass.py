@@ -56,17 +56,14 @@ class Sweep:
         self.taken = set(g.types) | set(g.consts) | {o for n in g.nodes for o in n.output}
         self.names = {n.name for n in g.nodes}
 
-    def fresh(self, hint: str, pool: set) -> str:
-        return fresh_name(hint, pool)
-
     def emit(self, op: str, inputs, hint: str, out_shape, elem: int, domain: str = DOMAIN, like=None,
              replaces=None, **attrs):
         """A new node of one output (a fresh tensor of `out_shape`) after the nodes so far; its output name.
         `like`: copy that ONNX node's op and attributes; `replaces`: the node it stands for, whose name it takes
         (so messages name the user's node)."""
-        out = self.fresh(f"{hint}_nhwc", self.taken)
+        out = fresh_name(f"{hint}_nhwc", self.taken)
         old = like if like is not None else replaces
-        name = old.name if old is not None else self.fresh(hint, self.names)
+        name = old.name if old is not None else fresh_name(hint, self.names)
         node = helper.make_node(op, list(inputs), [out], name=name, domain=domain, **attrs)
         if like is not None:
             node.attribute.extend(like.attribute)
@@ -90,7 +87,7 @@ class Sweep:
         """Make the NCHW value of `name` from its twin when only the twin exists."""
         if name and name not in self.present and name in self.nhwc:
             src = self.nhwc[name]
-            node = helper.make_node("ToNCHW", [src], [name], name=self.fresh(f"{name}_to_nchw", self.names),
+            node = helper.make_node("ToNCHW", [src], [name], name=fresh_name(f"{name}_to_nchw", self.names),
                                     domain=DOMAIN)
             self.nodes.append(node)
             self.present.add(name)
@@ -125,7 +122,7 @@ def _weight(s: Sweep, name: str) -> str:
     if name not in s.consts:
         shape = tuple(s.g.shape(name)[p] for p in HWIO)
         return s.emit("ToHWIO", [name], f"{name}_to", shape, s.elem(name))
-    wname = s.fresh(f"{name}_hwio", s.taken)
+    wname = fresh_name(f"{name}_hwio", s.taken)
     s.consts[wname] = np.ascontiguousarray(np.transpose(s.consts[name], HWIO))
     return wname
 
@@ -165,7 +162,7 @@ def _permuted_const(s: Sweep, name: str, out_shape) -> str | None:
             return None
     except ValueError:
         return None
-    new = s.fresh(f"{name}_nhwc", s.taken)
+    new = fresh_name(f"{name}_nhwc", s.taken)
     s.consts[new] = np.ascontiguousarray(np.transpose(full, TO_NHWC))
     return new
 
@@ -222,7 +219,7 @@ def _batchnorm(s: Sweep, node) -> bool:
         add = bias - mean * mul
     names = []
     for hint, a in (("bn_scale", mul), ("bn_shift", add)):
-        names.append(s.fresh(f"{node.name}_{hint}", s.taken))
+        names.append(fresh_name(f"{node.name}_{hint}", s.taken))
         s.consts[names[-1]] = a.astype(dtype).reshape(1, 1, 1, -1)
     shape, elem = nhwc_shape(s.g.shape(out)), s.elem(out)
     scaled = s.emit("Mul", [s.nhwc[node.input[0]], names[0]], f"{out}_scaled", shape, elem, domain="")

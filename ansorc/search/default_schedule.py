@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from ..codegen.cuda_target import is_cuda
-from ..ir.dag import (ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, permutes_outer_axes,
+from ..ir.dag import (ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, op_flops, permutes_outer_axes,
                       transposed_axes)
 from ..ir.dtypes import itemsize
 from ..ir.expr import Const, Read, Var, reads, walk
@@ -385,7 +385,7 @@ def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: H
         return state
     rereads = math.prod(a.extent for a in op.axes if a.name != vec) // max(1, block_rows)
     nbytes = math.prod(panel.tensor.shape) * itemsize(op.dtype)
-    flops = 2 * math.prod(a.extent for a in op.axes + op.reduce_axes)
+    flops = op_flops(op)
     large = nbytes >= LAYOUT_PANEL_BYTES and flops >= LAYOUT_FLOPS_PER_BYTE * nbytes
     if rereads < (LAYOUT_MIN_REREADS if large else LAYOUT_REREADS):
         return state
