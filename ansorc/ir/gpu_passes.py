@@ -77,7 +77,7 @@ def mark_unroll(func: PrimFunc) -> PrimFunc:
         if isinstance(s, Seq):
             return Seq(tuple(visit(c, max_step) for c in s.stmts))
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.cond, visit(s.then, max_step))
+            return replace(s, then=visit(s.then, max_step))
         if isinstance(s, Allocate):
             return Allocate(s.buffer, visit(s.body, max_step))
         return s
@@ -96,7 +96,7 @@ def drop_unit_loops(func: PrimFunc) -> PrimFunc:
         if isinstance(s, Seq):
             return seq(*[visit(c) for c in s.stmts])
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.cond, visit(s.then))
+            return replace(s, then=visit(s.then))
         if isinstance(s, Allocate):
             return Allocate(s.buffer, visit(s.body))
         return s
@@ -134,7 +134,7 @@ def _expand_buffer(s: Stmt, buf: Buffer, var: str, n: int) -> tuple:
         if isinstance(x, Seq):
             return seq(*[visit(c) for c in x.stmts])
         if isinstance(x, IfThenElse):
-            return IfThenElse(fix_reads(x.cond), visit(x.then))
+            return replace(x, cond=fix_reads(x.cond), then=visit(x.then))
         if isinstance(x, Allocate):
             return Allocate(x.buffer, visit(x.body))
         return x
@@ -174,7 +174,7 @@ def inject_virtual_threads(func: PrimFunc) -> PrimFunc:
         if isinstance(s, Allocate):
             return Allocate(s.buffer, visit(s.body))
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.cond, visit(s.then))
+            return replace(s, then=visit(s.then))
         return s
     return replace(func, body=visit(func.body))
 

@@ -13,7 +13,10 @@ from .names import NameTable
 from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import FuseRel, ScheduleError, State
-from .stmt import THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, seq
+from . import skip
+from .skip import all_of, contribution_conditions, guard_levels, guarded_steps
+from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
+                   walk_stmt)
 from .te import _identity
 
 _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
@@ -252,8 +255,8 @@ class _Lowerer:
         op = st.op
         info = self.stage_info(name)
         store_idx = tuple(info.axis_rel[a.name] for a in op.axes)
-        value = substitute(self.body[name], info.axis_abs)
-        value = simplify(self.rewrite_reads(value), self.bounds, self.memo)
+        value_abs = substitute(self.body[name], info.axis_abs)
+        value = simplify(self.rewrite_reads(value_abs), self.bounds, self.memo)
         buf = info.buffer.name
         guards_all = [g for g in info.guards if not (isinstance(g, Const) and g.value)]
         if op.combiner:
@@ -275,6 +278,7 @@ class _Lowerer:
         if init is not None and r0 is None:   # a reduction over no loop (rfactor of its only axis): one step
             main, init = seq(init, main), None
         pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
+        skips = self.skip_guards(name, value_abs) if r0 is not None and skip.ENABLED else {}
 
         def nest(pos):
             if pos == len(st.iters):
@@ -290,13 +294,45 @@ class _Lowerer:
             for a in attached:
                 if self.stage_info(a).buffer.scope in ("local", "shared"):
                     body = Allocate(self.stage_info(a).buffer, body)
-            return For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"), body,
+            loop = For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"), body,
                        pragma if pos == 0 else 0)
+            return self.skip_wrap(loop, skips.get(pos), st.iters[:pos], info)
 
         out = nest(0)
         if init is not None and r0 == 0:
             out = seq(init, out)
         return out
+
+    def skip_guards(self, name: str, value: Expr) -> dict:
+        """{loop position: conditions} outside which the reduction step adds nothing (ir/skip.py)."""
+        st, info = self.stages[name], self.stage_info(name)
+
+        def producer(read_name):
+            other = self.stages.get(read_name)
+            if other is None or other.name == name or other.op.combiner:
+                return None
+            return [a.name for a in other.op.axes], self.body[read_name]
+        conds = contribution_conditions(value, _identity(st.op.combiner, st.op.dtype).value, producer)
+        conds = [self.concrete(simplify(c, self.bounds, self.memo)) for c in conds]
+        conds = [c for c in conds if not isinstance(c, Const)]
+        position = {info.loop_vars[it.name].name: i for i, it in enumerate(st.iters)}
+        r0 = next(i for i, it in enumerate(st.iters) if it.kind == "R")
+        return guard_levels(conds, position, r0)
+
+    @staticmethod
+    def skip_wrap(loop: For, conds, outer_iters, info: _StageInfo):
+        """loop under `if (conds)` where that skips a reduction loop and enough work to pay for the test, outside
+        any vector loop, around no GPU thread loop or barrier (threads must reach those together)."""
+        if not conds or any(it.annotation == "vectorize" for it in outer_iters):
+            return loop
+        inner = list(walk_stmt(loop))
+        if not any(isinstance(s, For) and s.var in info.reduce_vars for s in inner) or \
+                guarded_steps(loop) < skip.MIN_GUARDED_STEPS:
+            return loop
+        if any(isinstance(s, (Barrier, ThreadReduce)) or (isinstance(s, For) and s.kind in THREAD_KINDS)
+               for s in inner):
+            return loop
+        return IfThenElse(all_of(conds), loop, skip=True)
 
 
 def _guarded(s, guards):

@@ -30,7 +30,7 @@ def map_stmt_exprs(s: Stmt, fn, bounds: dict) -> Stmt:
         cond = fn(s.cond, bounds)
         if isinstance(cond, Const):
             return map_stmt_exprs(s.then, fn, bounds) if cond.value else None
-        return IfThenElse(cond, map_stmt_exprs(s.then, fn, bounds))
+        return replace(s, cond=cond, then=map_stmt_exprs(s.then, fn, bounds))
     if isinstance(s, Allocate):
         return Allocate(s.buffer, map_stmt_exprs(s.body, fn, bounds))
     return s
@@ -92,7 +92,7 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
         if isinstance(s, Seq):
             return seq(*[visit(c, max_step) for c in s.stmts])
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.cond, visit(s.then, max_step))
+            return replace(s, then=visit(s.then, max_step))
         if isinstance(s, Allocate):
             return Allocate(s.buffer, visit(s.body, max_step))
         return s

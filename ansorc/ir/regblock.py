@@ -87,7 +87,7 @@ class _Promoter:
         # An access under a guard may have an out-of-range index when the guard is false (a clamped region, a
         # split's overhang): hoisting it out would read or write outside the buffer. Such a statement is not
         # part of a run; the guarded body is processed on its own instead.
-        guarded = guarded or isinstance(s, IfThenElse)
+        guarded = guarded or (isinstance(s, IfThenElse) and not s.skip)
         for c in stmt_kids(s):
             repeats |= self.collect(c, buf, declared, out, in_loop, guarded)
         return repeats
@@ -144,7 +144,7 @@ class _Promoter:
         if isinstance(s, For):
             return For(s.var, s.extent, s.kind, self.process(s.body, buf), s.auto_unroll)
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.cond, self.process(s.then, buf))
+            return replace(s, then=self.process(s.then, buf))
         if isinstance(s, Allocate):
             return Allocate(s.buffer, self.process(s.body, buf))
         if isinstance(s, VDecl):
@@ -233,7 +233,7 @@ class _Promoter:
         if isinstance(s, For):
             return For(s.var, s.extent, s.kind, self.run(s.body), s.auto_unroll)
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.cond, self.run(s.then))
+            return replace(s, then=self.run(s.then))
         return s
 
 

@@ -56,6 +56,7 @@ class Store(Stmt):
 class IfThenElse(Stmt):
     cond: Expr
     then: Stmt
+    skip: bool = False   # only skips work that changes nothing (ir/skip.py): the accesses inside are in range
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,7 @@ def with_kids(s: Stmt, kids: tuple) -> Stmt:
     if isinstance(s, Allocate):
         return Allocate(s.buffer, kids[0])
     if isinstance(s, IfThenElse):
-        return IfThenElse(s.cond, kids[0])
+        return replace(s, then=kids[0])
     if isinstance(s, VDecl):
         return replace(s, body=kids[0])
     return s
@@ -226,7 +226,7 @@ def with_kids(s: Stmt, kids: tuple) -> Stmt:
 def map_top(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
     """Apply fn to the expressions the statement itself evaluates (see top_exprs)."""
     if isinstance(s, IfThenElse):
-        return IfThenElse(fn(s.cond), s.then)
+        return replace(s, cond=fn(s.cond))
     if isinstance(s, Store):
         return Store(s.buffer, tuple(fn(i) for i in s.indices), fn(s.value))
     if isinstance(s, VStore):

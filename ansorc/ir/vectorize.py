@@ -226,7 +226,7 @@ class _Piece:
             return self.stmt(s.then) if cond.value else None
         if not self.varies(cond):
             body = self.stmt(s.then)
-            return None if body is None else IfThenElse(cond, body)
+            return None if body is None else replace(s, cond=cond, then=body)
         if not _convex(cond, self.lane):
             raise Unvectorizable(f"guard {cond!r} is not a conjunction of affine comparisons in the lane")
         every = simplify(Logic("&&", self.at(cond, 0), self.at(cond, self.lanes - 1)), self.bounds)
@@ -275,7 +275,7 @@ class _Vectorizer:
             self.buffers[s.buffer.name] = s.buffer
             return Allocate(s.buffer, self.visit(s.body, bounds))
         if isinstance(s, IfThenElse):
-            return IfThenElse(s.cond, self.visit(s.then, bounds))
+            return replace(s, then=self.visit(s.then, bounds))
         if isinstance(s, For):
             inner = dict(bounds)
             inner[s.var] = (0, s.extent - 1)
@@ -380,7 +380,7 @@ def _subst_stmt(s: Stmt, mapping: dict) -> Stmt:
     if isinstance(s, For):
         return replace(s, body=_subst_stmt(s.body, mapping))
     if isinstance(s, IfThenElse):
-        return IfThenElse(substitute(s.cond, mapping), _subst_stmt(s.then, mapping))
+        return replace(s, cond=substitute(s.cond, mapping), then=_subst_stmt(s.then, mapping))
     if isinstance(s, Store):
         return Store(s.buffer, tuple(substitute(i, mapping) for i in s.indices), substitute(s.value, mapping))
     if isinstance(s, Allocate):

@@ -1,0 +1,92 @@
+"""Reduction steps that cannot change the result: the conditions outside which a step adds the identity.
+
+A convolution over a zero-padded input multiplies the padding by the weights: `acc += pad[h + rh] * w[rh]`
+where `pad = select(in_bounds, x, 0)`. Outside `in_bounds` the step adds 0 and can be skipped, as oneDNN does
+(a 3x3 conv on 14x14 spends 13% of its taps on padding, a 7x7 one 25%). Lowering wraps the loops of a
+reduction in `if (cond)` where cond depends only on loops outside them (ir/lower.py), so whole inner loops are
+skipped and no branch lands in the register tile.
+
+The conditions are found in the update's value, through products (sums of max-plus with an infinite
+identity), casts, `select(c, v, identity)` (padding, a reduction's `where`) and reads of materialized stages whose body is such a select. Only pure index
+conditions qualify (no reads, calls or data-dependent indices): they are evaluated where the guards of split
+remainders do not yet hold. IEEE caveat, shared with oneDNN: a skipped step would have added 0 * w, which is
+NaN when w is inf or NaN (and -inf + inf is NaN in a max-plus).
+"""
+from __future__ import annotations
+
+from .stmt import For, Store, stmt_children
+from .expr import Binary, Call, Cast, CheckedIndex, Const, Expr, Logic, Read, Select, free_vars, substitute, walk
+
+ENABLED = True  # off only to measure what skipping gains (bench/default_variants.py --unskipped)
+INF = float("inf")
+MAX_CHASE = 4   # reads followed through materialized stages (pad -> cache copy -> ...)
+# A guard is placed only around at least this many statement executions (a vector loop counts once): its test
+# then costs about 1% of the work it can skip. Around 6-36 vector FMAs (a depthwise conv's 3x3 taps, a small
+# transposed conv's phase) the test made the default programs 8-40% slower.
+MIN_GUARDED_STEPS = 256
+
+
+def _conjuncts(c: Expr) -> list:
+    if isinstance(c, Logic) and c.op == "&&":
+        return _conjuncts(c.a) + _conjuncts(c.b)
+    return [c]
+
+
+def _is(e: Expr, value) -> bool:
+    return isinstance(e, Const) and e.value == value
+
+
+def _pure_index(c: Expr) -> bool:
+    return c.dtype == "bool" and not any(isinstance(n, (Read, Call, CheckedIndex, Select)) for n in walk(c))
+
+
+def contribution_conditions(e: Expr, identity, producer, depth: int = 0) -> list:
+    """Conjuncts outside of which e equals `identity`. producer(name) gives (axis names, body) of a
+    materialized stage (its body the value of every element), or None."""
+    if isinstance(e, Select) and _is(e.f, identity):
+        return [c for c in _conjuncts(e.cond) if _pure_index(c)] + contribution_conditions(e.t, identity, producer,
+                                                                                             depth)
+    if identity == 0 and isinstance(e, Cast):
+        return contribution_conditions(e.value, 0, producer, depth)
+    if identity == 0 and isinstance(e, Binary) and e.op == "*":
+        return contribution_conditions(e.a, 0, producer, depth) + contribution_conditions(e.b, 0, producer, depth)
+    if identity in (INF, -INF) and isinstance(e, Binary) and e.op == "+":   # max-plus: -inf + w = -inf
+        return contribution_conditions(e.a, identity, producer, depth) + \
+            contribution_conditions(e.b, identity, producer, depth)
+    if isinstance(e, Read) and depth < MAX_CHASE:
+        found = producer(e.name)
+        if found is not None:
+            axes, body = found
+            inner = contribution_conditions(body, identity, producer, depth + 1)
+            return [substitute(c, dict(zip(axes, e.indices))) for c in inner]
+    return []
+
+
+def guard_levels(conditions: list, position: dict, first_reduce: int) -> dict:
+    """{loop position p: conditions} placing each condition around the loop at p: inside every loop it reads,
+    never outside the first reduction loop (the accumulator's init stays unconditional). position maps a loop
+    variable to its index in the stage's loops; variables of loops further out count as -1."""
+    out: dict = {}
+    for c in conditions:
+        p = max([first_reduce] + [position.get(v, -1) + 1 for v in free_vars(c)])
+        out.setdefault(p, []).append(c)
+    return out
+
+
+def guarded_steps(s) -> int:
+    """Statement executions in s, a vector loop counting once."""
+    if isinstance(s, For):
+        return (1 if s.kind == "vectorize" else s.extent) * guarded_steps(s.body)
+    if isinstance(s, Store):
+        return 1
+    return sum(guarded_steps(c) for c in stmt_children(s))
+
+
+def all_of(conditions: list) -> Expr:
+    cond = conditions[0]
+    for c in conditions[1:]:
+        cond = Logic("&&", cond, c)
+    return cond
+
+
+__all__ = ["contribution_conditions", "guard_levels", "guarded_steps", "all_of"]

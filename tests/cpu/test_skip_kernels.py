@@ -1,0 +1,58 @@
+"""Kernels that skip identity steps (ir/skip.py) compute what numpy computes: random programs of a zero-padded
+conv (sum) and a -inf-padded max-plus conv (max), mostly ones with skip guards, at least three of them, so that the
+test checks the guards it is about."""
+import pytest
+
+from ansorc import te, workloads
+from ansorc.api import generate_source
+from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.lower import lower
+from ansorc.ir.stmt import IfThenElse, walk_stmt
+from ansorc.measure.builder import build
+from ansorc.measure.errors import error_name
+from ansorc.measure.runner import Runner
+from ansorc.search.annotate import sample
+from ansorc.search.task import HardwareParams, SearchTask
+
+FLAGS = ("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
+
+
+def max_plus_conv(H=6, W=6, C=64, K=32):
+    """A max-plus conv (morphological dilation over channels) with -inf padding, the identity of max."""
+    data = te.placeholder((H, W, C), name="data")
+    weight = te.placeholder((3, 3, C, K), name="weight")
+    pad = te.compute((H + 2, W + 2, C), lambda h, w, c: te.if_then_else(
+        te.all(h >= 1, h < H + 1, w >= 1, w < W + 1), data[h - 1, w - 1, c], float("-inf")), name="pad")
+    rh, rw, rc = te.reduce_axis((0, 3), "rh"), te.reduce_axis((0, 3), "rw"), te.reduce_axis((0, C), "rc")
+    out = te.compute((H, W, K), lambda h, w, k: te.max(pad[h + rh, w + rw, rc] + weight[rh, rw, rc, k],
+                                                       axis=[rh, rw, rc]), name="mpconv")
+    return [data, weight, out]
+
+
+CASES = {
+    "conv": lambda: workloads.c2d(1, 6, 6, 64, 32, 3, 1, 1),
+    "max_plus_conv": max_plus_conv,
+}
+
+
+def _skips(dag, state) -> int:
+    return sum(isinstance(s, IfThenElse) and s.skip for s in walk_stmt(lower(state, "k", passes=False).body))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_random_programs_with_skip_guards_match_numpy(case):
+    task = SearchTask(CASES[case](), hw=HardwareParams(num_cores=2))
+    progs = sample(task, 40, seed=7)
+    guarded = [p for p in progs if _skips(task.dag, p)]
+    assert len(guarded) >= 3, f"{case}: only {len(guarded)} of {len(progs)} programs skip steps"
+    progs = guarded[:16] + [p for p in progs if p not in guarded][:4]
+    sources = [generate_source(task.dag, p, name=f"{case}_{k}") for k, p in enumerate(progs)]
+    results = build(sources, target_flags=FLAGS, timeout=180)
+    inputs = random_inputs(task.dag.inputs, 0)
+    ref = evaluate(list(task.dag.outputs), inputs)
+    with Runner([inputs[t.name] for t in task.dag.inputs], [ref[t.name] for t in task.dag.outputs],
+                min_repeat_ms=0, repeat=1, rtol=1e-4, atol=1e-3, timeout=60) as runner:
+        measured = runner.run(results)
+    for prog, res, m in zip(progs, results, measured):
+        assert res.ok, f"{case}: build failed for\n{prog}\n{res.error_msg[:2000]}"
+        assert m.ok, f"{case}: {error_name(m.error_code)} for program\n{prog}\n{m.error_msg[:1500]}"

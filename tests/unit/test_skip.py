@@ -1,0 +1,112 @@
+"""Skipping reduction steps that add the identity (ir/skip.py): which conditions are found, where lowering puts
+the guards, and where it must not (inside vector loops, around GPU thread loops and barriers, around work too
+small to pay for the test)."""
+from types import SimpleNamespace
+
+from ansorc import te, workloads
+from ansorc.ir.dag import ComputeDAG
+from ansorc.ir.expr import Compare, Const, Read, Var, free_vars, walk
+from ansorc.ir.lower import _Lowerer, lower
+from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, guarded_steps
+from ansorc.ir.stmt import THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, walk_stmt
+from ansorc.search.default_schedule import default_cpu_schedule
+from ansorc.search.gpu_annotate import sample_gpu
+from ansorc.search.task import SearchTask
+
+
+def _skip_guards_with_loops(body, outer=()):
+    """(guard, loops enclosing it) for every skip guard."""
+    if isinstance(body, IfThenElse) and body.skip:
+        yield body, outer
+    if isinstance(body, For):
+        outer = outer + (body,)
+    for child in getattr(body, "stmts", ()) or [getattr(body, "body", None) or getattr(body, "then", None)]:
+        if child is not None:
+            yield from _skip_guards_with_loops(child, outer)
+
+
+def _guards(tensors):
+    dag = ComputeDAG(tensors)
+    return list(_skip_guards_with_loops(lower(default_cpu_schedule(dag), "k", passes=False).body))
+
+
+def test_a_padded_conv_skips_the_taps_on_its_padding_around_whole_reduction_loops():
+    guards = _guards(workloads.make("C3D", 2))   # 3x3x3 taps over 14x14 pixels, 256 channels
+    assert guards, "no skip guard in the default program of a padded 3-D conv"
+    for g, outer in guards:
+        names = {f.var for f in outer}
+        assert free_vars(g.cond) <= names, "the guard reads a loop that is not around it"
+        assert not any(f.kind == "vectorize" for f in outer)
+        inner = [s.var for s in walk_stmt(g.then) if isinstance(s, For)]
+        assert any("_r" in v for v in inner), f"guard around no reduction loop: {inner}"
+        assert guarded_steps(g.then) >= MIN_GUARDED_STEPS
+        assert not any(isinstance(n, Read) for n in walk(g.cond))
+
+
+def test_conditions_come_through_products_and_materialized_pads():
+    x = te.placeholder((8,), name="x")
+    pad = te.compute((10,), lambda i: te.if_then_else(te.all(i >= 1, i < 9), x[i - 1], 0.0), name="pad")
+    w = te.placeholder((3,), name="w")
+    r = te.reduce_axis((0, 3), "r")
+    out = te.compute((8,), lambda i: te.sum(pad[i + r] * w[r], axis=r), name="out")
+    bodies = {"pad": ([a.name for a in pad.op.axes], pad.op.body)}
+    conds = contribution_conditions(out.op.body, 0, bodies.get)
+    assert len(conds) == 2 and all(free_vars(c) == {out.op.axes[0].name, "r"} for c in conds), conds
+
+
+def test_a_where_clause_of_a_max_reduction_is_a_condition_and_a_non_identity_select_is_not():
+    a = te.placeholder((16, 16), name="a")
+    k = te.reduce_axis((0, 16), "k")
+    causal = te.compute((16,), lambda i: te.max(a[i, k], axis=k, where=k <= i), name="causal")
+    body = causal.op.body
+    assert contribution_conditions(body, float("-inf"), lambda n: None)
+    assert not contribution_conditions(body, 0, lambda n: None), "-inf padding is not a sum's identity"
+    ones = te.compute((16,), lambda i: te.sum(te.if_then_else(k <= i, a[i, k], 1.0), axis=k), name="ones")
+    assert not contribution_conditions(ones.op.body, 0, lambda n: None)
+
+
+def test_a_condition_that_reads_data_is_not_hoisted():
+    a = te.placeholder((16, 16), name="a")
+    m = te.placeholder((16,), name="m")
+    k = te.reduce_axis((0, 16), "k")
+    masked = te.compute((16,), lambda i: te.sum(te.if_then_else(m[k] > 0.0, a[i, k], 0.0), axis=k), name="masked")
+    assert not contribution_conditions(masked.op.body, 0, lambda n: None)
+
+
+def test_small_reductions_get_no_guard():
+    # a depthwise 3x3 conv: the taps of one tile are a few dozen vector FMAs, less than the test would cost
+    assert not _guards(workloads.make("DEP", 0))
+
+
+def test_no_guard_encloses_gpu_threads_or_barriers():
+    info = SimpleNamespace(reduce_vars={"r"})
+    cond = [Compare(">=", Var("h"), Const(1, "int32"))]
+    update = Store("acc", (Const(0, "int32"),), Const(1.0, "float32"))
+    plain = For("r", 512, "serial", update)
+    assert isinstance(_Lowerer.skip_wrap(plain, cond, (), info), IfThenElse), "the control is not guarded"
+    with_barrier = For("r", 512, "serial", Seq((Barrier(), update)))
+    on_threads = For("r", 512, "serial", For("tx", 32, "threadIdx.x", update))
+    for loop in (with_barrier, on_threads):
+        assert _Lowerer.skip_wrap(loop, cond, (), info) is loop
+    small = For("r", 3, "serial", update)
+    assert _Lowerer.skip_wrap(small, cond, (), info) is small
+
+
+def test_gpu_programs_keep_guards_off_threads():
+    task = SearchTask(workloads.make("C2D", 3), target="cuda")
+    for state in sample_gpu(task, 12, seed=3):
+        for g, _ in _skip_guards_with_loops(lower(state, "k", passes=False).body):
+            for s in walk_stmt(g.then):
+                assert not isinstance(s, (Barrier, ThreadReduce))
+                assert not (isinstance(s, For) and s.kind in THREAD_KINDS), s.kind
+
+
+def test_a_max_plus_update_skips_through_its_sum():
+    x = te.placeholder((8,), name="x")
+    pad = te.compute((10,), lambda i: te.if_then_else(te.all(i >= 1, i < 9), x[i - 1], float("-inf")), name="pad")
+    w = te.placeholder((3,), name="w")
+    r = te.reduce_axis((0, 3), "r")
+    out = te.compute((8,), lambda i: te.max(pad[i + r] + w[r], axis=r), name="out")
+    bodies = {"pad": ([a.name for a in pad.op.axes], pad.op.body)}
+    assert len(contribution_conditions(out.op.body, float("-inf"), bodies.get)) == 2
+    assert not contribution_conditions(out.op.body, 0, bodies.get), "a sum of padding is not a product"
