@@ -9,8 +9,8 @@ skipped and no branch lands in the register tile.
 The conditions are found in the update's value, through products (sums of max-plus with an infinite
 identity), casts, `select(c, v, identity)` (padding, a reduction's `where`) and reads of materialized stages
 whose body is such a select. Only pure index conditions qualify (no reads, calls or data-dependent indices):
-they are evaluated where the guards of split remainders do not yet hold. IEEE caveat, shared with oneDNN: a skipped step would have added 0 * w, which is
-NaN when w is inf or NaN (and -inf + inf is NaN in a max-plus).
+they are evaluated where the guards of split remainders do not yet hold. IEEE caveat, shared with oneDNN:
+a skipped step would have added 0 * w, which is NaN when w is inf or NaN (and -inf + inf is NaN in a max-plus).
 """
 from __future__ import annotations
 
