@@ -315,9 +315,9 @@ class _Lowerer:
         conds = contribution_conditions(value, _identity(st.op.combiner, st.op.dtype).value, producer)
         conds = [self.concrete(simplify(c, self.bounds, self.memo)) for c in conds]
         conds = [c for c in conds if not isinstance(c, Const)]
-        position = {info.loop_vars[it.name].name: i for i, it in enumerate(st.iters)}
+        loops = [(info.loop_vars[it.name].name, info.ext[it.name]) for it in st.iters]
         r0 = next(i for i, it in enumerate(st.iters) if it.kind == "R")
-        return guard_levels(conds, position, r0)
+        return guard_levels(conds, loops, r0, lambda e: simplify(e, self.bounds, self.memo))
 
     @staticmethod
     def skip_wrap(loop: For, conds, outer_iters, info: _StageInfo):

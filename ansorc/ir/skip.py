@@ -14,7 +14,9 @@ a skipped step would have added 0 * w, which is NaN when w is inf or NaN (and -i
 """
 from __future__ import annotations
 
-from .expr import Binary, Call, Cast, CheckedIndex, Const, Expr, Logic, Read, Select, free_vars, substitute, walk
+from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
+                   substitute, walk)
+from .simplify import _from_linear, _linear
 from .stmt import For, Store, stmt_children
 
 ENABLED = True  # off only to measure what skipping gains (bench/default_variants.py --unskipped)
@@ -62,14 +64,45 @@ def contribution_conditions(e: Expr, identity, producer, depth: int = 0) -> list
     return []
 
 
-def guard_levels(conditions: list, position: dict, first_reduce: int) -> dict:
+def relaxed(c: Expr, inner: dict) -> Expr | None:
+    """A condition on the loops outside `inner` ({loop variable: extent}) that holds wherever c holds for some
+    values of those loops: c with each inner loop at the end of its range that favours c. A causal mask
+    `k <= i` around a tile of rows i2 then skips the blocks of k past the tile's last row. None when c is not
+    an affine comparison in the inner loops."""
+    if not (isinstance(c, Compare) and c.op in ("<", "<=", ">", ">=")):
+        return None
+    terms, k = _linear(Binary("-", c.a, c.b, c.a.dtype))
+    small = c.op in ("<", "<=")      # c reads `a - b < 0`: the inner loops at the ends that make it smallest
+    outer = {}
+    for t, coef in terms.items():
+        if not free_vars(t) & inner.keys():
+            outer[t] = coef
+        elif isinstance(t, Var):
+            k += coef * (0 if (coef > 0) == small else inner[t.name] - 1)
+        else:
+            return None
+    return Compare(c.op, _from_linear(outer, k, c.a.dtype), Const(0, c.a.dtype))
+
+
+def guard_levels(conditions: list, loops: list, first_reduce: int, simplify) -> dict:
     """{loop position p: conditions} placing each condition around the loop at p: inside every loop it reads,
-    never outside the first reduction loop (the accumulator's init stays unconditional). position maps a loop
-    variable to its index in the stage's loops; variables of loops further out count as -1."""
+    never outside the first reduction loop (the accumulator's init stays unconditional), and its relaxed forms
+    further out where they say more than the next one in. loops: (variable, extent) of the stage's loops in
+    order; variables of loops further out are fixed. simplify(expr) folds with the loops' bounds."""
+    position = {v: i for i, (v, _) in enumerate(loops)}
     out: dict = {}
     for c in conditions:
-        p = max([first_reduce] + [position.get(v, -1) + 1 for v in free_vars(c)])
-        out.setdefault(p, []).append(c)
+        exact = max([first_reduce] + [position.get(v, -1) + 1 for v in free_vars(c)])
+        out.setdefault(exact, []).append(c)
+        kept = c
+        for p in range(exact - 1, first_reduce - 1, -1):
+            r = relaxed(c, dict(loops[p:]))
+            r = r if r is None else simplify(r)
+            if r is None or isinstance(r, Const):
+                break
+            if r != kept:   # the loop at p is in c: a weaker condition for a coarser block
+                out.setdefault(p, []).append(r)
+                kept = r
     return out
 
 
@@ -89,4 +122,4 @@ def all_of(conditions: list) -> Expr:
     return cond
 
 
-__all__ = ["contribution_conditions", "guard_levels", "guarded_steps", "all_of"]
+__all__ = ["contribution_conditions", "relaxed", "guard_levels", "guarded_steps", "all_of"]

@@ -1,6 +1,6 @@
 """Kernels that skip identity steps (ir/skip.py) compute what numpy computes: random programs of a zero-padded
-conv (sum) and a -inf-padded max-plus conv (max), mostly ones with skip guards, at least three of them, so that the
-test checks the guards it is about."""
+conv (sum), a -inf-padded max-plus conv (max) and a causal matmul (a reduction's `where`, guards relaxed to
+whole blocks); mostly ones with skip guards, at least three, so that the test checks the guards it is about."""
 import pytest
 
 from ansorc import te, workloads
@@ -29,7 +29,14 @@ def max_plus_conv(H=6, W=6, C=64, K=32):
     return [data, weight, out]
 
 
+def causal_matmul(N=96):
+    a, b = te.placeholder((N, N), name="a"), te.placeholder((N, N), name="b")
+    k = te.reduce_axis((0, N), "k")
+    return [a, b, te.compute((N, N), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")]
+
+
 CASES = {
+    "causal_matmul": causal_matmul,
     "conv": lambda: workloads.c2d(1, 6, 6, 64, 32, 3, 1, 1),
     "max_plus_conv": max_plus_conv,
 }

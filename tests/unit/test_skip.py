@@ -5,9 +5,10 @@ from types import SimpleNamespace
 
 from ansorc import te, workloads
 from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.expr import Compare, Const, Read, Var, free_vars, walk
+from ansorc.ir.expr import Binary, Compare, Const, Read, Var, free_vars, substitute, walk
 from ansorc.ir.lower import _Lowerer, lower
-from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, guarded_steps
+from ansorc.ir.simplify import simplify
+from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, guarded_steps, relaxed
 from ansorc.ir.stmt import THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, walk_stmt
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.gpu_annotate import sample_gpu
@@ -110,3 +111,29 @@ def test_a_max_plus_update_skips_through_its_sum():
     bodies = {"pad": ([a.name for a in pad.op.axes], pad.op.body)}
     assert len(contribution_conditions(out.op.body, float("-inf"), bodies.get)) == 2
     assert not contribution_conditions(out.op.body, 0, bodies.get), "a sum of padding is not a product"
+
+
+def test_a_causal_mask_skips_the_blocks_past_the_tiles_last_row():
+    i, k = Var("i"), Var("k")
+    c = Compare("<=", k, i)
+    # k = 16*k0 + k1 and i = 8*i0 + i1 with k1 and i1 inside: the block of k0 runs iff 16*k0 <= 8*i0 + 7
+    k_split = Binary("+", Binary("*", Var("k0"), Const(16, "int32"), "int32"), Var("k1"), "int32")
+    i_split = Binary("+", Binary("*", Var("i0"), Const(8, "int32"), "int32"), Var("i1"), "int32")
+    cond = substitute(c, {"k": k_split, "i": i_split})
+    r = relaxed(cond, {"k1": 16, "i1": 8})
+    assert free_vars(r) == {"k0", "i0"}
+    for k0 in range(4):
+        for i0 in range(8):
+            some = any(16 * k0 + k1 <= 8 * i0 + i1 for k1 in range(16) for i1 in range(8))
+            got = simplify(substitute(r, {"k0": Const(k0, "int32"), "i0": Const(i0, "int32")}))
+            assert isinstance(got, Const) and bool(got.value) == some, (k0, i0, got)
+    assert relaxed(Compare("==", k, i), {"k": 4}) is None
+    assert relaxed(Compare("<", Binary("//", k, Const(2, "int32"), "int32"), i), {"k": 4}) is None
+
+
+def test_a_causal_matmul_gets_guards_at_its_row_and_reduction_blocks():
+    a, b = te.placeholder((512, 512), name="a"), te.placeholder((512, 512), name="b")
+    k = te.reduce_axis((0, 512), "k")
+    cm = te.compute((512, 512), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")
+    guards = _guards([a, b, cm])
+    assert guards and all(free_vars(g.cond) <= {f.var for f in outer} for g, outer in guards)
