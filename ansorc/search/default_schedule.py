@@ -39,6 +39,7 @@ TILE_ACCUMULATORS = 16   # vector accumulators of a register tile: two FMA pipes
 STRETCHED_OPERANDS = 2   # registers a stretched tile leaves: a broadcast and one spare (see tile_accumulators)
 TILE_UNROLL = 512        # auto_unroll_max_step of a register-tiled stage: the whole tile unrolls
 REDUCE_BLOCK = 256       # most steps of the innermost reduction that the row blocks of one tile sweep in turn
+SHORT_REDUCE = 16        # a block of fewer steps takes the reductions outside it in, up to REDUCE_BLOCK steps
 SMALL_PANEL_BYTES = 32 << 10  # a panel (reduction x vector tile) this small is neither blocked nor packed
 CONFLICT_STRIDE = 2 << 10   # ... unless its rows lie this far apart (a row's line then maps to one of two L1 sets)
 L1_WAYS = 8                 # and outnumber what two sets of 8 ways hold
@@ -338,13 +339,20 @@ def _reduce_block(state: State, local: str, reduce: list) -> tuple:
     """(state, the reduction loops outside the row blocks, those inside): the row blocks share each step of the
     outer ones, whose weights' slice (the inner reduction x the vector tile) then stays in cache. The innermost
     reduction is split to at most REDUCE_BLOCK; rows of a panel lie a whole output row apart in memory, and at 1024
-    floats apart 1024 of them thrash a 16-way L2 (GMM 1024: the panel is re-read from L3 for every row tile)."""
+    floats apart 1024 of them thrash a 16-way L2 (GMM 1024: the panel is re-read from L3 for every row tile).
+    A shorter one takes the reductions outside it in while they fit: a conv over 3 channels would otherwise load
+    and store its register tile every 3 steps (the C3D stem's 7 x 7 x 3 taps sweep as one block of 147)."""
     if not reduce:
         return state, reduce, []
     last = reduce[-1]
     extent = state.stage(local).iter(last).extent
     if extent <= REDUCE_BLOCK:
-        return state, reduce[:-1], [last]
+        inside = 1
+        while inside < len(reduce) and extent < SHORT_REDUCE and \
+                extent * state.stage(local).iter(reduce[-inside - 1]).extent <= REDUCE_BLOCK:
+            inside += 1
+            extent *= state.stage(local).iter(reduce[-inside]).extent
+        return state, reduce[:-inside], reduce[-inside:]
     kc = divisor(extent, REDUCE_BLOCK // 4, REDUCE_BLOCK)
     if kc is None:   # no divisor near the block size (a prime extent): one sweep of the whole, unpacked slices
         return state, reduce[:-1], [last]

@@ -99,6 +99,21 @@ def test_weights_larger_than_the_caches_are_blocked_for_few_re_reads(monkeypatch
     check_kernel(little, state, rtol=1e-4, atol=1e-3)
 
 
+def test_a_short_innermost_reduction_sweeps_with_the_ones_outside_it():
+    # the C3D stem reduces over 3 input channels innermost: its row tiles sweep rw x rc (21 steps) per block step
+    # instead of loading and storing the register tile every 3 steps
+    hw = HardwareParams(num_cores=2, vector_bytes=32, vector_registers=16)   # AVX2
+    state = default_cpu_schedule(ansorc.ComputeDAG(workloads.make("C3D", 0)), hw=hw)
+    names = [it.name for it in state.stage("conv.local").iters]
+    assert names.index("rw") > names.index("w.1") and names.index("rc") > names.index("w.1"), names
+    assert names.index("rh") < names.index("w.1"), names
+    little = workloads.c3d(1, 4, 16, 16, 3, 16, 7, 2, 3)   # the stem's taps and channels at a small size
+    state = default_cpu_schedule(ansorc.ComputeDAG(little), hw=hw)
+    names = [it.name for it in state.stage("conv.local").iters]
+    assert names.index("rw") > names.index("w.1"), names
+    check_kernel(little, state, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("co", [3, 2])
 def test_rows_too_short_for_a_vector_vectorize_the_contiguous_reduction(co):
     # T2D to 3 (or 2) output channels: no vector fits the output rows, so the vector runs along the input
