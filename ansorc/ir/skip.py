@@ -17,7 +17,8 @@ from __future__ import annotations
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
                    substitute, walk)
 from .simplify import _from_linear, _linear
-from .stmt import For, Store, stmt_children
+from .stmt import For, IfThenElse, Store, stmt_children
+from .vector import stmt_kids
 
 ENABLED = True  # off only to measure what skipping gains (bench/default_variants.py --unskipped)
 INF = float("inf")
@@ -115,6 +116,18 @@ def guarded_steps(s) -> int:
     return sum(guarded_steps(c) for c in stmt_children(s))
 
 
+def skips_along(loop: For) -> bool:
+    """Whether a skip guard inside `loop` reads its variable: then its iterations differ in work (a causal mask's
+    row blocks skip more the earlier they are), and a parallel loop deals them out round-robin."""
+    stack = [loop.body]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, IfThenElse) and s.skip and loop.var in free_vars(s.cond):
+            return True
+        stack.extend(stmt_kids(s))
+    return False
+
+
 def all_of(conditions: list) -> Expr:
     cond = conditions[0]
     for c in conditions[1:]:
@@ -122,4 +135,4 @@ def all_of(conditions: list) -> Expr:
     return cond
 
 
-__all__ = ["contribution_conditions", "relaxed", "guard_levels", "guarded_steps", "all_of"]
+__all__ = ["contribution_conditions", "relaxed", "guard_levels", "guarded_steps", "skips_along", "all_of"]

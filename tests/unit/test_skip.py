@@ -137,3 +137,17 @@ def test_a_causal_matmul_gets_guards_at_its_row_and_reduction_blocks():
     cm = te.compute((512, 512), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")
     guards = _guards([a, b, cm])
     assert guards and all(free_vars(g.cond) <= {f.var for f in outer} for g, outer in guards)
+
+
+def test_iterations_that_skip_unevenly_are_dealt_out_round_robin():
+    from ansorc.codegen.pipeline import render
+    a, b = te.placeholder((1024, 1024), name="a"), te.placeholder((1024, 1024), name="b")
+    k = te.reduce_axis((0, 1024), "k")
+    cm = te.compute((1024, 1024), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")
+    dag = ComputeDAG([a, b, cm])
+    code = render(dag, default_cpu_schedule(dag), target="avx2").code
+    assert "schedule(static, 1)" in code
+    plain = workloads.make("GMM", 0)
+    dag = ComputeDAG(plain)
+    code = render(dag, default_cpu_schedule(dag), target="avx2").code
+    assert "schedule(static)" in code and "schedule(static, 1)" not in code
