@@ -6,6 +6,7 @@ the attach point, indexed relative to the region's start.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .expr import Binary, Const, Expr, Logic, Read, Var, free_vars, substitute, transform, walk
@@ -14,7 +15,8 @@ from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import FuseRel, ScheduleError, State
 from . import skip
-from .skip import all_of, contribution_conditions, guard_levels, guarded_steps
+from .skip import (all_of, contribution_conditions, guard_levels, guarded_steps, index_selects, take_true_branches,
+                   version_condition)
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
                    walk_stmt)
 from .te import _identity
@@ -280,11 +282,12 @@ class _Lowerer:
         pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
         skips = self.skip_guards(name, value_abs) if r0 is not None and skip.ENABLED else {}
 
-        def nest(pos):
-            if pos == len(st.iters):
-                return main
+        version = self.versioning(name, value, r0, guards_all, store_idx) \
+            if r0 is not None and skip.ENABLED else None
+
+        def loop_at(pos, main):
             it = st.iters[pos]
-            inner = nest(pos + 1)
+            inner = nest(pos + 1, main)
             if init is not None and r0 == pos + 1:
                 inner = seq(init, inner)
             attached = self.state.attached_at(name, it.name)
@@ -294,14 +297,50 @@ class _Lowerer:
             for a in attached:
                 if self.stage_info(a).buffer.scope in ("local", "shared"):
                     body = Allocate(self.stage_info(a).buffer, body)
-            loop = For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"), body,
+            return For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"), body,
                        pragma if pos == 0 else 0)
+
+        def nest(pos, main):
+            if pos == len(st.iters):
+                return main
+            loop = loop_at(pos, main)
+            if version is not None and version[0] == pos:   # a copy without the selects it decides
+                loop = seq(IfThenElse(version[1], loop_at(pos, version[2])), IfThenElse(Logic("!", version[1]), loop))
             return self.skip_wrap(loop, skips.get(pos), st.iters[:pos], info)
 
-        out = nest(0)
+        out = nest(0, main)
         if init is not None and r0 == 0:
             out = seq(init, out)
         return out
+
+    def versioning(self, name: str, value: Expr, r0: int, guards: list, store_idx: tuple):
+        """(loop position, cond, the update without the selects cond decides) for the innermost loop of the
+        reduction whose copy can drop index selects (an inlined pad's bounds, a causal mask) where cond holds for
+        all of its iterations, with at least MIN_VERSIONED_STEPS inside; None when there is none. Loops with stages
+        attached inside are not copied."""
+        st, info = self.stages[name], self.stage_info(name)
+        selects = index_selects(value)
+        if not selects:
+            return None
+        loops = [(info.loop_vars[it.name].name, info.ext[it.name]) for it in st.iters]
+        best = None
+        for pos in range(r0, len(st.iters)):
+            rest = st.iters[pos:]
+            if any(it.annotation == "vectorize" for it in st.iters[:pos]) or \
+                    math.prod(1 if it.annotation == "vectorize" else info.ext[it.name] for it in rest) < \
+                    skip.MIN_VERSIONED_STEPS:
+                break
+            if any(it.annotation in THREAD_KINDS or self.state.attached_at(name, it.name) for it in rest):
+                continue
+            cond, decided = version_condition(selects, dict(loops[pos:]), lambda e: simplify(e, self.bounds,
+                                                                                              self.memo))
+            if cond is not None:
+                best = (pos, cond, decided)
+        if best is None:
+            return None
+        pos, cond, decided = best
+        fast = simplify(take_true_branches(value, decided), self.bounds, self.memo)
+        return pos, cond, _guarded(Store(info.buffer.name, store_idx, fast), guards)
 
     def skip_guards(self, name: str, value: Expr) -> dict:
         """{loop position: conditions} outside which the reduction step adds nothing (ir/skip.py)."""

@@ -15,7 +15,7 @@ a skipped step would have added 0 * w, which is NaN when w is inf or NaN (and -i
 from __future__ import annotations
 
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
-                   substitute, walk)
+                   substitute, transform, walk)
 from .simplify import _from_linear, _linear
 from .stmt import For, IfThenElse, Store, stmt_children
 from .vector import stmt_kids
@@ -27,6 +27,9 @@ MAX_CHASE = 4   # reads followed through materialized stages (pad -> cache copy 
 # then costs about 1% of the work it can skip. Around 6-36 vector FMAs (a depthwise conv's 3x3 taps, a small
 # transposed conv's phase) the test made the default programs 8-40% slower.
 MIN_GUARDED_STEPS = 256
+# A copy of a reduction's loops without its index selects (versioning) needs less: its test costs one branch and
+# saves a compare and a blend per step. The copy doubles the code of those loops.
+MIN_VERSIONED_STEPS = 32
 
 
 def _conjuncts(c: Expr) -> list:
@@ -65,11 +68,12 @@ def contribution_conditions(e: Expr, identity, producer, depth: int = 0) -> list
     return []
 
 
-def relaxed(c: Expr, inner: dict) -> Expr | None:
+def relaxed(c: Expr, inner: dict, every: bool = False) -> Expr | None:
     """A condition on the loops outside `inner` ({loop variable: extent}) that holds wherever c holds for some
-    values of those loops: c with each inner loop at the end of its range that favours c. A causal mask
-    `k <= i` around a tile of rows i2 then skips the blocks of k past the tile's last row. None when c is not
-    an affine comparison in the inner loops."""
+    (every=True: for all) values of those loops: c with each inner loop at the end of its range that favours
+    (disfavours) c. A causal mask `k <= i` around a tile of rows i2 then skips the blocks of k past the tile's last
+    row, and runs the blocks before its first row without the mask. None when c is not an affine comparison in
+    the inner loops."""
     if not (isinstance(c, Compare) and c.op in ("<", "<=", ">", ">=")):
         return None
     terms, k = _linear(Binary("-", c.a, c.b, c.a.dtype))
@@ -79,10 +83,36 @@ def relaxed(c: Expr, inner: dict) -> Expr | None:
         if not free_vars(t) & inner.keys():
             outer[t] = coef
         elif isinstance(t, Var):
-            k += coef * (0 if (coef > 0) == small else inner[t.name] - 1)
+            k += coef * (0 if ((coef > 0) == small) != every else inner[t.name] - 1)
         else:
             return None
     return Compare(c.op, _from_linear(outer, k, c.a.dtype), Const(0, c.a.dtype))
+
+
+def index_selects(value: Expr) -> list:
+    """The selects of value whose condition is a conjunction of pure index comparisons."""
+    return [n for n in walk(value) if isinstance(n, Select) and all(_pure_index(c) for c in _conjuncts(n.cond))]
+
+
+def version_condition(selects: list, inner: dict, simplify) -> tuple:
+    """(cond, selects it decides): cond holds only where every condition of those selects holds for all values of
+    the inner loops, so that a copy of the loops can take their true branch; (None, []) when no select qualifies
+    or cond is constant."""
+    conds, decided = [], []
+    for sel in selects:
+        parts = [relaxed(c, inner, every=True) for c in _conjuncts(sel.cond)]
+        if all(p is not None for p in parts):
+            conds += [simplify(p) for p in parts]
+            decided.append(sel)
+    conds = [c for c in conds if not (isinstance(c, Const) and c.value)]
+    if not decided or not conds or any(isinstance(c, Const) for c in conds):
+        return None, []
+    return all_of(conds), decided
+
+
+def take_true_branches(value: Expr, selects: list) -> Expr:
+    chosen = set(selects)
+    return transform(value, lambda n: n.t if isinstance(n, Select) and n in chosen else None)
 
 
 def guard_levels(conditions: list, loops: list, first_reduce: int, simplify) -> dict:
@@ -135,4 +165,5 @@ def all_of(conditions: list) -> Expr:
     return cond
 
 
-__all__ = ["contribution_conditions", "relaxed", "guard_levels", "guarded_steps", "skips_along", "all_of"]
+__all__ = ["contribution_conditions", "relaxed", "index_selects", "version_condition", "take_true_branches",
+           "guard_levels", "guarded_steps", "skips_along", "all_of"]

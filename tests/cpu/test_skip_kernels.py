@@ -1,11 +1,13 @@
 """Kernels that skip identity steps (ir/skip.py) compute what numpy computes: random programs of a zero-padded
 conv (sum), a -inf-padded max-plus conv (max) and a causal matmul (a reduction's `where`, guards relaxed to
-whole blocks); mostly ones with skip guards, at least three, so that the test checks the guards it is about."""
+whole blocks); mostly ones with skip guards or copies without the selects (at least three of each), so that
+the test checks the code it is about."""
 import pytest
 
 from ansorc import te, workloads
 from ansorc.api import generate_source
 from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.expr import Logic
 from ansorc.ir.lower import lower
 from ansorc.ir.stmt import IfThenElse, walk_stmt
 from ansorc.measure.builder import build
@@ -46,12 +48,19 @@ def _skips(dag, state) -> int:
     return sum(isinstance(s, IfThenElse) and s.skip for s in walk_stmt(lower(state, "k", passes=False).body))
 
 
+def _versions(dag, state) -> int:
+    """Copies of a reduction's loops without its index selects (the other copy runs under `!cond`)."""
+    return sum(isinstance(s, IfThenElse) and isinstance(s.cond, Logic) and s.cond.op == "!"
+               for s in walk_stmt(lower(state, "k", passes=False).body))
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_random_programs_with_skip_guards_match_numpy(case):
     task = SearchTask(CASES[case](), hw=HardwareParams(num_cores=2))
     progs = sample(task, 40, seed=7)
-    guarded = [p for p in progs if _skips(task.dag, p)]
-    assert len(guarded) >= 3, f"{case}: only {len(guarded)} of {len(progs)} programs skip steps"
+    guarded = [p for p in progs if _skips(task.dag, p) or _versions(task.dag, p)]
+    assert sum(1 for p in progs if _skips(task.dag, p)) >= 3, f"{case}: fewer than 3 programs skip steps"
+    assert sum(1 for p in progs if _versions(task.dag, p)) >= 3, f"{case}: fewer than 3 programs have copies"
     progs = guarded[:16] + [p for p in progs if p not in guarded][:4]
     sources = [generate_source(task.dag, p, name=f"{case}_{k}") for k, p in enumerate(progs)]
     results = build(sources, target_flags=FLAGS, timeout=180)

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 from ansorc import te, workloads
 from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.expr import Binary, Compare, Const, Read, Var, free_vars, substitute, walk
+from ansorc.ir.expr import Binary, Compare, Const, Read, Select, Var, free_vars, substitute, walk
 from ansorc.ir.lower import _Lowerer, lower
 from ansorc.ir.simplify import simplify
 from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, guarded_steps, relaxed
@@ -151,3 +151,36 @@ def test_iterations_that_skip_unevenly_are_dealt_out_round_robin():
     dag = ComputeDAG(plain)
     code = render(dag, default_cpu_schedule(dag), target="avx2").code
     assert "schedule(static)" in code and "schedule(static, 1)" not in code
+
+
+def test_every_relaxation_holds_only_where_all_inner_values_satisfy():
+    k_split = Binary("+", Binary("*", Var("k0"), Const(16, "int32"), "int32"), Var("k1"), "int32")
+    i_split = Binary("+", Binary("*", Var("i0"), Const(8, "int32"), "int32"), Var("i1"), "int32")
+    for op in ("<=", ">", "<", ">="):
+        r = relaxed(Compare(op, k_split, i_split), {"k1": 16, "i1": 8}, every=True)
+        for k0 in range(4):
+            for i0 in range(8):
+                every = all(eval(f"{16 * k0 + k1} {op} {8 * i0 + i1}") for k1 in range(16) for i1 in range(8))
+                got = simplify(substitute(r, {"k0": Const(k0, "int32"), "i0": Const(i0, "int32")}))
+                assert bool(got.value) == every, (op, k0, i0)
+
+
+def test_a_causal_reduction_runs_its_blocks_below_the_diagonal_without_the_mask():
+    a, b = te.placeholder((1024, 1024), name="a"), te.placeholder((1024, 1024), name="b")
+    k = te.reduce_axis((0, 1024), "k")
+    cm = te.compute((1024, 1024), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")
+    body = lower(default_cpu_schedule(ComputeDAG([a, b, cm])), "k", passes=False).body
+    stores = [(s, outer) for s, outer in _stores_with_guards(body) if s.buffer == "cm_local" and outer]
+    plain = [s for s, _ in stores if not any(isinstance(n, Select) for n in walk(s.value))]
+    masked = [s for s, _ in stores if any(isinstance(n, Select) for n in walk(s.value))]
+    assert plain and masked, "no copy of the reduction without the mask"
+
+
+def _stores_with_guards(s, guards=()):
+    if isinstance(s, Store):
+        yield s, guards
+    if isinstance(s, IfThenElse):
+        guards = guards + (s.cond,)
+    for child in getattr(s, "stmts", ()) or [getattr(s, "body", None) or getattr(s, "then", None)]:
+        if child is not None:
+            yield from _stores_with_guards(child, guards)
