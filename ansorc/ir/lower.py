@@ -280,7 +280,7 @@ class _Lowerer:
         if init is not None and r0 is None:   # a reduction over no loop (rfactor of its only axis): one step
             main, init = seq(init, main), None
         pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
-        skips = self.skip_guards(name, value_abs) if r0 is not None and skip.ENABLED else {}
+        skips = self.skip_guards(name, value_abs, r0) if r0 is not None and skip.ENABLED else {}
 
         version = self.versioning(name, value, r0, guards_all, store_idx) \
             if r0 is not None and skip.ENABLED else None
@@ -322,29 +322,35 @@ class _Lowerer:
         selects = index_selects(value)
         if not selects:
             return None
-        loops = [(info.loop_vars[it.name].name, info.ext[it.name]) for it in st.iters]
-        best = None
+        loops = self.stage_loops(name)
+        valid = []
         for pos in range(r0, len(st.iters)):
             rest = st.iters[pos:]
             if any(it.annotation == "vectorize" for it in st.iters[:pos]) or \
                     math.prod(1 if it.annotation == "vectorize" else info.ext[it.name] for it in rest) < \
                     skip.MIN_VERSIONED_STEPS:
                 break
-            if any(it.annotation in THREAD_KINDS or self.state.attached_at(name, it.name) for it in rest):
-                continue
+            if not any(it.annotation in THREAD_KINDS or self.state.attached_at(name, it.name) for it in rest):
+                valid.append(pos)
+        # the innermost qualifying loop, searched from the inside: lowering runs for every program the search scores
+        for pos in reversed(valid):
             cond, decided = version_condition(selects, dict(loops[pos:]), lambda e: simplify(e, self.bounds,
                                                                                               self.memo))
             if cond is not None:
-                best = (pos, cond, decided)
-        if best is None:
+                break
+        else:
             return None
-        pos, cond, decided = best
         fast = simplify(take_true_branches(value, decided), self.bounds, self.memo)
         return pos, cond, _guarded(Store(info.buffer.name, store_idx, fast), guards)
 
-    def skip_guards(self, name: str, value: Expr) -> dict:
+    def stage_loops(self, name: str) -> list:
+        """(loop variable, extent) of the stage's loops, outermost first."""
+        info = self.stage_info(name)
+        return [(info.loop_vars[it.name].name, info.ext[it.name]) for it in self.stages[name].iters]
+
+    def skip_guards(self, name: str, value: Expr, r0: int) -> dict:
         """{loop position: conditions} outside which the reduction step adds nothing (ir/skip.py)."""
-        st, info = self.stages[name], self.stage_info(name)
+        st = self.stages[name]
 
         def producer(read_name):
             other = self.stages.get(read_name)
@@ -354,9 +360,7 @@ class _Lowerer:
         conds = contribution_conditions(value, _identity(st.op.combiner, st.op.dtype).value, producer)
         conds = [self.concrete(simplify(c, self.bounds, self.memo)) for c in conds]
         conds = [c for c in conds if not isinstance(c, Const)]
-        loops = [(info.loop_vars[it.name].name, info.ext[it.name]) for it in st.iters]
-        r0 = next(i for i, it in enumerate(st.iters) if it.kind == "R")
-        return guard_levels(conds, loops, r0, lambda e: simplify(e, self.bounds, self.memo))
+        return guard_levels(conds, self.stage_loops(name), r0, lambda e: simplify(e, self.bounds, self.memo))
 
     @staticmethod
     def skip_wrap(loop: For, conds, outer_iters, info: _StageInfo):

@@ -126,12 +126,14 @@ def guard_levels(conditions: list, loops: list, first_reduce: int, simplify) -> 
         exact = max([first_reduce] + [position.get(v, -1) + 1 for v in free_vars(c)])
         out.setdefault(exact, []).append(c)
         kept = c
-        for p in range(exact - 1, first_reduce - 1, -1):
+        # the relaxed form changes only where one of c's loops leaves: relax at those positions, innermost first
+        for p in sorted({position[v] for v in free_vars(c) if first_reduce <= position.get(v, -1) < exact},
+                        reverse=True):
             r = relaxed(c, dict(loops[p:]))
             r = r if r is None else simplify(r)
             if r is None or isinstance(r, Const):
                 break
-            if r != kept:   # the loop at p is in c: a weaker condition for a coarser block
+            if r != kept:
                 out.setdefault(p, []).append(r)
                 kept = r
     return out
