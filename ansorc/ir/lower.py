@@ -15,10 +15,10 @@ from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import FuseRel, ScheduleError, State
 from . import skip
-from .skip import (all_of, contribution_conditions, guard_levels, guarded_steps, index_selects, take_true_branches,
+from .skip import (all_of, contribution_conditions, guard_levels, index_selects, take_true_branches,
                    version_condition)
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
-                   walk_stmt)
+                   store_executions, walk_stmt)
 from .te import _identity
 
 _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
@@ -370,7 +370,7 @@ class _Lowerer:
             return loop
         inner = list(walk_stmt(loop))
         if not any(isinstance(s, For) and s.var in info.reduce_vars for s in inner) or \
-                guarded_steps(loop) < skip.MIN_GUARDED_STEPS:
+                store_executions(loop, vector_once=True) < skip.MIN_GUARDED_STEPS:
             return loop
         if any(isinstance(s, (Barrier, ThreadReduce)) or (isinstance(s, For) and s.kind in THREAD_KINDS)
                for s in inner):

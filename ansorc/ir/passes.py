@@ -6,7 +6,7 @@ from dataclasses import replace
 from .expr import Const, walk
 from .expr import substitute as substitute_expr
 from .simplify import simplify
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
+from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, store_executions, walk_stmt
 from .verify import check_allocated_before_use, check_no_nested_parallel, verify, verify_requested
 
 MAX_EXPLICIT_UNROLL = 64  # an iterator annotated "unroll" is replicated up to this extent, else left to gcc
@@ -41,21 +41,6 @@ def simplify_stmt(func: PrimFunc) -> PrimFunc:
     return replace(func, body=body if body is not None else Seq(()))
 
 
-def _steps(s: Stmt) -> int:
-    """Number of store executions in s: the 'step' count auto_unroll_max_step compares against."""
-    if isinstance(s, For):
-        return s.extent * _steps(s.body)
-    if isinstance(s, Store):
-        return 1
-    if isinstance(s, Seq):
-        return sum(_steps(c) for c in s.stmts)
-    if isinstance(s, (IfThenElse,)):
-        return _steps(s.then)
-    if isinstance(s, Allocate):
-        return _steps(s.body)
-    return 0
-
-
 def _nodes(s: Stmt) -> int:
     """Expression nodes in s as written (a loop counts its body once): a measure of the C it becomes."""
     total = 0
@@ -85,7 +70,7 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
             if any(isinstance(x, Allocate) for x in walk_stmt(body)):
                 return f  # replicas would redeclare the buffer in one scope; a producer nest stays a loop
             wants = (f.kind == "unroll" and f.extent <= MAX_EXPLICIT_UNROLL) or \
-                (f.kind == "serial" and ms and _steps(f) <= ms)
+                (f.kind == "serial" and ms and store_executions(f) <= ms)
             if wants and f.extent * _nodes(body) <= MAX_UNROLLED_NODES:
                 return _replicate(f)
             return f

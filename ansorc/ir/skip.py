@@ -17,7 +17,7 @@ from __future__ import annotations
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
                    substitute, transform, walk)
 from .simplify import _from_linear, _linear
-from .stmt import For, IfThenElse, Store, stmt_children
+from .stmt import For, IfThenElse
 from .vector import stmt_kids
 
 ENABLED = True  # off only to measure what skipping gains (bench/default_variants.py --unskipped)
@@ -139,15 +139,6 @@ def guard_levels(conditions: list, loops: list, first_reduce: int, simplify) -> 
     return out
 
 
-def guarded_steps(s) -> int:
-    """Statement executions in s, a vector loop counting once."""
-    if isinstance(s, For):
-        return (1 if s.kind == "vectorize" else s.extent) * guarded_steps(s.body)
-    if isinstance(s, Store):
-        return 1
-    return sum(guarded_steps(c) for c in stmt_children(s))
-
-
 def skips_along(loop: For) -> bool:
     """Whether a skip guard inside `loop` reads its variable: then its iterations differ in work (a causal mask's
     row blocks skip more the earlier they are), and a parallel loop deals them out round-robin."""
@@ -168,4 +159,4 @@ def all_of(conditions: list) -> Expr:
 
 
 __all__ = ["contribution_conditions", "relaxed", "index_selects", "version_condition", "take_true_branches",
-           "guard_levels", "guarded_steps", "skips_along", "all_of"]
+           "guard_levels", "skips_along", "all_of"]

@@ -107,6 +107,16 @@ def stmt_children(s: Stmt) -> tuple:
     return ()
 
 
+def store_executions(s: Stmt, vector_once: bool = False) -> int:
+    """Store executions in s (the "steps" that auto_unroll_max_step and skip guards count); with vector_once a
+    vector loop counts once, as the one instruction per lane group it becomes."""
+    if isinstance(s, For):
+        return (1 if vector_once and s.kind == "vectorize" else s.extent) * store_executions(s.body, vector_once)
+    if isinstance(s, Store):
+        return 1
+    return sum(store_executions(c, vector_once) for c in stmt_children(s))
+
+
 def walk_stmt(s: Stmt):
     """Pre-order. Iterative: nested generators would cost O(depth) per node, and a chain of n tensors nests its
     buffer scopes n deep."""

@@ -32,3 +32,20 @@ def check_kernel(tensors, schedule=None, rtol=1e-4, atol=1e-4, seed=0, name="ker
     for t, (_, g) in zip(dag.outputs, bufs[len(dag.inputs):]):
         np.testing.assert_allclose(g, expected[t.name], rtol=rtol, atol=atol, err_msg=f"output {t.name}")
     return kern
+
+
+def check_in_worker(dag, progs, sources, flags, what, timeout=60, cc="gcc"):
+    """Build `sources` (one per program of `progs`) and run them in the measurement worker, as tuning does (a
+    crash is a recorded error, not a dead pytest); every one must build and match the reference on random data."""
+    from ansorc.measure.builder import build
+    from ansorc.measure.errors import error_name
+    from ansorc.measure.runner import Runner
+    results = build(sources, target_flags=flags, timeout=180, cc=cc)
+    inputs = random_inputs(dag.inputs, 0)
+    ref = evaluate(list(dag.outputs), inputs)
+    with Runner([inputs[t.name] for t in dag.inputs], [ref[t.name] for t in dag.outputs],
+                min_repeat_ms=0, repeat=1, rtol=1e-4, atol=1e-3, timeout=timeout, cc=cc) as runner:
+        measured = runner.run(results)
+    for prog, res, m in zip(progs, results, measured):
+        assert res.ok, f"{what}: build failed for\n{prog}\n{res.error_msg[:2000]}"
+        assert m.ok, f"{what}: {error_name(m.error_code)} for program\n{prog}\n{m.error_msg[:1500]}"

@@ -16,16 +16,14 @@ from ansorc import workloads
 from ansorc.codegen.cuda import codegen_cuda
 from ansorc.codegen.cuda_target import CudaTarget
 from ansorc.codegen.gpu_emulate import codegen_gpu_emulation
-from ansorc.ir.evaluate import evaluate, random_inputs
 from ansorc.ir.lower import lower
 from ansorc.ir.state import ScheduleError
-from ansorc.measure.builder import build
-from ansorc.measure.errors import error_name
-from ansorc.measure.runner import Runner
 from ansorc.search.gpu_annotate import annotate_gpu, sample_gpu
 from ansorc.search.gpu_rules import default_gpu_rules
 from ansorc.search.sketch import generate_sketches
 from ansorc.search.task import SearchTask
+
+from .helpers import check_in_worker
 
 EMU_FLAGS = ("-O1", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 N_FAST, N_SLOW = 5, 10   # CI runs the slow ones: ~1.3 s of ptxas per program and architecture
@@ -103,15 +101,7 @@ def _check_nvcc(name: str, n: int):
 def _check_emulation(name: str, n: int):
     task, progs = _programs(name, n, seed=5)
     sources = [codegen_gpu_emulation(lower(st, f"{name.lower()}_{label}", passes=False)) for label, st in progs]
-    results = build(sources, target_flags=EMU_FLAGS, timeout=180)
-    inputs = random_inputs(task.dag.inputs, 0)
-    ref = evaluate(list(task.dag.outputs), inputs)
-    with Runner([inputs[t.name] for t in task.dag.inputs], [ref[t.name] for t in task.dag.outputs],
-                min_repeat_ms=0, repeat=1, rtol=1e-4, atol=1e-3, timeout=120) as runner:
-        measured = runner.run(results)
-    for (label, st), res, m in zip(progs, results, measured):
-        assert res.ok, f"{name} {label}: build failed\n{res.error_msg[:2000]}"
-        assert m.ok, f"{name} {label}: {error_name(m.error_code)}\n{st}\n{m.error_msg[:1500]}"
+    check_in_worker(task.dag, [st for _, st in progs], sources, EMU_FLAGS, name, timeout=120)
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

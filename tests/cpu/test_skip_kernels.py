@@ -6,15 +6,13 @@ import pytest
 
 from ansorc import te, workloads
 from ansorc.api import generate_source
-from ansorc.ir.evaluate import evaluate, random_inputs
 from ansorc.ir.expr import Logic
 from ansorc.ir.lower import lower
 from ansorc.ir.stmt import IfThenElse, walk_stmt
-from ansorc.measure.builder import build
-from ansorc.measure.errors import error_name
-from ansorc.measure.runner import Runner
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
+
+from .helpers import check_in_worker
 
 FLAGS = ("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 
@@ -63,12 +61,4 @@ def test_random_programs_with_skip_guards_match_numpy(case):
     assert sum(1 for p in progs if _versions(task.dag, p)) >= 3, f"{case}: fewer than 3 programs have copies"
     progs = guarded[:16] + [p for p in progs if p not in guarded][:4]
     sources = [generate_source(task.dag, p, name=f"{case}_{k}") for k, p in enumerate(progs)]
-    results = build(sources, target_flags=FLAGS, timeout=180)
-    inputs = random_inputs(task.dag.inputs, 0)
-    ref = evaluate(list(task.dag.outputs), inputs)
-    with Runner([inputs[t.name] for t in task.dag.inputs], [ref[t.name] for t in task.dag.outputs],
-                min_repeat_ms=0, repeat=1, rtol=1e-4, atol=1e-3, timeout=60) as runner:
-        measured = runner.run(results)
-    for prog, res, m in zip(progs, results, measured):
-        assert res.ok, f"{case}: build failed for\n{prog}\n{res.error_msg[:2000]}"
-        assert m.ok, f"{case}: {error_name(m.error_code)} for program\n{prog}\n{m.error_msg[:1500]}"
+    check_in_worker(task.dag, progs, sources, FLAGS, case)

@@ -5,14 +5,12 @@ import pytest
 
 from ansorc import workloads
 from ansorc.api import generate_source
-from ansorc.ir.evaluate import evaluate, random_inputs
-from ansorc.measure.builder import DEFAULT_CFLAGS, build
-from ansorc.measure.errors import error_name
-from ansorc.measure.runner import Runner
+from ansorc.measure.builder import DEFAULT_CFLAGS
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 
 from .compilers import COMPILERS
+from .helpers import check_in_worker
 
 FAST_FLAGS = ("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 
@@ -24,15 +22,7 @@ def _check(name, n, flags, seed, cc="gcc"):
     assert len(progs) >= min(n, 20), f"{name}: only {len(progs)} distinct programs"
     sources = [generate_source(task.dag, p, name=f"{name.lower()}_{k}") for k, p in enumerate(progs)]
     # validity, not speed: big unrolled bodies build slowly
-    results = build(sources, target_flags=flags, timeout=180, cc=cc)
-    inputs = random_inputs(task.dag.inputs, 0)
-    ref = evaluate(list(task.dag.outputs), inputs)
-    with Runner([inputs[t.name] for t in task.dag.inputs], [ref[t.name] for t in task.dag.outputs],
-                min_repeat_ms=0, repeat=1, rtol=1e-4, atol=1e-3, timeout=60, cc=cc) as runner:
-        measured = runner.run(results)
-    for prog, res, m in zip(progs, results, measured):
-        assert res.ok, f"{name}: build failed for\n{prog}\n{res.error_msg[:2000]}"
-        assert m.ok, f"{name}: {error_name(m.error_code)} for program\n{prog}\n{m.error_msg[:1500]}"
+    check_in_worker(task.dag, progs, sources, flags, name, cc=cc)
 
 
 @pytest.mark.slow
