@@ -322,7 +322,6 @@ class _Lowerer:
         selects = index_selects(value)
         if not selects:
             return None
-        loops = self.stage_loops(name)
         valid = []
         for pos in range(r0, len(st.iters)):
             rest = st.iters[pos:]
@@ -333,6 +332,7 @@ class _Lowerer:
             if not any(it.annotation in THREAD_KINDS or self.state.attached_at(name, it.name) for it in rest):
                 valid.append(pos)
         # the innermost qualifying loop, searched from the inside: lowering runs for every program the search scores
+        loops = self.stage_loops(name) if valid else []
         for pos in reversed(valid):
             cond, decided = version_condition(selects, dict(loops[pos:]), lambda e: simplify(e, self.bounds,
                                                                                               self.memo))

@@ -4,6 +4,9 @@ import numpy as np
 
 import ansorc
 from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.measure.builder import build
+from ansorc.measure.errors import error_name
+from ansorc.measure.runner import Runner
 
 GUARD = 4096  # elements of sentinel before and after each argument
 SENTINEL = np.float32(-12345.0)
@@ -35,11 +38,9 @@ def check_kernel(tensors, schedule=None, rtol=1e-4, atol=1e-4, seed=0, name="ker
 
 
 def check_in_worker(dag, progs, sources, flags, what, timeout=60, cc="gcc"):
-    """Build `sources` (one per program of `progs`) and run them in the measurement worker, as tuning does (a
-    crash is a recorded error, not a dead pytest); every one must build and match the reference on random data."""
-    from ansorc.measure.builder import build
-    from ansorc.measure.errors import error_name
-    from ansorc.measure.runner import Runner
+    """Build `sources` (one per entry of `progs`, which names the program in a failure) and run them in the
+    measurement worker, as tuning does (a crash is a recorded error, not a dead pytest); every one must build and
+    match the reference on random data."""
     results = build(sources, target_flags=flags, timeout=180, cc=cc)
     inputs = random_inputs(dag.inputs, 0)
     ref = evaluate(list(dag.outputs), inputs)

@@ -101,7 +101,7 @@ def _check_nvcc(name: str, n: int):
 def _check_emulation(name: str, n: int):
     task, progs = _programs(name, n, seed=5)
     sources = [codegen_gpu_emulation(lower(st, f"{name.lower()}_{label}", passes=False)) for label, st in progs]
-    check_in_worker(task.dag, [st for _, st in progs], sources, EMU_FLAGS, name, timeout=120)
+    check_in_worker(task.dag, [f"{label}\n{st}" for label, st in progs], sources, EMU_FLAGS, name, timeout=120)
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
