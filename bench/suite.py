@@ -1,5 +1,6 @@
 """The paper's table: every workload of ansorc.workloads at every listed shape, tuned, then timed side by side
-(alternating rounds, one process, medians) against every peer that computes the same thing, results checked equal.
+(alternating rounds in one fresh process per row, over several placements of the arrays, medians) against every peer
+that computes the same thing, results checked equal (bench/suite_timing.py).
 
     python bench/suite.py --trials 300 --log-dir bench/results/suite          # the full table (hours here)
     python bench/suite.py --quick --ops SFM NRM --log-dir /tmp/suite           # smoke test: smallest shapes
@@ -34,22 +35,18 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
 from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
-from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
 from peers import pack_log, working_log  # noqa: E402
-from suite_onnx import ort_fns  # noqa: E402
-from suite_peers import NUMPY, torch_fns  # noqa: E402
+from suite_timing import check, peer_calls, time_row_fresh  # noqa: E402,F401 - check, peer_calls: for tests
 
 MEMORY_BOUND = ("DEP", "NRM", "SFM")    # no % of peak for these: bandwidth, not FMAs, limits them
 PEER_COLUMNS = ("numpy", "torch", "onnxruntime")
-PAUSE = 0.25    # seconds between contenders: OpenBLAS's idle threads spin for ~0.12 s after a call
 
 
 def rows(ops, shapes, quick: bool) -> list:
@@ -76,47 +73,6 @@ def tune_row(op: str, idx: int, dag, log_dir: Path, trials: int, quiet: bool) ->
     spent[key] = spent.get(key, 0.0) + time.time() - t0
     spent_file.write_text(json.dumps(spent, indent=1, sort_keys=True) + "\n")
     return log, spent[key]
-
-
-def peer_calls(op: str, args: tuple, inputs: list) -> dict:
-    out = {}
-    if op in NUMPY:
-        out["numpy"] = (NUMPY[op](*inputs), lambda r: r)
-    for make in (torch_fns, ort_fns):
-        try:
-            out.update(make(op, args, inputs))
-        except Exception as e:  # noqa: BLE001 - a peer library that cannot express this row is reported, not fatal
-            print(f"  {op}: {make.__name__}: {type(e).__name__}: {str(e)[:160]}", flush=True)
-    return out
-
-
-def check(ours: np.ndarray, got) -> bool:
-    got = np.asarray(got, dtype=np.float32).reshape(ours.shape)
-    return bool(np.allclose(got, ours, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(ours).max()))))
-
-
-def time_row(op: str, idx: int, args: tuple, log: Path, rounds: int, min_time: float) -> dict:
-    """Median seconds of ours and of every peer whose result equals ours; mismatching peers are listed."""
-    tensors = workloads.make(op, idx)
-    dag = ComputeDAG(tensors)
-    kern = ansorc.compile(tensors, trials=0, log=str(log), name=f"{op.lower()}_{idx}")
-    rng = np.random.default_rng(0)
-    inputs = [ansorc.array(rng.standard_normal(t.shape, dtype=np.float32)) for t in dag.inputs]
-    outs = [ansorc.empty(t.shape) for t in dag.outputs]
-    kern(*inputs, *outs)
-    fns, bad = {"ours": lambda: kern(*inputs, *outs)}, []
-    for name, (call, to_ours) in peer_calls(op, args, inputs).items():
-        try:
-            ok = check(outs[0], to_ours(call()))
-        except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape is reported, not fatal
-            print(f"  {op} {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
-            ok = False
-        if ok:
-            fns[name] = call
-        else:
-            bad.append(name)
-    med = median_alternating(fns, rounds=rounds, min_time=min_time, pause=PAUSE)
-    return {"med": med, "mismatch": bad, "flops": dag.flop_count}
 
 
 # the padded spatial axes of each convolution: their positions in the workload's arguments as (size, kernel,
@@ -151,7 +107,7 @@ def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s:
             "torch_layout": min((k for k in peers if k.startswith("torch")), key=peers.get, default=None),
             "ratio": best / med["ours"] if best else None, "gflops": gflops, "useful": True,
             "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak,
-            "mismatch": timing["mismatch"], "tuning_s": tuning_s,
+            "mismatch": timing["mismatch"], "tuning_s": tuning_s, "placements_s": timing.get("placements"),
             "trials": sum(r.note != RETIME_NOTE for r in load(log)) if log.exists() else 0}
 
 
@@ -238,6 +194,8 @@ def parse(argv):
     ap.add_argument("--quick", action="store_true", help="smallest shape per op, 8 trials, short timing")
     ap.add_argument("--log-dir", default="bench/results/suite")
     ap.add_argument("--out", help="where suite.md, suite.json and suite.png go (default --log-dir)")
+    ap.add_argument("--placements", type=int, default=3,
+                    help="timings per row on fresh arrays (the median counts); --quick: 1")
     ap.add_argument("--no-peak", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--merge", nargs="+", metavar="SUITE_JSON",
@@ -249,6 +207,8 @@ def parse(argv):
         ap.error(f"unknown ops {unknown}; known: {', '.join(workloads.WORKLOADS)}")
     if args.quick and args.trials == ap.get_default("trials"):
         args.trials = 8
+    if args.quick and args.placements == ap.get_default("placements"):
+        args.placements = 1
     return args
 
 
@@ -285,12 +245,12 @@ def main(argv=None) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     peak = _peak(args.no_peak or args.quick)
-    rounds, min_time = (5, 0.02) if args.quick else (15, 0.05)
+    rounds, min_time = (5, 0.02) if args.quick else (5, 0.05)
     results = []
     for op, idx, wargs in rows(args.ops, args.shapes, args.quick):
         log, spent = tune_row(op, idx, ComputeDAG(workloads.make(op, idx)), log_dir, args.trials, args.quiet)
         try:
-            timing = time_row(op, idx, wargs, log, rounds, min_time)
+            timing = time_row_fresh(op, idx, log, rounds, min_time, args.placements)
         except AnsorcError as e:   # e.g. --trials 0 and no record for this row yet
             print(f"{op} {tuple(wargs)}: skipped: {e}", flush=True)
             continue

@@ -21,7 +21,8 @@ def _load(name):
 @pytest.mark.slow
 def test_quick_suite_writes_the_table_chart_and_logs(tmp_path):
     suite = _load("suite")
-    rc = suite.main(["--quick", "--ops", "NRM", "SFM", "--trials", "4", "--log-dir", str(tmp_path), "--quiet"])
+    rc = suite.main(["--quick", "--ops", "NRM", "SFM", "--trials", "4", "--log-dir", str(tmp_path), "--quiet",
+                     "--placements", "2"])
     assert rc == 0
     rows = json.loads((tmp_path / "suite.json").read_text())
     assert [(r["op"], tuple(r["args"])) for r in rows] == [("NRM", (1, 256, 256)), ("SFM", (256, 256))]
@@ -30,6 +31,10 @@ def test_quick_suite_writes_the_table_chart_and_logs(tmp_path):
         assert r["peers_s"]["numpy"] is not None    # numpy is always a peer of these two
         assert r["ratio"] > 0 and r["ours_s"] > 0 and r["trials"] >= 4
         assert r["peak_pct"] is None                # memory-bound rows get no % of peak
+        # timed in a fresh process on two placements of the arrays; a contender's time is the median of the two
+        assert {"ours", "numpy"} <= set(r["placements_s"])
+        assert all(len(v) == 2 for v in r["placements_s"].values())
+        assert r["ours_s"] == pytest.approx(float(np.median(r["placements_s"]["ours"])))
     md = (tmp_path / "suite.md").read_text()
     assert md.count("\n| NRM |") == 1 and md.count("\n| SFM |") == 1 and "Geometric mean" in md
     assert (tmp_path / "nrm_0.jsonl.gz").exists() and (tmp_path / "sfm_0.jsonl").exists()
@@ -50,6 +55,16 @@ def test_rows_and_geomean():
     assert len(suite.rows(list(suite.workloads.WORKLOADS), None, quick=False)) == 52
     assert suite.rows(["SFM"], [1, 3], quick=False) == [("SFM", 1, (512, 512)), ("SFM", 3, (2048, 2048))]
     assert abs(suite.geomean([2.0, 0.5, None]) - 1.0) < 1e-12
+
+
+def test_placed_arrays_hold_the_values_on_aligned_fresh_pages():
+    timing = _load("suite_timing")
+    values = np.arange(3000, dtype=np.float32).reshape(30, 100)
+    rng = np.random.default_rng(0)
+    got = [timing.placed(values, rng) for _ in range(8)]
+    assert all(np.array_equal(g, values) and g.flags.c_contiguous and g.ctypes.data % 64 == 0 for g in got)
+    assert len({g.ctypes.data % 4096 for g in got}) > 1      # not every copy at the same offset in its page
+    assert len({g.ctypes.data for g in got}) == 8
 
 
 def test_peers_compute_what_the_workloads_define():

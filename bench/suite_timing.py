@@ -1,0 +1,132 @@
+"""One row of bench/suite.py timed: ours and every peer that computes the same thing, alternating round by round
+in one process, checked equal, over several placements of the arrays; run in a process of its own.
+
+    python bench/suite_timing.py OP IDX LOG OUT_JSON [--rounds 5] [--min-time 0.05] [--placements 3]
+
+Why a fresh process and several placements (bench/results/suite_notes.md, session s31): the 1x1 conv rows timed
+1.7-1.9x slower in the process that had just tuned them than in a new one, and one program on the same values ran
+144-220 us depending only on where its arrays landed (bench/placement.py). Each placement here gives every
+contender new arrays (new pages, a random 64-byte offset in the first page); a contender's time is the median over
+placements of its median over rounds, so no one is judged on one lucky or unlucky layout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("OMP_PROC_BIND", "true")   # before any OpenMP runtime loads (see suite.py)
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ansorc  # noqa: E402
+from ansorc import workloads  # noqa: E402
+from ansorc.errors import AnsorcError  # noqa: E402
+from ansorc.ir.dag import ComputeDAG  # noqa: E402
+from ansorc.measure.alternate import median_alternating  # noqa: E402
+from suite_onnx import ort_fns  # noqa: E402
+from suite_peers import NUMPY, torch_fns  # noqa: E402
+
+PAUSE = 0.25    # seconds between contenders: OpenBLAS's idle threads spin for ~0.12 s after a call
+
+
+def peer_calls(op: str, args: tuple, inputs: list) -> dict:
+    out = {}
+    if op in NUMPY:
+        out["numpy"] = (NUMPY[op](*inputs), lambda r: r)
+    for make in (torch_fns, ort_fns):
+        try:
+            out.update(make(op, args, inputs))
+        except Exception as e:  # noqa: BLE001 - a peer library that cannot express this row is reported, not fatal
+            print(f"  {op}: {make.__name__}: {type(e).__name__}: {str(e)[:160]}", flush=True)
+    return out
+
+
+def check(ours: np.ndarray, got) -> bool:
+    got = np.asarray(got, dtype=np.float32).reshape(ours.shape)
+    return bool(np.allclose(got, ours, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(ours).max()))))
+
+
+def placed(values: np.ndarray, rng) -> np.ndarray:
+    """A fresh copy of `values` on new pages, starting at a random 64-byte boundary within its first page."""
+    n = values.size
+    raw = ansorc.empty((n + 1024,), values.dtype)
+    off = int(rng.integers(0, 64)) * 64 // values.itemsize
+    out = raw[off:off + n].reshape(values.shape)
+    out[...] = values
+    return out
+
+
+def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
+    """Median seconds of ours and of every peer whose result equals ours in every placement; the others listed."""
+    tensors = workloads.make(op, idx)
+    args = tuple(workloads.WORKLOADS[op][1][idx])
+    dag = ComputeDAG(tensors)
+    kern = ansorc.compile(tensors, trials=0, log=str(log), name=f"{op.lower()}_{idx}")
+    values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
+    zeros = [np.zeros(t.shape, np.float32) for t in dag.outputs]
+    rng, per, bad = np.random.default_rng(1), {}, []
+    for _ in range(placements):
+        inputs, outs = [placed(v, rng) for v in values], [placed(z, rng) for z in zeros]
+        kern(*inputs, *outs)
+        fns = {"ours": lambda i=inputs, o=outs: kern(*i, *o)}
+        for name, (call, to_ours) in peer_calls(op, args, inputs).items():
+            if name in bad:
+                continue
+            try:
+                ok = check(outs[0], to_ours(call()))
+            except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape is reported, not fatal
+                print(f"  {op} {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                ok = False
+            if ok:
+                fns[name] = call
+            else:
+                bad.append(name)
+        for name, seconds in median_alternating(fns, rounds=rounds, min_time=min_time, pause=PAUSE).items():
+            per.setdefault(name, []).append(seconds)
+    med = {k: float(np.median(v)) for k, v in per.items() if k not in bad}
+    return {"med": med, "placements": per, "mismatch": bad, "flops": dag.flop_count}
+
+
+def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
+    """time_row in a new Python process (its output passes through); AnsorcError when the row cannot be timed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "timing.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), op, str(idx), str(log), str(out),
+               "--rounds", str(rounds), "--min-time", str(min_time), "--placements", str(placements)]
+        rc = subprocess.run(cmd, check=False).returncode
+        if not out.exists():
+            raise AnsorcError(f"timing {op} {idx} exited with code {rc} and no result (command: {' '.join(cmd)})")
+        got = json.loads(out.read_text())
+    if "error" in got:
+        raise AnsorcError(got["error"])
+    return got
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("op", type=str.upper)
+    ap.add_argument("idx", type=int)
+    ap.add_argument("log")
+    ap.add_argument("out", help="where the result goes as JSON")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--min-time", type=float, default=0.05)
+    ap.add_argument("--placements", type=int, default=3)
+    a = ap.parse_args(argv)
+    try:
+        got = time_row(a.op, a.idx, Path(a.log), a.rounds, a.min_time, a.placements)
+    except AnsorcError as e:   # e.g. no record for this row yet: the suite skips it
+        got = {"error": str(e)}
+    Path(a.out).write_text(json.dumps(got))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
