@@ -108,6 +108,7 @@ def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s:
             "ratio": best / med["ours"] if best else None, "gflops": gflops, "useful": True,
             "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak,
             "mismatch": timing["mismatch"], "tuning_s": tuning_s, "placements_s": timing.get("placements"),
+            "cpus": timing.get("cpus"),
             "trials": sum(r.note != RETIME_NOTE for r in load(log)) if log.exists() else 0}
 
 

@@ -30,6 +30,7 @@ import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
 from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
+from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from suite_onnx import ort_fns  # noqa: E402
 from suite_peers import NUMPY, torch_fns  # noqa: E402
@@ -92,7 +93,8 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
         for name, seconds in median_alternating(fns, rounds=rounds, min_time=min_time, pause=PAUSE).items():
             per.setdefault(name, []).append(seconds)
     med = {k: float(np.median(v)) for k, v in per.items() if k not in bad}
-    return {"med": med, "placements": per, "mismatch": bad, "flops": dag.flop_count}
+    return {"med": med, "placements": per, "mismatch": bad, "flops": dag.flop_count,
+            "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
 
 
 def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
@@ -101,7 +103,10 @@ def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, p
         out = Path(tmp) / "timing.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), op, str(idx), str(log), str(out),
                "--rounds", str(rounds), "--min-time", str(min_time), "--placements", str(placements)]
-        rc = subprocess.run(cmd, check=False).returncode
+        # started from a thread that an OpenMP runtime bound to one core (the peak microbenchmark, a peer), the
+        # child would inherit that one-CPU mask: T2D 4x4 timed 2x slower, ours and PyTorch alike
+        with all_process_cpus():
+            rc = subprocess.run(cmd, check=False).returncode
         if not out.exists():
             raise AnsorcError(f"timing {op} {idx} exited with code {rc} and no result (command: {' '.join(cmd)})")
         got = json.loads(out.read_text())
