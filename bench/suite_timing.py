@@ -20,6 +20,9 @@ import tempfile
 from pathlib import Path
 
 os.environ.setdefault("OMP_PROC_BIND", "true")   # before any OpenMP runtime loads (see suite.py)
+# the CPUs this process started with, which its OpenMP runtimes spread their threads over (they later bind the main
+# thread to one of them)
+START_CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 
 import numpy as np  # noqa: E402
 
@@ -94,7 +97,7 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
             per.setdefault(name, []).append(seconds)
     med = {k: float(np.median(v)) for k, v in per.items() if k not in bad}
     return {"med": med, "placements": per, "mismatch": bad, "flops": dag.flop_count,
-            "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
+            "cpus": START_CPUS}
 
 
 def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
