@@ -97,16 +97,21 @@ def useful_fraction(op: str, args: tuple) -> float:
     return frac
 
 
-def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s: float, peak) -> dict:
-    med = timing["med"]
+def timing_fields(op: str, med: dict, useful_flops: float, peak) -> dict:
+    """The row's figures from each contender's median seconds ("ours" and peer names)."""
     peers = {k: v for k, v in med.items() if k != "ours"}
     cols = {c: min((v for k, v in peers.items() if k.split("_")[0] == c), default=None) for c in PEER_COLUMNS}
     best = min(peers.values()) if peers else None
-    gflops = timing["flops"] * useful_fraction(op, args) / med["ours"] / 1e9   # useful GFLOP/s
-    return {"op": op, "idx": idx, "args": list(args), "ours_s": med["ours"], "peers_s": cols,
+    gflops = useful_flops / med["ours"] / 1e9
+    return {"ours_s": med["ours"], "peers_s": cols,
             "torch_layout": min((k for k in peers if k.startswith("torch")), key=peers.get, default=None),
             "ratio": best / med["ours"] if best else None, "gflops": gflops, "useful": True,
-            "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak,
+            "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak}
+
+
+def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s: float, peak) -> dict:
+    return {"op": op, "idx": idx, "args": list(args),
+            **timing_fields(op, timing["med"], timing["flops"] * useful_fraction(op, args), peak),
             "mismatch": timing["mismatch"], "tuning_s": tuning_s, "placements_s": timing.get("placements"),
             "cpus": timing.get("cpus"),
             "trials": sum(r.note != RETIME_NOTE for r in load(log)) if log.exists() else 0}
@@ -197,6 +202,8 @@ def parse(argv):
     ap.add_argument("--out", help="where suite.md, suite.json and suite.png go (default --log-dir)")
     ap.add_argument("--placements", type=int, default=3,
                     help="timings per row on fresh arrays (the median counts); --quick: 1")
+    ap.add_argument("--pool", action="store_true",
+                    help="with --merge: a row in several files gets each contender's median over all their placements")
     ap.add_argument("--no-peak", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--merge", nargs="+", metavar="SUITE_JSON",
@@ -213,15 +220,32 @@ def parse(argv):
     return args
 
 
-def merged(paths: list) -> list:
-    rows_by_key = {}
+def merged(paths: list, pool: bool = False) -> list:
+    """One row per op and shape: the last file's, or with `pool` every file's placements of it pooled."""
+    rows_by_key: dict = {}
     for p in paths:
         for r in json.loads(Path(p).read_text()):
             if not r.get("useful"):   # a table from before useful FLOPs: its GFLOP/s counted the padding taps
                 r["gflops"], r["useful"] = r["gflops"] * useful_fraction(r["op"], tuple(r["args"])), True
-            rows_by_key[(r["op"], r["idx"])] = r
+            rows_by_key.setdefault((r["op"], r["idx"]), []).append(r)
     order = list(workloads.WORKLOADS)
-    return sorted(rows_by_key.values(), key=lambda r: (order.index(r["op"]), r["idx"]))
+    rows = [pooled(rs) if pool else rs[-1] for rs in rows_by_key.values()]
+    return sorted(rows, key=lambda r: (order.index(r["op"]), r["idx"]))
+
+
+def pooled(rs: list) -> dict:
+    """A row timed in several runs: each contender's time is the median over all runs' placements (a contender
+    missing from a run, or differing in one, is left out)."""
+    r = dict(rs[-1])
+    if len(rs) == 1 or not all(x.get("placements_s") for x in rs):
+        return r
+    bad = sorted({m for x in rs for m in x["mismatch"]})
+    names = set.intersection(*(set(x["placements_s"]) for x in rs)) - set(bad)
+    per = {k: [t for x in rs for t in x["placements_s"][k]] for k in sorted(names)}
+    r.update(timing_fields(r["op"], {k: float(np.median(v)) for k, v in per.items()}, r["gflops"] * r["ours_s"] * 1e9,
+                           r.get("peak_gflops")))
+    r.update(placements_s=per, mismatch=bad, runs=len(rs))
+    return r
 
 
 def write_outputs(results: list, peak, out: Path) -> None:
@@ -235,7 +259,7 @@ def write_outputs(results: list, peak, out: Path) -> None:
 def main(argv=None) -> int:
     args = parse(argv)
     if args.merge:
-        results = merged(args.merge)
+        results = merged(args.merge, args.pool)
         peaks = [r.get("peak_gflops") or r["gflops"] * 100 / r["peak_pct"] for r in results if r.get("peak_pct")]
         peak = max(peaks) if peaks else None    # one peak for every row: the highest any run measured
         for r in results:

@@ -133,3 +133,26 @@ def test_useful_flops_leave_out_the_taps_on_the_padding():
     for op, idx in [("C1D", 0), ("DEP", 1), ("CAP", 0), ("C3D", 0)]:
         args = workloads.WORKLOADS[op][1][idx]
         assert 0.5 < suite.useful_fraction(op, args) <= 1.0
+
+
+def test_pool_takes_each_contenders_median_over_every_runs_placements(tmp_path):
+    suite = _load("suite")
+
+    def row(ours, torch, ort, mismatch=()):
+        per = {"ours": ours, "torch": torch, "onnxruntime": ort}
+        med = {k: float(np.median(v)) for k, v in per.items() if k not in mismatch}
+        return {"op": "GMM", "idx": 0, "args": [1, 128, 128, 128], **suite.timing_fields("GMM", med, 4e6, 200.0),
+                "mismatch": list(mismatch), "tuning_s": 1.0, "trials": 64, "placements_s": per}
+    (tmp_path / "a.json").write_text(json.dumps([row([1e-3, 2e-3, 9e-3], [3e-3, 3e-3, 3e-3], [5e-3] * 3)]))
+    (tmp_path / "b.json").write_text(json.dumps([row([4e-3, 5e-3, 6e-3], [1e-3, 1e-3, 1e-3], [2e-3] * 3,
+                                                     mismatch=("onnxruntime",))]))
+    assert suite.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--pool",
+                       "--out", str(tmp_path)]) == 0
+    r = json.loads((tmp_path / "suite.json").read_text())[0]
+    assert r["ours_s"] == pytest.approx(4.5e-3) and r["peers_s"]["torch"] == pytest.approx(2e-3)
+    assert r["peers_s"]["onnxruntime"] is None and r["mismatch"] == ["onnxruntime"]   # differed in one run
+    assert r["ratio"] == pytest.approx(2e-3 / 4.5e-3) and r["gflops"] == pytest.approx(4e6 / 4.5e-3 / 1e9)
+    assert r["runs"] == 2 and len(r["placements_s"]["ours"]) == 6
+    # without --pool the later file's row stands
+    assert suite.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "suite.json").read_text())[0]["ours_s"] == pytest.approx(5e-3)
