@@ -43,7 +43,7 @@ from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
 from peers import pack_log, working_log  # noqa: E402
-from suite_timing import check, peer_calls, time_row_fresh  # noqa: E402,F401 - check, peer_calls: for tests
+from suite_timing import time_row_fresh  # noqa: E402
 
 MEMORY_BOUND = ("DEP", "NRM", "SFM")    # no % of peak for these: bandwidth, not FMAs, limits them
 PEER_COLUMNS = ("numpy", "torch", "onnxruntime")

@@ -95,9 +95,9 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
                 bad.append(name)
         for name, seconds in median_alternating(fns, rounds=rounds, min_time=min_time, pause=PAUSE).items():
             per.setdefault(name, []).append(seconds)
-    med = {k: float(np.median(v)) for k, v in per.items() if k not in bad}
-    return {"med": med, "placements": per, "mismatch": bad, "flops": dag.flop_count,
-            "cpus": START_CPUS}
+    per = {k: v for k, v in per.items() if k not in bad}   # a peer that differed once: none of its times count
+    return {"med": {k: float(np.median(v)) for k, v in per.items()}, "placements": per, "mismatch": bad,
+            "flops": dag.flop_count, "cpus": START_CPUS}
 
 
 def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:

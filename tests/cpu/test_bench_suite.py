@@ -76,7 +76,7 @@ def test_placed_arrays_hold_the_values_on_aligned_fresh_pages():
 
 def test_peers_compute_what_the_workloads_define():
     """Every library peer of a small conv-family row agrees with ansorc's own reference evaluation."""
-    suite = _load("suite")
+    timing = _load("suite_timing")
     from ansorc import workloads
     from ansorc.ir.dag import ComputeDAG
     from ansorc.ir.evaluate import evaluate
@@ -89,8 +89,8 @@ def test_peers_compute_what_the_workloads_define():
         dag = ComputeDAG(workloads.WORKLOADS[op][0](*args))
         inputs = [rng.standard_normal(t.shape).astype(np.float32) for t in dag.inputs]
         want = evaluate(list(dag.outputs), {t.name: a for t, a in zip(dag.inputs, inputs)})[dag.outputs[0].name]
-        for name, (call, back) in suite.peer_calls(op, args, inputs).items():
-            assert suite.check(want.astype(np.float32), back(call())), (op, name)
+        for name, (call, back) in timing.peer_calls(op, args, inputs).items():
+            assert timing.check(want.astype(np.float32), back(call())), (op, name)
             ran += 1
     assert ran >= len(cases)   # onnxruntime is installed with ansorc's test dependencies
 
