@@ -16,10 +16,10 @@ from .measure.alternate import median_alternating
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def side_by_side(ours, theirs, rounds: int = 7, min_round: float = 0.1, pause: float = 0.25) -> tuple:
-    """Median seconds per call of each, alternating round by round so both see the same machine state.
-    The pause lets the other runtime's worker threads stop spinning (OpenBLAS spins ~0.1 s after a call)."""
-    med = median_alternating({"ours": ours, "theirs": theirs}, rounds, min_round, pause, wake=True)
+def side_by_side(ours, theirs, rounds: int = 7, min_round: float = 0.1, warm: float = 0.25) -> tuple:
+    """Median seconds per call of each, alternating round by round so both see the same machine state, each
+    block after `warm` seconds of untimed calls (measure/alternate.py says why)."""
+    med = median_alternating({"ours": ours, "theirs": theirs}, rounds, min_round, warm)
     return med["ours"], med["theirs"]
 
 

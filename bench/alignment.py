@@ -53,7 +53,7 @@ def main(argv=None) -> int:
         fns = {off: (lambda args=args: kern(*args)) for off, args in layouts.items()}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ansorc.AlignmentWarning)  # misaligned on purpose
-            med = median_alternating(fns, rounds=7, min_time=0.1, pause=0.05)
+            med = median_alternating(fns, rounds=7, min_time=0.1, warm=0.1)
         print(f"#{k}: " + "   ".join(f"offset {off:2d} B: {gflop / med[off]:6.1f} GFLOP/s" for off in med)
               + f"   aligned/offset-16 speed ratio {med[16] / med[0]:.2f}")
     return 0

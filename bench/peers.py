@@ -107,7 +107,7 @@ def main(argv=None) -> int:
             fns["peer"] = lambda: np.matmul(a, b)
         else:
             fns["peer"] = _torch_conv(name)
-        med = median_alternating(fns, rounds=15, min_time=0.05, pause=0.02)  # 20 ms: idle threads go to sleep
+        med = median_alternating(fns, rounds=15, min_time=0.05, warm=0.1)
         ours_key = min((k for k in med if k != "peer"), key=med.get)
         gf = dag.flop_count / 1e9
         row = {"op": name, "peer": peer, "ours_gflops": gf / med[ours_key], "peer_gflops": gf / med["peer"],

@@ -59,7 +59,7 @@ def main() -> int:
             a[...] = v
         fns[f"gap {gap} B"] = lambda a=args_: kern(*a)
         fns[f"gap {gap} B"]()
-    med = median_alternating(fns, rounds=args.rounds, min_time=0.05, pause=0.1)
+    med = median_alternating(fns, rounds=args.rounds, min_time=0.05, warm=0.1)
     for name, seconds in med.items():
         print(f"{op.upper()}:{idx} {name:>14}: {seconds * 1e6:9.1f} us")
     return 0

@@ -38,7 +38,7 @@ from ansorc.measure.alternate import median_alternating  # noqa: E402
 from suite_onnx import ort_fns  # noqa: E402
 from suite_peers import NUMPY, torch_fns  # noqa: E402
 
-PAUSE = 0.25    # seconds between contenders: OpenBLAS's idle threads spin for ~0.12 s after a call
+WARM = 0.25    # seconds of untimed calls before each timed block (ansorc/measure/alternate.py says why)
 
 
 def peer_calls(op: str, args: tuple, inputs: list) -> dict:
@@ -47,7 +47,11 @@ def peer_calls(op: str, args: tuple, inputs: list) -> dict:
         out["numpy"] = (NUMPY[op](*inputs), lambda r: r)
     for make in (torch_fns, ort_fns):
         try:
-            out.update(make(op, args, inputs))
+            # a peer's thread pool is made here and inherits this thread's CPUs: after our OpenMP bound this
+            # thread to one core, onnxruntime's worker shared that core with its caller (SFM 512: 135 us, 105
+            # with both cores)
+            with all_process_cpus():
+                out.update(make(op, args, inputs))
         except Exception as e:  # noqa: BLE001 - a peer library that cannot express this row is reported, not fatal
             print(f"  {op}: {make.__name__}: {type(e).__name__}: {str(e)[:160]}", flush=True)
     return out
@@ -93,7 +97,7 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
                 fns[name] = call
             else:
                 bad.append(name)
-        for name, seconds in median_alternating(fns, rounds=rounds, min_time=min_time, pause=PAUSE).items():
+        for name, seconds in median_alternating(fns, rounds=rounds, min_time=min_time, warm=WARM).items():
             per.setdefault(name, []).append(seconds)
     per = {k: v for k, v in per.items() if k not in bad}   # a peer that differed once: none of its times count
     return {"med": {k: float(np.median(v)) for k, v in per.items()}, "placements": per, "mismatch": bad,

@@ -1,6 +1,12 @@
 """Timing contenders in the same Python process, alternating round by round, so that all of them see the same
 machine state (the VM's bursts last seconds; back-to-back blocks would give one contender the quiet stretch).
-Used where ansorc is compared with a peer library (the demo, bench/peers.py); the tuner times in the worker."""
+Used where ansorc is compared with a peer library (the demo, bench/suite.py); the tuner times in the worker.
+
+Before each timed block the contender runs untimed for `warm` seconds rather than the process sleeping: on the
+2-core Zen 3 VM a kernel started after the CPUs idled for 0.1 s runs up to 2x slower for about 0.2 s of work
+(C2D 14x14x256 1.41 -> 1.88 ms, GRP 1x1 41 -> 115 us, a single thread as much as two), while the FMA peak loop
+recovers within 5 ms; and the previous runtime's idle threads (OpenBLAS spins ~0.12 s after a call) stop
+spinning while this one warms up, not while it is timed. See docs/measurement.md."""
 from __future__ import annotations
 
 import time
@@ -8,24 +14,27 @@ import time
 import numpy as np
 
 
-def median_alternating(fns: dict, rounds: int, min_time: float, pause: float, wake: bool = False) -> dict:
-    """Median seconds per call of each fn. Each round runs every fn for a block of calls sized once to last
-    `min_time`, after `pause` seconds (the previous runtime's idle threads stop spinning) and, with `wake`, one
-    untimed call that wakes this runtime's threads."""
+def _run_for(fn, seconds: float) -> int:
+    """Calls fn until `seconds` have passed (at least once); the number of calls."""
+    t0, n = time.perf_counter(), 0
+    while True:
+        fn()
+        n += 1
+        if time.perf_counter() - t0 >= seconds:
+            return n
+
+
+def median_alternating(fns: dict, rounds: int, min_time: float, warm: float) -> dict:
+    """Median seconds per call of each fn. Each round runs every fn untimed for `warm` seconds, then times a block
+    of calls sized once to last `min_time`."""
     calls = {}
     for name, fn in fns.items():
         fn()
-        t0, n = time.perf_counter(), 0
-        while time.perf_counter() - t0 < min_time:
-            fn()
-            n += 1
-        calls[name] = max(1, n)
+        calls[name] = _run_for(fn, min_time)
     times: dict = {k: [] for k in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
-            time.sleep(pause)
-            if wake:
-                fn()
+            _run_for(fn, warm)
             t0 = time.perf_counter()
             for _ in range(calls[name]):
                 fn()

@@ -95,6 +95,35 @@ def test_peers_compute_what_the_workloads_define():
     assert ran >= len(cases)   # onnxruntime is installed with ansorc's test dependencies
 
 
+def _thread_cpus() -> dict:
+    out = {}
+    for status in Path("/proc/self/task").glob("*/status"):
+        line = next(ln for ln in status.read_text().splitlines() if ln.startswith("Cpus_allowed_list:"))
+        out[status.parent.name] = line.split(":")[1].strip()
+    return out
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to tell one from all")
+def test_peer_thread_pools_get_every_cpu_of_the_process(monkeypatch):
+    """Made from a thread that our OpenMP bound to one core, onnxruntime's pool workers inherited that core and
+    shared it with their caller (SFM 512 135 us instead of 105); peer_calls makes them with every CPU."""
+    pytest.importorskip("onnxruntime")
+    timing = _load("suite_timing")
+    monkeypatch.setattr(timing, "torch_fns", lambda *a: {})   # only onnxruntime starts threads here
+    from ansorc.measure.affinity import _parse
+    every = sorted(os.sched_getaffinity(0))
+    x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    before = _thread_cpus()
+    os.sched_setaffinity(0, every[:1])
+    try:
+        calls = timing.peer_calls("SFM", (64, 64), [x])
+    finally:
+        os.sched_setaffinity(0, every)
+    new = {tid: cpus for tid, cpus in _thread_cpus().items() if tid not in before}
+    assert "onnxruntime" in calls and new    # its intra-op pool started a worker thread
+    assert all(sorted(_parse(cpus)) == every for cpus in new.values()), new
+
+
 def test_row_without_records_is_skipped_not_fatal(tmp_path, capsys):
     suite = _load("suite")
     assert suite.main(["--ops", "CAP", "--shapes", "3", "--trials", "0", "--log-dir", str(tmp_path), "--quiet",
