@@ -185,3 +185,33 @@ def test_pool_takes_each_contenders_median_over_every_runs_placements(tmp_path):
     # without --pool the later file's row stands
     assert suite.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "suite.json").read_text())[0]["ours_s"] == pytest.approx(5e-3)
+
+
+def test_ort_weights_as_inputs_compute_the_same_conv():
+    """bench/ort_weights.py's second onnxruntime peer takes the weights per call; it must compute what the table's
+    peer (weights as initializers) computes."""
+    pytest.importorskip("onnxruntime")
+    _load("suite_timing")
+    suite_onnx = load_script("bench/suite_onnx.py")
+    weights = load_script("bench/ort_weights.py")
+    args = (1, 6, 6, 8, 4, 3, 1, 1)
+    rng = np.random.default_rng(0)
+    from ansorc import workloads
+    from ansorc.ir.dag import ComputeDAG
+    dag = ComputeDAG(workloads.WORKLOADS["C2D"][0](*args))
+    ins = [rng.standard_normal(t.shape).astype(np.float32) for t in dag.inputs]
+    init_call, back = suite_onnx.ort_fns("C2D", args, ins)["onnxruntime"]
+    seen = []
+    session = suite_onnx._session
+
+    def spy(nodes, feeds, inits, rank):
+        seen.append((sorted(feeds), sorted(inits)))
+        return session(nodes, feeds, inits, rank)
+    input_call = weights.weights_as_inputs(spy)
+    suite_onnx._session = input_call
+    try:
+        call, _ = suite_onnx.ort_fns("C2D", args, ins)["onnxruntime"]
+    finally:
+        suite_onnx._session = session
+    assert seen == [(["w", "x"], [])]
+    np.testing.assert_allclose(back(call()), back(init_call()), rtol=1e-5, atol=1e-5)

@@ -1,0 +1,74 @@
+"""onnxruntime's conv with its weights as initializers (packed once, when the session is made: the table's peer)
+and as graph inputs (packed on every call, as ansorc's kernels and PyTorch take them), side by side with ours.
+Shows what onnxruntime's lead on a row owes to packing constant weights ahead of time.
+
+    python bench/ort_weights.py OP IDX LOG     (OP a conv-family workload: C2D, GRP, DIL, T2D, CAP, CBR, ...)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_PROC_BIND", "true")   # as bench/suite_timing.py times the table
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ansorc  # noqa: E402
+import suite_onnx  # noqa: E402
+from ansorc import workloads  # noqa: E402
+from ansorc.ir.dag import ComputeDAG  # noqa: E402
+from ansorc.measure.affinity import all_process_cpus  # noqa: E402
+from ansorc.measure.alternate import median_alternating  # noqa: E402
+from suite_timing import WARM, check  # noqa: E402
+
+
+def weights_as_inputs(session):
+    """suite_onnx._session with the initializer "w" moved to the graph's inputs."""
+    def make(nodes, feeds, inits, rank):
+        inits = dict(inits)
+        return session(nodes, {**feeds, "w": inits.pop("w")}, inits, rank)
+    return make
+
+
+def contenders(op: str, idx: int, log: str) -> dict:
+    tensors = workloads.make(op, idx)
+    dag, args = ComputeDAG(tensors), tuple(workloads.WORKLOADS[op][1][idx])
+    kern = ansorc.compile(tensors, trials=0, log=log, name=f"{op.lower()}_{idx}")
+    rng = np.random.default_rng(0)
+    ins = [ansorc.array(rng.standard_normal(t.shape, dtype=np.float32)) for t in dag.inputs]
+    outs = [ansorc.empty(t.shape, np.float32) for t in dag.outputs]
+    kern(*ins, *outs)
+    fns = {"ours": lambda: kern(*ins, *outs)}
+    session = suite_onnx._session
+    with all_process_cpus():   # the pools' threads on every core (bench/suite_timing.py, peer_calls)
+        fns["ort, w initializer"], back = suite_onnx.ort_fns(op, args, ins)["onnxruntime"]
+        try:
+            suite_onnx._session = weights_as_inputs(session)
+            fns["ort, w input"], _ = suite_onnx.ort_fns(op, args, ins)["onnxruntime"]
+        finally:
+            suite_onnx._session = session
+    for name in ("ort, w initializer", "ort, w input"):
+        if not check(outs[0], back(fns[name]())):
+            raise SystemExit(f"{name} differs from ours on {op} {idx}")
+    return fns
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("op", type=str.upper)
+    ap.add_argument("idx", type=int)
+    ap.add_argument("log")
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args(argv)
+    med = median_alternating(contenders(a.op, a.idx, a.log), rounds=a.rounds, min_time=0.05, warm=WARM)
+    print(f"{a.op} {a.idx}: " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in med.items()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
