@@ -27,7 +27,8 @@ from pathlib import Path
 
 # Before any OpenMP runtime loads: threads bound to cores. Unbound, after this process had kept a core busy (tuning,
 # the peak microbenchmark), our two OpenMP threads were often placed on one core and every spin barrier stalled:
-# GMM 128 timed 30-70x slower, in every run. PyTorch's libgomp reads the same setting; onnxruntime pins its own.
+# GMM 128 timed 30-70x slower, in every run. PyTorch's libgomp reads the same setting; onnxruntime's pool is made
+# on every CPU (suite_timing.peer_calls), else its worker inherits the one core this binds the main thread to.
 os.environ.setdefault("OMP_PROC_BIND", "true")
 
 import numpy as np  # noqa: E402
