@@ -25,7 +25,7 @@ from ..ir.skip import skips_along
 from ..ir.dtypes import C_TYPE, ITEMSIZE
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                         VReduce, VScatter, VSelect, VStore, VVar, lanes_of)
+                         VReduce, VScatter, VSelect, VStore, VVar, lanes_of, stmt_kids)
 from ..ir.vectorize import CMP_NAMES
 from ..ir.vectorize import vectorize_loops
 from . import pool, simd
@@ -222,7 +222,8 @@ class CRenderer:
 
     def vstmt(self, s: Stmt, ind: int):
         if isinstance(s, VStore):
-            self.emit(self.intr("store", s.value, p=f"({s.buffer} + {self.expr(s.index)})", v=self.expr(s.value)) + ";",
+            op = "store_stream" if self.streams(s) else "store"
+            self.emit(self.intr(op, s.value, p=f"({s.buffer} + {self.expr(s.index)})", v=self.expr(s.value)) + ";",
                       ind)
         elif isinstance(s, VScatter):
             t, n = f"ansorc_t{self.tmp}", lanes_of(s.value)
@@ -244,6 +245,22 @@ class CRenderer:
         else:
             raise NotImplementedError(type(s).__name__)
 
+    def streams(self, s: VStore) -> bool:
+        return s.buffer in self.func.stream and self.isa in simd.STORE_FENCE and \
+            ("store_stream", s.value.dtype, lanes_of(s.value)) in simd.table(self.isa)
+
+    def fence_after(self, s: Stmt) -> bool:
+        """Whether s makes streaming stores: each thread fences them before the parallel region's barrier."""
+        if not self.func.stream:
+            return False
+        stack = [s]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, VStore) and self.streams(x):
+                return True
+            stack.extend(stmt_kids(x))
+        return False
+
     def stmt(self, s: Stmt, ind: int):
         if isinstance(s, Seq):
             for c in s.stmts:
@@ -263,6 +280,8 @@ class CRenderer:
             self.parallel_depth += s.kind == "parallel"
             self.stmt(s.body, ind + 1)
             self.parallel_depth -= s.kind == "parallel"
+            if s.kind == "parallel" and self.fence_after(s):
+                self.emit(simd.STORE_FENCE[self.isa] + ";", ind + 1)
             del self.bounds[s.var]
             self.emit("}", ind)
         elif isinstance(s, Store):
@@ -311,6 +330,8 @@ class CRenderer:
         body = "\n".join(self.lines)
         self.lines[:0] = [PRELUDE, *([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
                           *([pool.POOL_PRELUDE] if pool.TAKE in body else []), simd.prelude(self.isa, body)]
+        if self.fence_after(self.func.body):   # stores made outside a parallel loop, by the calling thread
+            self.lines.append(f"  {simd.STORE_FENCE[self.isa]};")
         self.lines += ["  return ansorc_status;", "}", ""]
         casts = ", ".join(f"({'const ' if k < self.func.n_inputs else ''}{C_TYPE[b.dtype]}*)args[{k}]"
                           for k, b in enumerate(self.func.args))

@@ -30,6 +30,10 @@ def _x86_float(width: str, sfx: str) -> dict:
            "abs": f"{p}abs_{sfx}({{a}})" if width == "512" else f"{p}andnot_{sfx}({p}set1_{sfx}(-0.0), {{a}})"}
     if sfx == "ps":
         ops["cvt_from_int32"] = f"{p}cvtepi32_ps({{a}})"
+    # a streaming (non-temporal) store needs an aligned address: an unaligned one takes the plain store
+    align = {"512": 63, "256": 31, "": 15}[width]
+    ops["store_stream"] = (f"((((uintptr_t)({{p}})) & {align}u) ? {p}storeu_{sfx}({{p}}, {{v}}) "
+                           f": {p}stream_{sfx}({{p}}, {{v}}))")
     # comparisons as C evaluates them: ordered (false on NaN) except != (true on NaN); AVX-512 gives a k-mask
     cmp = f"{p}cmp_{sfx}_mask" if width == "512" else f"{p}cmp_{sfx}"
     for name, pred in _X86_PREDICATES.items():
@@ -105,6 +109,9 @@ ISAS = {
 # gcc cannot fold its load into each FMA as a memory operand (ir/pin.py). Measured on AVX2 (Zen 3) only; an ISA
 # without an entry keeps the compiler's choice.
 PIN = {"avx2": '__asm__("" : "+x"({a}))'}
+
+# ISA -> the statement after which streaming stores are visible to other threads (run by each thread that made them)
+STORE_FENCE = {"avx512": "_mm_sfence()", "avx2": "_mm_sfence()"}
 
 REDUCE_NAMES = {"+": "add", "*": "mul", "min": "min", "max": "max"}
 _REDUCE_STEP = {"+": "t[i] = t[i] + t[i + w];", "*": "t[i] = t[i] * t[i + w];",
@@ -228,4 +235,4 @@ def vector_type(isa: str, dtype: str, lanes: int) -> str:
     return intrinsic(isa, "type", dtype, lanes)
 
 
-__all__ = ["table", "caps", "prelude", "intrinsic", "vector_type", "CLASSES", "ISAS", "C_SCALAR"]
+__all__ = ["table", "caps", "prelude", "intrinsic", "vector_type", "CLASSES", "ISAS", "C_SCALAR", "STORE_FENCE"]

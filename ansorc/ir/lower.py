@@ -387,6 +387,18 @@ def _guarded(s, guards):
     return IfThenElse(cond, s)
 
 
+def _streamed(state: State, low: _Lowerer) -> tuple:
+    """The output buffers written with streaming stores: those of root stages with the store_stream pragma that
+    only write (a reduction reads its output back, which a streaming store would send to memory first)."""
+    out = []
+    for st in state.stages:
+        if st.compute_at == "root" and dict(st.pragmas).get("store_stream") and not st.op.combiner:
+            buf = low.stage_info(st.name).buffer
+            if buf.scope == "arg":
+                out.append(buf.name)
+    return tuple(out)
+
+
 def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     """With passes=False the loop tree comes back before unrolling and the final simplification: what the cost
     model's feature extraction reads (annotations are still on the loops), at a fraction of the cost."""
@@ -397,7 +409,7 @@ def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
         buf = low.stage_info(n).buffer
         if buf.scope == "global":
             body = Allocate(buf, body)
-    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body)
+    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low))
     if not passes:
         return func
     from .passes import default_passes

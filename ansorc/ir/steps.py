@@ -340,6 +340,12 @@ class Annotate:
         return ["AN", self.stage, self.iter, self.annotation]
 
 
+# auto_unroll_max_step: loops of at most this many steps inside the stage unroll; store_stream (1 or 0): a root
+# stage that writes a kernel output stores its vectors with streaming stores, which skip the read of each line
+# before it is written (a large output that the kernel does not read back)
+PRAGMAS = ("auto_unroll_max_step", "store_stream")
+
+
 @dataclass(frozen=True)
 class Pragma:
     stage: str
@@ -350,7 +356,7 @@ class Pragma:
     def apply(self, state: State) -> State:
         st = state.stage(self.stage)
         st.iter_index(self.iter)
-        if self.key != "auto_unroll_max_step":
+        if self.key not in PRAGMAS:
             raise ScheduleError(f"unknown pragma {self.key!r}")
         pr = tuple(p for p in st.pragmas if p[0] != self.key) + ((self.key, self.value),)
         return state.with_stage(replace(st, pragmas=pr))

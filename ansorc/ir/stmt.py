@@ -86,6 +86,7 @@ class PrimFunc:
     args: tuple        # Buffer (scope "arg"), inputs then outputs
     n_inputs: int
     body: Stmt
+    stream: tuple = ()   # names of output buffers whose vector stores bypass the caches (pragma store_stream)
 
 
 def seq(*stmts) -> Stmt:
