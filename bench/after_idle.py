@@ -11,13 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ansorc  # noqa: E402
-from ansorc import workloads  # noqa: E402
-from ansorc.ir.dag import ComputeDAG  # noqa: E402
+from suite_timing import tuned_row  # noqa: E402  (sets OMP_PROC_BIND as the table's timing does)
 
 
 def blocks(fn, calls: int, seconds: float, sleep: float) -> list:
@@ -42,12 +41,8 @@ def main(argv=None) -> int:
     ap.add_argument("--calls", type=int, default=25)
     ap.add_argument("--seconds", type=float, default=4.0)
     a = ap.parse_args(argv)
-    tensors = workloads.make(a.op, a.idx)
-    dag = ComputeDAG(tensors)
-    kern = ansorc.compile(tensors, trials=0, log=a.log, name=f"{a.op.lower()}_{a.idx}")
-    rng = np.random.default_rng(0)
-    args = [ansorc.array(rng.standard_normal(t.shape, dtype=np.float32)) for t in dag.inputs]
-    args += [ansorc.empty(t.shape, np.float32) for t in dag.outputs]
+    kern, _, _, values, zeros = tuned_row(a.op, a.idx, a.log)
+    args = [ansorc.array(v) for v in values + zeros]
     fn = lambda: kern(*args)  # noqa: E731
     fn()
     for sleep in (0.0, a.sleep, 0.0):

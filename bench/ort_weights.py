@@ -13,18 +13,15 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_PROC_BIND", "true")   # as bench/suite_timing.py times the table
 
-import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ansorc  # noqa: E402
 import suite_onnx  # noqa: E402
-from ansorc import workloads  # noqa: E402
-from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
-from suite_timing import WARM, check  # noqa: E402
+from suite_timing import WARM, check, tuned_row  # noqa: E402
 
 
 def weights_as_inputs(session):
@@ -36,12 +33,8 @@ def weights_as_inputs(session):
 
 
 def contenders(op: str, idx: int, log: str) -> dict:
-    tensors = workloads.make(op, idx)
-    dag, args = ComputeDAG(tensors), tuple(workloads.WORKLOADS[op][1][idx])
-    kern = ansorc.compile(tensors, trials=0, log=log, name=f"{op.lower()}_{idx}")
-    rng = np.random.default_rng(0)
-    ins = [ansorc.array(rng.standard_normal(t.shape, dtype=np.float32)) for t in dag.inputs]
-    outs = [ansorc.empty(t.shape, np.float32) for t in dag.outputs]
+    kern, _, args, values, zeros = tuned_row(op, idx, log)
+    ins, outs = [ansorc.array(v) for v in values], [ansorc.array(z) for z in zeros]
     kern(*ins, *outs)
     fns = {"ours": lambda: kern(*ins, *outs)}
     session = suite_onnx._session

@@ -72,14 +72,20 @@ def placed(values: np.ndarray, rng) -> np.ndarray:
     return out
 
 
-def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
-    """Median seconds of ours and of every peer whose result equals ours in every placement; the others listed."""
+def tuned_row(op: str, idx: int, log) -> tuple:
+    """(the row's kernel rebuilt from the best program in `log`, its DAG, the workload's parameters, random input
+    values, zero outputs): what every bench script that times a tuned row starts from."""
     tensors = workloads.make(op, idx)
-    args = tuple(workloads.WORKLOADS[op][1][idx])
     dag = ComputeDAG(tensors)
     kern = ansorc.compile(tensors, trials=0, log=str(log), name=f"{op.lower()}_{idx}")
     values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
     zeros = [np.zeros(t.shape, np.float32) for t in dag.outputs]
+    return kern, dag, tuple(workloads.WORKLOADS[op][1][idx]), values, zeros
+
+
+def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
+    """Median seconds of ours and of every peer whose result equals ours in every placement; the others listed."""
+    kern, dag, args, values, zeros = tuned_row(op, idx, log)
     rng, per, bad = np.random.default_rng(1), {}, []
     for _ in range(placements):
         inputs, outs = [placed(v, rng) for v in values], [placed(z, rng) for z in zeros]
