@@ -54,13 +54,20 @@ def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0,
 
 
 def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
-            name: str = "kernel", **tune_kwargs):  # noqa: A001 - the verb users expect
+            name: str = "kernel", constants=(), **tune_kwargs):  # noqa: A001 - the verb users expect
     """Tune for `trials` measured programs (resuming `log`), then build the best program as a Kernel.
     With trials=0 and a log, rebuild the best recorded program without tuning; with trials=0 and no log, build
     the untuned default program (search/default_schedule.py; on "cuda" targets gpu_policy's), not the naive loop
     nest that ansorc.build makes without a schedule. For target "cuda" (or "cuda:sm_80", ...) the result is a
-    CudaKernel."""
+    CudaKernel. `constants`: inputs (tensors or names) whose values stay the same from call to call, such as
+    weights; what the kernel computes from them alone (a blocked copy of the weights) it computes once and keeps
+    (ir/prepared.py): pass the same arrays each call, or call Kernel.constants_changed() after changing one in
+    place."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
+    if constants:
+        dag = dag.with_constants(set(dag.constants) | {getattr(c, "name", c) for c in constants})
+    if dag.constants and is_cuda(target):
+        raise AnsorcError(f"constant inputs {sorted(dag.constants)}: not supported on CUDA targets yet")
     if is_cuda(target):
         from .cuda_kernel import build_cuda_kernel
         return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, seed, **tune_kwargs), target, name)

@@ -60,6 +60,8 @@ def _load(source: Source, lib_path: str):
     if key not in _LOADED:
         ffi = FFI()
         ffi.cdef(prototype(source))
+        if source.prepared:
+            ffi.cdef(f"void {source.entry}_constants_changed(void);")
         _LOADED[key] = (ffi, ffi.dlopen(lib_path))
     return _LOADED[key]
 
@@ -90,6 +92,13 @@ class Kernel:
         self._n_in = sum(1 for a in source.args if not a.is_output)
         self._last = None  # (arrays, pointers, weak references) of the last call
         self._warned_alignment = False
+
+    def constants_changed(self) -> None:
+        """Inputs declared constant (ComputeDAG.constants) were changed in place: the copies the kernel keeps of
+        what it computed from them are made again on the next call. (Passing other arrays needs no call: the
+        copies are keyed by the constant inputs' addresses.)"""
+        if self.source_obj.prepared:
+            getattr(self._lib, f"{self.source_obj.entry}_constants_changed")()
 
     @property
     def source(self) -> str:

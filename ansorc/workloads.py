@@ -13,7 +13,7 @@ from .errors import ExpressionError, UnknownNameError
 from .ir import te
 from .ir.expr import IterVar
 from .ir.phases import PhaseAxis
-from .ir.te import ComputeOp, Tensor
+from .ir.te import ComputeOp, PlaceholderOp, Tensor
 
 
 def _out(size: int, k: int, stride: int, pad: int, dilation: int = 1) -> int:
@@ -279,6 +279,15 @@ def make(name: str, index: int = 0, **kwargs) -> list:
     """The tensors of benchmark `name` at its `index`-th listed shape."""
     fn, shapes = _entry(name)
     return fn(*shapes[index], **kwargs)
+
+
+# the inputs that hold a layer's parameters: constant from call to call where the operator runs in a model
+WEIGHT_NAMES = ("kernel", "bias", "bn_scale", "bn_offset")
+
+
+def weights(tensors) -> list:
+    """Names of the weight inputs among `tensors` (for ansorc.compile(..., constants=...))."""
+    return [t.name for t in tensors if t.name in WEIGHT_NAMES and isinstance(t.op, PlaceholderOp)]
 
 
 def work(tensors) -> int:

@@ -38,13 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ansorc import workloads  # noqa: E402
 from ansorc.errors import AnsorcError  # noqa: E402
-from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
 from peers import pack_log, working_log  # noqa: E402
-from suite_timing import time_row_fresh  # noqa: E402
+from suite_timing import row_dag, time_row_fresh  # noqa: E402
 
 MEMORY_BOUND = ("DEP", "NRM", "SFM")    # no % of peak for these: bandwidth, not FMAs, limits them
 PEER_COLUMNS = ("numpy", "torch", "onnxruntime")
@@ -205,6 +204,9 @@ def parse(argv):
                     help="timings per row on fresh arrays (the median counts); --quick: 1")
     ap.add_argument("--pool", action="store_true",
                     help="with --merge: a row in several files gets each contender's median over all their placements")
+    ap.add_argument("--per-call-weights", action="store_true",
+                    help="convolutions' weights not declared constant: ours packs them on every call (the tables "
+                         "before session s34; onnxruntime's initializers are packed once either way)")
     ap.add_argument("--no-peak", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--merge", nargs="+", metavar="SUITE_JSON",
@@ -274,9 +276,10 @@ def main(argv=None) -> int:
     rounds, min_time = (5, 0.02) if args.quick else (5, 0.05)
     results = []
     for op, idx, wargs in rows(args.ops, args.shapes, args.quick):
-        log, spent = tune_row(op, idx, ComputeDAG(workloads.make(op, idx)), log_dir, args.trials, args.quiet)
+        constant = not args.per_call_weights
+        log, spent = tune_row(op, idx, row_dag(op, idx, constant), log_dir, args.trials, args.quiet)
         try:
-            timing = time_row_fresh(op, idx, log, rounds, min_time, args.placements)
+            timing = time_row_fresh(op, idx, log, rounds, min_time, args.placements, constant)
         except AnsorcError as e:   # e.g. --trials 0 and no record for this row yet
             print(f"{op} {tuple(wargs)}: skipped: {e}", flush=True)
             continue

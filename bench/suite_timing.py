@@ -72,20 +72,28 @@ def placed(values: np.ndarray, rng) -> np.ndarray:
     return out
 
 
-def tuned_row(op: str, idx: int, log) -> tuple:
+def row_dag(op: str, idx: int, constant_weights: bool = True) -> ComputeDAG:
+    """The row's DAG; with constant_weights its weights are declared constant (ComputeDAG.constants), as the
+    table's onnxruntime peer holds them as initializers and a deployed model's kernels see them."""
+    tensors = workloads.make(op, idx)
+    return ComputeDAG(tensors, workloads.weights(tensors) if constant_weights else ())
+
+
+def tuned_row(op: str, idx: int, log, constant_weights: bool = True) -> tuple:
     """(the row's kernel rebuilt from the best program in `log`, its DAG, the workload's parameters, random input
     values, zero outputs): what every bench script that times a tuned row starts from."""
-    tensors = workloads.make(op, idx)
-    dag = ComputeDAG(tensors)
-    kern = ansorc.compile(tensors, trials=0, log=str(log), name=f"{op.lower()}_{idx}")
+    dag = row_dag(op, idx, constant_weights)
+    kern = ansorc.compile(dag, trials=0, log=str(log), name=f"{op.lower()}_{idx}")
     values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
     zeros = [np.zeros(t.shape, np.float32) for t in dag.outputs]
     return kern, dag, tuple(workloads.WORKLOADS[op][1][idx]), values, zeros
 
 
-def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
-    """Median seconds of ours and of every peer whose result equals ours in every placement; the others listed."""
-    kern, dag, args, values, zeros = tuned_row(op, idx, log)
+def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int,
+             constant_weights: bool = True) -> dict:
+    """Median seconds of ours and of every peer whose result equals ours in every placement; the others listed.
+    The first call on each placement makes what ours keeps of constant weights; the timed calls reuse it."""
+    kern, dag, args, values, zeros = tuned_row(op, idx, log, constant_weights)
     rng, per, bad = np.random.default_rng(1), {}, []
     for _ in range(placements):
         inputs, outs = [placed(v, rng) for v in values], [placed(z, rng) for z in zeros]
@@ -110,12 +118,14 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
             "flops": dag.flop_count, "cpus": START_CPUS}
 
 
-def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int) -> dict:
+def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int,
+                   constant_weights: bool = True) -> dict:
     """time_row in a new Python process (its output passes through); AnsorcError when the row cannot be timed."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "timing.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), op, str(idx), str(log), str(out),
                "--rounds", str(rounds), "--min-time", str(min_time), "--placements", str(placements)]
+        cmd += [] if constant_weights else ["--per-call-weights"]
         # started from a thread that an OpenMP runtime bound to one core (the peak microbenchmark, a peer), the
         # child would inherit that one-CPU mask: T2D 4x4 timed 2x slower, ours and PyTorch alike
         with all_process_cpus():
@@ -137,9 +147,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.05)
     ap.add_argument("--placements", type=int, default=3)
+    ap.add_argument("--per-call-weights", action="store_true", help="weights not declared constant")
     a = ap.parse_args(argv)
     try:
-        got = time_row(a.op, a.idx, Path(a.log), a.rounds, a.min_time, a.placements)
+        got = time_row(a.op, a.idx, Path(a.log), a.rounds, a.min_time, a.placements, not a.per_call_weights)
     except AnsorcError as e:   # e.g. no record for this row yet: the suite skips it
         got = {"error": str(e)}
     Path(a.out).write_text(json.dumps(got))

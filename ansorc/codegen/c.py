@@ -28,7 +28,7 @@ from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCom
                          VReduce, VScatter, VSelect, VStore, VVar, lanes_of, stmt_kids)
 from ..ir.vectorize import CMP_NAMES
 from ..ir.vectorize import vectorize_loops
-from . import pool, simd
+from . import pool, prepared, simd
 from .source import ArgSpec, Source
 from .target import Target
 
@@ -304,6 +304,15 @@ class CRenderer:
             self.emit(f"{ctype} {b.name}[{b.size}] __attribute__((aligned(64)));", ind)
             self.stmt(s.body, ind)
             return
+        if b.scope == "prepared":
+            take, give = prepared.open_buffer(self.func, s, ctype, nbytes)
+            for line in take:
+                self.emit(line, ind)
+            self.emit(f"if ({b.name} == NULL) {{ ansorc_status = 1; }} else {{", ind)
+            self.stmt(s.body, ind + 1)
+            self.emit(give, ind + 1)
+            self.emit("}", ind)
+            return
         # kept between calls (codegen/pool.py), except per-iteration buffers of a parallel loop: malloc's thread
         # caches serve those without the pool's one lock
         take, give = (pool.TAKE, pool.GIVE) if not self.parallel_depth else ("ansorc_alloc", "free")
@@ -328,8 +337,11 @@ class CRenderer:
                  for name, code in self.check_codes.items()]
         self.lines[1:1] = notes
         body = "\n".join(self.lines)
+        keep = bool(self.func.prepared)
         self.lines[:0] = [PRELUDE, *([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
-                          *([pool.POOL_PRELUDE] if pool.TAKE in body else []), simd.prelude(self.isa, body)]
+                          *([pool.POOL_PRELUDE] if pool.TAKE in body or keep else []),
+                          *([prepared.PRELUDE] if keep else []), simd.prelude(self.isa, body),
+                          *prepared.statics(self.func)]
         if self.fence_after(self.func.body):   # stores made outside a parallel loop, by the calling thread
             self.lines.append(f"  {simd.STORE_FENCE[self.isa]};")
         self.lines += ["  return ansorc_status;", "}", ""]
@@ -372,7 +384,7 @@ def codegen_c(func: PrimFunc, target: "Target | str | None" = None) -> Source:
     target = Target.from_name(target or "native")
     code = CRenderer(lower_for_target(func, target), target.isa).render()
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, k >= func.n_inputs) for k, b in enumerate(func.args))
-    return Source(code, func.name, args, "c")
+    return Source(code, func.name, args, "c", prepared=bool(func.prepared))
 
 
 def status_message(code: int, code_text: str = "", entry: str | None = None) -> str:

@@ -150,6 +150,8 @@ def _host_launcher(func: PrimFunc, kernels: list, workspaces: list) -> list:
 
 def codegen_cuda(func: PrimFunc, target: CudaTarget | None = None) -> Source:
     """Render CUDA for a lowered GPU program; ScheduleError when it breaks a device limit."""
+    if func.prepared:
+        raise NotImplementedError(f"{func.name}: constant inputs (prepared stages) are not supported on CUDA yet")
     target = target or CudaTarget.from_name("cuda")
     func = gpu_passes(func)
     kernels, workspaces = split_kernels(func)

@@ -4,6 +4,9 @@ Every generated C source defines two functions:
     int ENTRY(const float* restrict A, ..., float* restrict OUT, ...);   /* inputs then outputs */
     int ENTRY_packed(void** args);                                         /* same, args[i] = pointer i */
 Both return 0 on success and non-zero if a workspace allocation failed. Arrays are dense, row-major.
+A kernel with constant inputs (ComputeDAG.constants) that computes something from them alone keeps it between
+calls, made again when a constant input's address changes, and also defines
+    void ENTRY_constants_changed(void);   /* a constant input's values changed in place: make the copies again */
 
 A CUDA source (lang "cuda") holds one or more `extern "C" __global__` kernels, described by `launches`, plus
 an `extern "C"` host launcher ENTRY(inputs..., outputs..., cudaStream_t stream) for exported libraries. The
@@ -57,6 +60,7 @@ class Source:
     lang: str = "c"  # "c" | "cuda"
     launches: tuple = ()     # CUDA: Launch, in order; every launch runs on one stream
     workspaces: tuple = ()   # CUDA: Workspace, allocated by the caller (runner) or the host launcher
+    prepared: bool = False   # C: keeps copies made from constant inputs; defines void ENTRY_constants_changed(void)
 
     @property
     def key(self) -> str:

@@ -14,6 +14,7 @@ import networkx as nx
 from ..errors import AnsorcError
 from .expr import Binary, Call, CheckedIndex, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
 from .graph import postorder
+from .prepared import MAX_CONSTANTS
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
 
@@ -25,8 +26,11 @@ class DagError(AnsorcError, ValueError):
 @dataclass(eq=False)
 class ComputeDAG:
     tensors: tuple  # the kernel arguments: inputs then outputs, as the user listed them
+    # Names of inputs whose values stay the same from call to call (weights): stages computed from them alone
+    # run once and are kept (lower.py, "prepared" stages), as TVM rewrites constant weights' layout ahead of time.
+    constants: frozenset = frozenset()
 
-    def __init__(self, tensors):
+    def __init__(self, tensors, constants=()):
         tensors = tuple(tensors)
         if not tensors:
             raise DagError("a ComputeDAG needs at least one tensor")
@@ -63,6 +67,21 @@ class ComputeDAG:
         self.outputs = tuple(t for t in tensors if isinstance(t.op, ComputeOp))
         if not self.outputs:
             raise DagError("the argument list has no computed (output) tensor")
+        self.constants = self._constant_names(constants)
+
+    def _constant_names(self, constants) -> frozenset:
+        names = {c.name if isinstance(c, Tensor) else c for c in constants}
+        inputs = [t.name for t in self.inputs]
+        for n in sorted(names, key=str):
+            if n not in inputs:
+                raise DagError(f"constant {n!r} is not an input of the kernel (inputs: {inputs})")
+        if len(names) > MAX_CONSTANTS:
+            raise DagError(f"{len(names)} constant inputs; a kernel may have at most {MAX_CONSTANTS}")
+        return frozenset(names)
+
+    def with_constants(self, constants) -> "ComputeDAG":
+        """The same DAG with these inputs (tensors or names) declared constant."""
+        return ComputeDAG(self.tensors, constants)
 
     def _dfs_rank(self, ops):
         names = postorder([t.name for t in self.tensors], lambda n: [i.name for i in ops[n].inputs], key=str)
@@ -95,7 +114,10 @@ class ComputeDAG:
         canon = {op.name: f"T{i}" for i, op in enumerate(self.ops)}
         body = [_serialize_op(op, canon) for op in self.ops]
         args = [canon[t.name] for t in self.tensors]
-        text = json.dumps({"ops": body, "args": args}, separators=(",", ":"))
+        key = {"ops": body, "args": args}
+        if self.constants:   # a DAG without constants keeps the key it always had
+            key["constants"] = sorted(canon[n] for n in self.constants)
+        text = json.dumps(key, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def __repr__(self):

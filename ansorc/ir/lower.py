@@ -15,6 +15,7 @@ from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import FuseRel, ScheduleError, State
 from . import skip
+from .prepared import prepared_stages
 from .skip import (all_of, contribution_conditions, guard_levels, index_selects, take_true_branches,
                    version_condition)
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
@@ -45,7 +46,10 @@ class _Lowerer:
         self.state = state
         self.name = name
         dag = state.dag
-        self.names = NameTable(reserved={name, name + "_packed"})
+        # the function's own names and the file-scope ones of its prepared copies (codegen/prepared.py)
+        self.names = NameTable(reserved={name, name + "_packed", name + "_constants_changed",
+                                         name + "_prepared_release"} | {f"{name}_prepared_{k}"
+                                                                        for k in range(len(state.stages))})
         self.args = []
         for t in dag.tensors:
             self.args.append(Buffer(self.names.get(("buf", t.name), t.name), t.shape, t.dtype, "arg"))
@@ -54,6 +58,7 @@ class _Lowerer:
         self.stages = {s.name: s for s in state.stages if s.compute_at != "inline"}
         self._expanded: dict = {}
         self.body = {n: self.expand(s.op.body) for n, s in self.stages.items()}
+        self.prepared = prepared_stages(state, self.body)
         self.info: dict[str, _StageInfo] = {}
         self.bounds: dict = {}
         self.memo: dict = {}     # simplify() results by node identity, for this lowering only
@@ -107,7 +112,8 @@ class _Lowerer:
             offsets = tuple(m for m, _ in region)
             rel = {a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.axes}
         else:
-            buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, "global")
+            scope = "prepared" if name in self.prepared else "global"
+            buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, scope)
             offsets, rel = tuple(Const(0, "int32") for _ in op.axes), axis_abs
         self.buffers[name] = buf
         reduce_vars = {loop_vars[it.name].name for it in st.iters if it.kind == "R"}
@@ -404,12 +410,16 @@ def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     model's feature extraction reads (annotations are still on the loops), at a fraction of the cost."""
     low = _Lowerer(state, name)
     roots = [s.name for s in state.stages if s.compute_at == "root"]
-    body = seq(*[low.emit(n) for n in roots])
+    stale = {n: low.names.get(("stale", n), f"{low.stage_info(n).buffer.name}_stale") for n in low.prepared}
+    body = seq(*[IfThenElse(Var(stale[n]), low.emit(n), prepare=True) if n in stale else low.emit(n)
+                 for n in roots])
     for n in reversed(roots):
         buf = low.stage_info(n).buffer
-        if buf.scope == "global":
+        if buf.scope in ("global", "prepared"):
             body = Allocate(buf, body)
-    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low))
+    constants = tuple(low.buffers[t.name].name for t in state.dag.inputs if t.name in state.dag.constants)
+    prepared = tuple((low.stage_info(n).buffer.name, stale[n]) for n in roots if n in stale)
+    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low), constants, prepared)
     if not passes:
         return func
     from .passes import default_passes

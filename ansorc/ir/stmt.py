@@ -12,7 +12,8 @@ class Buffer:
     name: str       # C identifier
     shape: tuple
     dtype: str
-    scope: str      # "arg" (kernel argument) | "global" (workspace) | "local" (inside a loop body)
+    scope: str      # "arg" (kernel argument) | "global" (workspace) | "local" (inside a loop body) | "prepared"
+                    # (computed from constant inputs, kept between calls: ir/prepared.py)
 
     @property
     def size(self) -> int:
@@ -57,6 +58,7 @@ class IfThenElse(Stmt):
     cond: Expr
     then: Stmt
     skip: bool = False   # only skips work that changes nothing (ir/skip.py): the accesses inside are in range
+    prepare: bool = False   # a prepared stage's nest, run when its kept copy is stale (ir/prepared.py)
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class PrimFunc:
     n_inputs: int
     body: Stmt
     stream: tuple = ()   # names of output buffers whose vector stores bypass the caches (pragma store_stream)
+    constants: tuple = ()   # names of the input buffers declared constant (ComputeDAG.constants)
+    prepared: tuple = ()    # (buffer, stale flag) of each prepared stage (ir/prepared.py), in computing order
 
 
 def seq(*stmts) -> Stmt:

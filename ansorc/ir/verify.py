@@ -66,7 +66,7 @@ def scoped(func: PrimFunc):
             sc = Scope(sc.bounds, sc.guards, sc.buffers, sc.registers | {v.name for v, _ in s.decls}, sc.parallel)
         for c in stmt_kids(s):
             yield from visit(c, sc)
-    yield from visit(func.body, Scope({}, (), {b.name: b for b in func.args}))
+    yield from visit(func.body, Scope({f: (0, 1) for _, f in func.prepared}, (), {b.name: b for b in func.args}))
 
 
 @lru_cache(maxsize=4096)

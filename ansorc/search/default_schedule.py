@@ -395,7 +395,8 @@ def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: H
     nbytes = math.prod(panel.tensor.shape) * itemsize(op.dtype)
     flops = op_flops(op)
     large = nbytes >= LAYOUT_PANEL_BYTES and flops >= LAYOUT_FLOPS_PER_BYTE * nbytes
-    if rereads < (LAYOUT_MIN_REREADS if large else LAYOUT_REREADS):
+    # constant weights are copied once, not per call (ir/prepared.py): the blocked layout then costs nothing
+    if rereads < (LAYOUT_MIN_REREADS if large else LAYOUT_REREADS) and panel.name not in state.dag.constants:
         return state
     state = state.apply(CacheRead(panel.name, "local", (local,), vf))
     return schedule_root(state, f"{panel.name}.local", hw)

@@ -68,6 +68,8 @@ def _visit(s, loops, guards, ms, prod, ctx) -> int:
     if t is Seq:
         return sum(_visit(c, loops, guards, ms, prod, ctx) for c in s.stmts)
     if t is IfThenElse:
+        if s.prepare:   # computed once, not per call (ir/prepared.py)
+            return 0
         return _visit(s.then, loops, guards + (s.cond,), ms, prod, ctx)
     if t is Allocate:
         ctx.allocs[s.buffer.name] = (s.buffer, prod, len(loops))

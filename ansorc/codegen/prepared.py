@@ -1,0 +1,92 @@
+"""C for prepared stages (ir/prepared.py): buffers computed from constant inputs, kept between calls.
+
+Each prepared buffer of a kernel is a static slot. A call takes the slot with the addresses of the kernel's
+constant inputs: when the slot holds a copy made from those addresses the call reads it (as one of any number
+of readers); otherwise, once no call is reading it, the call has the slot to itself, computes the copy (the
+`if (<buffer>_stale)` branch) and publishes it with those addresses on giving the slot back. A call with other
+weights waits for the readers of the old copy, so concurrent calls are safe. The copy is not published when the
+call failed (a non-zero status), and `ENTRY_constants_changed()` marks every copy stale for callers that change
+a constant input's values in place (the slot cannot see that). The copies are freed when the library unloads."""
+from __future__ import annotations
+
+from ..ir.prepared import MAX_CONSTANTS
+from ..ir.stmt import Allocate, PrimFunc
+
+TAKE = "ansorc_prepared_take"
+GIVE = "ansorc_prepared_give"
+
+PRELUDE = f"""#ifndef ANSORC_PREPARED
+#define ANSORC_PREPARED
+#include <sched.h>
+#include <string.h>
+typedef struct {{ void* p; const void* keys[{MAX_CONSTANTS}]; int valid, readers, writing, lock; }} ansorc_prepared;
+static void ansorc_prepared_enter(ansorc_prepared* s) {{
+  while (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}}
+static void ansorc_prepared_leave(ansorc_prepared* s) {{ __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }}
+/* the slot's copy; *stale = 1: the caller computes it (and has the slot alone), 0: reads it; NULL: no memory */
+static void* {TAKE}(ansorc_prepared* s, size_t bytes, const void* const* keys, int n, int* stale) {{
+  for (;;) {{
+    ansorc_prepared_enter(s);
+    if (s->valid && memcmp(s->keys, keys, (size_t)n * sizeof(void*)) == 0) {{
+      s->readers++; ansorc_prepared_leave(s); *stale = 0; return s->p;
+    }}
+    if (!s->readers && !s->writing) {{
+      if (!s->p) s->p = ansorc_fresh(bytes);
+      void* p = s->p;
+      if (p) {{ s->valid = 0; s->writing = 1; }}
+      ansorc_prepared_leave(s); *stale = 1; return p;
+    }}
+    ansorc_prepared_leave(s);
+    sched_yield();
+  }}
+}}
+static void {GIVE}(ansorc_prepared* s, const void* const* keys, int n, int stale, int ok) {{
+  ansorc_prepared_enter(s);
+  if (stale) {{
+    s->writing = 0; s->valid = ok;
+    if (ok) memcpy(s->keys, keys, (size_t)n * sizeof(void*));
+  }} else {{
+    s->readers--;
+  }}
+  ansorc_prepared_leave(s);
+}}
+static void ansorc_prepared_forget(ansorc_prepared* s) {{
+  for (;;) {{
+    ansorc_prepared_enter(s);
+    if (!s->readers && !s->writing) {{ s->valid = 0; ansorc_prepared_leave(s); return; }}
+    ansorc_prepared_leave(s);
+    sched_yield();
+  }}
+}}
+#endif
+"""
+
+def slot(func: PrimFunc, k: int) -> str:
+    return f"{func.name}_prepared_{k}"
+
+
+def statics(func: PrimFunc) -> list:
+    """File-scope lines before the function: the slots, their release at unload, ENTRY_constants_changed."""
+    if not func.prepared:
+        return []
+    slots = [slot(func, k) for k in range(len(func.prepared))]
+    lines = [f"static ansorc_prepared {s};" for s in slots]
+    lines += ["#ifdef __GNUC__", f"__attribute__((destructor)) static void {func.name}_prepared_release(void) {{",
+              *[f"  free({s}.p); {s}.p = NULL; {s}.valid = 0;" for s in slots], "}", "#endif",
+              f"void {func.name}_constants_changed(void) {{", *[f"  ansorc_prepared_forget(&{s});" for s in slots],
+              "}", ""]
+    return lines
+
+
+def open_buffer(func: PrimFunc, s: Allocate, ctype: str, nbytes: int) -> tuple:
+    """(lines that take the buffer's slot, the line that gives it back) around the Allocate's body."""
+    names = [b for b, _ in func.prepared]
+    k = names.index(s.buffer.name)
+    b, stale = func.prepared[k]
+    keys = ", ".join(f"(const void*){c}" for c in func.constants)
+    n = len(func.constants)
+    take = [f"int {stale} = 0;", f"const void* {b}_keys[] = {{{keys}}};",
+            f"{ctype}* restrict {b} = ({ctype}*){TAKE}(&{slot(func, k)}, {nbytes}u, {b}_keys, {n}, &{stale});"]
+    give = f"{GIVE}(&{slot(func, k)}, {b}_keys, {n}, {stale}, ansorc_status == 0);"
+    return take, give
