@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--input-shape", dest="input_shape", action="append", default=[], metavar="NAME=1x3x224x224",
                         help="static shape of a model input whose shape the .onnx file leaves open")
         sp.add_argument("--json", action="store_true", help="print one JSON object with the result")
+        sp.add_argument("--constant", dest="constants", action="append", default=[], metavar="NAME",
+                        help="an input of the expression file whose values stay the same from call to call "
+                             "(weights): what the kernel computes from it alone is made once and kept")
 
     c = sub.add_parser("compile", help="tune (optionally) and write lib<name>.so, <name>.h, <name>.c")
     common(c, need_log=False)
@@ -79,6 +82,15 @@ def _load_program(args):
         except NotEnoughMemoryError as e:
             raise CliError(str(e)) from None
     return prog
+
+
+def _dag(args, prog):
+    """The program's ComputeDAG with the --constant inputs declared."""
+    from .ir.dag import ComputeDAG, DagError
+    try:
+        return ComputeDAG(prog.tensors, args.constants)
+    except DagError as e:
+        raise CliError(f"--constant: {e}") from None
 
 
 def _target_name(args) -> str:
@@ -118,6 +130,7 @@ def cmd_compile(args) -> dict:
     if args.trials is None:
         args.trials = 0 if is_model_path(args.file) else 64
     if is_model_path(args.file):
+        _no_constants(args)
         check_output_dir(args.output)
         if args.log:
             check_log(args.log)
@@ -136,13 +149,15 @@ def cmd_compile(args) -> dict:
     args.target = _target_name(args)
     _check_target(args.target)
     if args.target.startswith("cuda"):
+        if args.constants:
+            raise CliError("--constant: not supported on CUDA targets yet")
         return _compile_cuda(args, prog, name)
     from .codegen.target import Target
     tgt = Target.from_name(args.target)
     if not tgt.runs_here():
         return _cross_compile(args, prog, name, tgt)
     try:
-        kern = compile_kernel(prog.tensors, trials=args.trials, log=args.log, target=args.target, seed=args.seed,
+        kern = compile_kernel(_dag(args, prog), trials=args.trials, log=args.log, target=args.target, seed=args.seed,
                               name=name, **({"progress": not args.quiet} if args.trials > 0 else {}))
     except NoRecordError as e:
         raise CliError(str(e), EXIT_FAILED) from None
@@ -155,7 +170,6 @@ def _cross_compile(args, prog, name, tgt) -> dict:
     """A target this machine cannot run (e.g. neon on x86): no tuning here; export the best logged program (or
     the untuned default one) built with the target's cross compiler."""
     from .export import ExportError, export
-    from .ir.dag import ComputeDAG
     from .ir.state import replay
     from .ir.steps import steps_from_json
     from .measure.record import best, load
@@ -165,7 +179,7 @@ def _cross_compile(args, prog, name, tgt) -> dict:
     if args.trials > 0:
         raise CliError(f"--target {args.target}: cannot be measured on this machine; tune on the target and "
                        "pass its log with --trials 0 to cross-compile here", EXIT_FAILED)
-    dag = ComputeDAG(prog.tensors)
+    dag = _dag(args, prog)
     recs = best(load(args.log), dag.workload_key, args.target) if args.log else []
     schedule = replay(dag, steps_from_json(recs[0].steps)) if recs else default_state(SearchTask(dag, args.target))
     untuned = "untuned (default program)" if schedule is not None else "untuned (naive loop nest)"
@@ -205,6 +219,11 @@ def _compile_cuda(args, prog, name) -> dict:
             "workload_key": dag.workload_key}
 
 
+def _no_constants(args) -> None:
+    if args.constants:
+        raise CliError("--constant applies to expression files; a model's weights are its initializers")
+
+
 def cmd_tune(args) -> dict:
     from .net.cli import is_model_path, tune_model
     from .search.task import SearchTask
@@ -214,6 +233,7 @@ def cmd_tune(args) -> dict:
     if args.trials < 1:
         raise CliError("--trials must be >= 1 for tune")
     if is_model_path(args.file):
+        _no_constants(args)
         return _model_command(tune_model, args)
     prog = _load_program(args)
     args.target = _target_name(args)
@@ -223,7 +243,7 @@ def cmd_tune(args) -> dict:
         from .measure.ray_backend import RayBackend
         backend = RayBackend(args.cluster, args.target)
     try:
-        res = tune(SearchTask(prog.tensors, args.target), trials=args.trials, log=args.log, seed=args.seed,
+        res = tune(SearchTask(_dag(args, prog), args.target), trials=args.trials, log=args.log, seed=args.seed,
                    progress=not args.quiet, backend=backend)
     finally:
         if backend is not None:

@@ -213,7 +213,7 @@ def load(path) -> Kernel:
     args = tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"], a["output"]) for a in sig["args"])
     c_file = p.with_name(f"{name}.c")
     source = Source(c_file.read_text(encoding="utf-8", errors="replace") if c_file.exists() else "", sig["entry"],
-                    args)
+                    args, prepared=sig.get("prepared", False))
     return Kernel(source, str(p.resolve()))
 
 

@@ -40,8 +40,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sleep", type=float, default=0.1)
     ap.add_argument("--calls", type=int, default=25)
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--per-call-weights", action="store_true", help="LOG was tuned with weights per call")
     a = ap.parse_args(argv)
-    kern, _, _, values, zeros = tuned_row(a.op, a.idx, a.log)
+    kern, _, _, values, zeros = tuned_row(a.op, a.idx, a.log, not a.per_call_weights)
     args = [ansorc.array(v) for v in values + zeros]
     fn = lambda: kern(*args)  # noqa: E731
     fn()

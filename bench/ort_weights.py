@@ -1,8 +1,10 @@
 """onnxruntime's conv with its weights as initializers (packed once, when the session is made: the table's peer)
 and as graph inputs (packed on every call, as ansorc's kernels and PyTorch take them), side by side with ours.
-Shows what onnxruntime's lead on a row owes to packing constant weights ahead of time.
+Shows what onnxruntime's lead on a row owes to packing constant weights ahead of time. LOG: tuned with the
+weights per call (`bench/suite.py --per-call-weights`); with --kept LOG2 (tuned with the weights declared
+constant, the table's default) also ours keeping what it computes from the weights (ir/prepared.py).
 
-    python bench/ort_weights.py OP IDX LOG     (OP a conv-family workload: C2D, GRP, DIL, T2D, CAP, CBR, ...)
+    python bench/ort_weights.py OP IDX LOG [--kept LOG2]   (OP a conv-family workload: C2D, GRP, T2D, CBR, ...)
 """
 from __future__ import annotations
 
@@ -32,11 +34,17 @@ def weights_as_inputs(session):
     return make
 
 
-def contenders(op: str, idx: int, log: str) -> dict:
-    kern, _, args, values, zeros = tuned_row(op, idx, log)
+def contenders(op: str, idx: int, log: str, kept_log: str | None = None) -> dict:
+    kern, _, args, values, zeros = tuned_row(op, idx, log, constant_weights=False)
     ins, outs = [ansorc.array(v) for v in values], [ansorc.array(z) for z in zeros]
     kern(*ins, *outs)
     fns = {"ours": lambda: kern(*ins, *outs)}
+    if kept_log:
+        kept, kept_outs = tuned_row(op, idx, kept_log)[0], [ansorc.array(z) for z in zeros]
+        kept(*ins, *kept_outs)   # makes the copy it keeps
+        if not check(outs[0], kept_outs[0]):
+            raise SystemExit(f"ours with kept weights differs from ours on {op} {idx}")
+        fns["ours, weights kept"] = lambda: kept(*ins, *kept_outs)
     session = suite_onnx._session
     with all_process_cpus():   # the pools' threads on every core (bench/suite_timing.py, peer_calls)
         fns["ort, w initializer"], back = suite_onnx.ort_fns(op, args, ins)["onnxruntime"]
@@ -56,9 +64,10 @@ def main(argv=None) -> int:
     ap.add_argument("op", type=str.upper)
     ap.add_argument("idx", type=int)
     ap.add_argument("log")
+    ap.add_argument("--kept", help="a log of the row tuned with its weights declared constant")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args(argv)
-    med = median_alternating(contenders(a.op, a.idx, a.log), rounds=a.rounds, min_time=0.05, warm=WARM)
+    med = median_alternating(contenders(a.op, a.idx, a.log, a.kept), rounds=a.rounds, min_time=0.05, warm=WARM)
     print(f"{a.op} {a.idx}: " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in med.items()), flush=True)
     return 0
 

@@ -52,8 +52,11 @@ def shape_macros(source: Source) -> list:
 
 
 def signature(source: Source) -> dict:
-    return {"entry": source.entry, "args": [{"name": a.name, "shape": list(a.shape), "dtype": a.dtype,
-                                             "output": a.is_output} for a in source.args]}
+    sig = {"entry": source.entry, "args": [{"name": a.name, "shape": list(a.shape), "dtype": a.dtype,
+                                            "output": a.is_output} for a in source.args]}
+    if source.prepared:   # the library defines ENTRY_constants_changed (codegen/prepared.py)
+        sig["prepared"] = True
+    return sig
 
 
 def signature_json(source: Source) -> str:
@@ -88,6 +91,11 @@ def render_header(source: Source, provenance: dict | None = None, expression: st
               "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
     lines += shape_macros(source)
     lines += [f"typedef {C_TYPE[a.dtype]} {name}_{a.name}_t;" for a in source.args]
+    if source.prepared:
+        lines += ["", "/* Constant inputs: what the kernel computes from them alone it makes on the first call and",
+                  " * keeps, made again when a constant argument arrives at another address. After changing a",
+                  f" * constant input's values in place, call {name}_constants_changed(). */",
+                  f"void {name}_constants_changed(void);"]
     lines += ["", prototype(source), f"int {name}_packed(void** args);",
               f"const char* {name}_ansorc_signature(void);  /* this header's signature line, as JSON */", "",
               "#ifdef __cplusplus", "}", "#endif", "", f"#endif /* {guard} */", ""]
@@ -110,7 +118,8 @@ def read_signature(header_text: str) -> dict:
 def check_signature(sig) -> dict:
     """`sig` if it is a well-formed signature (C identifiers, positive integer shapes, known dtypes)."""
     ok = (isinstance(sig, dict) and isinstance(sig.get("entry"), str) and is_c_ident(sig["entry"])
-          and isinstance(sig.get("args"), list) and sig["args"] and all(map(_arg_ok, sig["args"])))
+          and isinstance(sig.get("args"), list) and sig["args"] and all(map(_arg_ok, sig["args"]))
+          and isinstance(sig.get("prepared", False), bool))
     if not ok:
         raise ValueError("malformed signature")
     return sig
