@@ -61,7 +61,7 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     nest that ansorc.build makes without a schedule. For target "cuda" (or "cuda:sm_80", ...) the result is a
     CudaKernel. `constants`: inputs (tensors or names) whose values stay the same from call to call, such as
     weights; what the kernel computes from them alone (a blocked copy of the weights) it computes once and keeps
-    (ir/prepared.py): pass the same arrays each call, or call Kernel.constants_changed() after changing one in
+    (ir/prepared.py), and makes again for another array; call Kernel.constants_changed() after changing one in
     place."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
     if constants:

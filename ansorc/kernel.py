@@ -96,7 +96,7 @@ class Kernel:
     def constants_changed(self) -> None:
         """Inputs declared constant (ComputeDAG.constants) were changed in place: the copies the kernel keeps of
         what it computed from them are made again on the next call. (Passing other arrays needs no call: the
-        copies are keyed by the constant inputs' addresses.)"""
+        copies are keyed by the constant inputs' addresses and words sampled across them.)"""
         if self.source_obj.prepared:
             getattr(self._lib, f"{self.source_obj.entry}_constants_changed")()
 

@@ -93,8 +93,9 @@ def render_header(source: Source, provenance: dict | None = None, expression: st
     lines += [f"typedef {C_TYPE[a.dtype]} {name}_{a.name}_t;" for a in source.args]
     if source.prepared:
         lines += ["", "/* Constant inputs: what the kernel computes from them alone it makes on the first call and",
-                  " * keeps, made again when a constant argument arrives at another address. After changing a",
-                  f" * constant input's values in place, call {name}_constants_changed(). */",
+                  " * keeps, made again when a constant argument arrives at another address or differs in one",
+                  " * of 32 words sampled across it. After changing a constant input's values in place, call",
+                  f" * {name}_constants_changed(). */",
                   f"void {name}_constants_changed(void);"]
     lines += ["", prototype(source), f"int {name}_packed(void** args);",
               f"const char* {name}_ansorc_signature(void);  /* this header's signature line, as JSON */", "",

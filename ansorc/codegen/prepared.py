@@ -1,14 +1,17 @@
 """C for prepared stages (ir/prepared.py): buffers computed from constant inputs, kept between calls.
 
-Each prepared buffer of a kernel is a static slot. A call takes the slot with the addresses of the kernel's
-constant inputs: when the slot holds a copy made from those addresses the call reads it (as one of any number
+Each prepared buffer of a kernel is a static slot. A call takes the slot with the keys of the kernel's constant
+inputs (each one's address and a hash of 32 words sampled across it, so that other weights allocated where freed
+ones were are seen too): when the slot holds a copy made under those keys the call reads it (as one of any number
 of readers); otherwise, once no call is reading it, the call has the slot to itself, computes the copy (the
-`if (<buffer>_stale)` branch) and publishes it with those addresses on giving the slot back. A call with other
+`if (<buffer>_stale)` branch) and publishes it with those keys on giving the slot back. A call with other
 weights waits for the readers of the old copy, so concurrent calls are safe. The copy is not published when the
 call failed (a non-zero status), and `ENTRY_constants_changed()` marks every copy stale for callers that change
-a constant input's values in place (the slot cannot see that). The copies are freed when the library unloads."""
+a constant input's values in place (the samples need not see that). The copies are freed when the library
+unloads."""
 from __future__ import annotations
 
+from ..ir.dtypes import ITEMSIZE
 from ..ir.prepared import MAX_CONSTANTS
 from ..ir.stmt import Allocate, PrimFunc
 
@@ -18,17 +21,34 @@ GIVE = "ansorc_prepared_give"
 PRELUDE = f"""#ifndef ANSORC_PREPARED
 #define ANSORC_PREPARED
 #include <sched.h>
+#include <stdint.h>
 #include <string.h>
-typedef struct {{ void* p; const void* keys[{MAX_CONSTANTS}]; int valid, readers, writing, lock; }} ansorc_prepared;
+typedef struct {{ const void* at; uint64_t sampled; }} ansorc_constant_key;
+typedef struct {{ void* p; ansorc_constant_key keys[{MAX_CONSTANTS}]; int valid, readers, writing, lock; }} ansorc_prepared;
+/* an input's key: its address and an FNV-1a hash of 32 words spread over its bytes */
+static ansorc_constant_key ansorc_constant(const void* at, size_t bytes) {{
+  const unsigned char* b = (const unsigned char*)at;
+  uint64_t h = 1469598103934665603ull;
+  size_t words = bytes / 4;
+  for (size_t i = 0; i < (words ? 32 : bytes); ++i) {{
+    uint32_t w = 0;
+    if (words) memcpy(&w, b + 4 * (i * (words - 1) / 31), 4); else w = b[i];
+    h = (h ^ w) * 1099511628211ull;
+  }}
+  ansorc_constant_key k = {{at, h}};
+  return k;
+}}
 static void ansorc_prepared_enter(ansorc_prepared* s) {{
   while (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
 }}
 static void ansorc_prepared_leave(ansorc_prepared* s) {{ __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }}
 /* the slot's copy; *stale = 1: the caller computes it (and has the slot alone), 0: reads it; NULL: no memory */
-static void* {TAKE}(ansorc_prepared* s, size_t bytes, const void* const* keys, int n, int* stale) {{
+static void* {TAKE}(ansorc_prepared* s, size_t bytes, const ansorc_constant_key* keys, int n, int* stale) {{
   for (;;) {{
     ansorc_prepared_enter(s);
-    if (s->valid && memcmp(s->keys, keys, (size_t)n * sizeof(void*)) == 0) {{
+    int same = s->valid;
+    for (int i = 0; same && i < n; ++i) same = s->keys[i].at == keys[i].at && s->keys[i].sampled == keys[i].sampled;
+    if (same) {{
       s->readers++; ansorc_prepared_leave(s); *stale = 0; return s->p;
     }}
     if (!s->readers && !s->writing) {{
@@ -41,11 +61,11 @@ static void* {TAKE}(ansorc_prepared* s, size_t bytes, const void* const* keys, i
     sched_yield();
   }}
 }}
-static void {GIVE}(ansorc_prepared* s, const void* const* keys, int n, int stale, int ok) {{
+static void {GIVE}(ansorc_prepared* s, const ansorc_constant_key* keys, int n, int stale, int ok) {{
   ansorc_prepared_enter(s);
   if (stale) {{
     s->writing = 0; s->valid = ok;
-    if (ok) memcpy(s->keys, keys, (size_t)n * sizeof(void*));
+    if (ok) memcpy(s->keys, keys, (size_t)n * sizeof(*keys));
   }} else {{
     s->readers--;
   }}
@@ -84,9 +104,10 @@ def open_buffer(func: PrimFunc, s: Allocate, ctype: str, nbytes: int) -> tuple:
     names = [b for b, _ in func.prepared]
     k = names.index(s.buffer.name)
     b, stale = func.prepared[k]
-    keys = ", ".join(f"(const void*){c}" for c in func.constants)
+    args = {a.name: a for a in func.args}
+    keys = ", ".join(f"ansorc_constant({c}, {args[c].size * ITEMSIZE[args[c].dtype]}u)" for c in func.constants)
     n = len(func.constants)
-    take = [f"int {stale} = 0;", f"const void* {b}_keys[] = {{{keys}}};",
+    take = [f"int {stale} = 0;", f"ansorc_constant_key {b}_keys[] = {{{keys}}};",
             f"{ctype}* restrict {b} = ({ctype}*){TAKE}(&{slot(func, k)}, {nbytes}u, {b}_keys, {n}, &{stale});"]
     give = f"{GIVE}(&{slot(func, k)}, {b}_keys, {n}, {stale}, ansorc_status == 0);"
     return take, give

@@ -5,7 +5,7 @@ Every generated C source defines two functions:
     int ENTRY_packed(void** args);                                         /* same, args[i] = pointer i */
 Both return 0 on success and non-zero if a workspace allocation failed. Arrays are dense, row-major.
 A kernel with constant inputs (ComputeDAG.constants) that computes something from them alone keeps it between
-calls, made again when a constant input's address changes, and also defines
+calls, made again when a constant input's address or sampled words change, and also defines
     void ENTRY_constants_changed(void);   /* a constant input's values changed in place: make the copies again */
 
 A CUDA source (lang "cuda") holds one or more `extern "C" __global__` kernels, described by `launches`, plus

@@ -59,10 +59,20 @@ def test_equal_to_numpy_on_every_call_and_for_other_weights(kernel):
     np.testing.assert_allclose(kernel(a, w), _want(a, w), rtol=1e-5, atol=1e-5)
 
 
-def test_constants_changed_makes_the_copy_again(kernel):
+def test_weights_rewritten_at_the_same_address_are_seen(kernel):
+    """The key of a constant is its address and 32 words sampled across it: new weights that land where freed
+    ones were (or are written over them) are told apart."""
     a, w = _inputs(2)
     kernel(a, w)
-    w *= 3.0   # in place: same address, so the kernel cannot see it without being told
+    w *= 3.0
+    np.testing.assert_allclose(kernel(a, w), _want(a, w), rtol=1e-5, atol=1e-4)
+
+
+def test_constants_changed_makes_the_copy_again(kernel):
+    a, w = _inputs(8)
+    kernel(a, w)
+    w.reshape(-1)[1] += 10.0   # an element the samples skip (words 0, 41, 82, ... of 1280): not seen
+    assert not np.allclose(kernel(a, w), _want(a, w), rtol=1e-5, atol=1e-4)
     kernel.constants_changed()
     np.testing.assert_allclose(kernel(a, w), _want(a, w), rtol=1e-5, atol=1e-4)
 
