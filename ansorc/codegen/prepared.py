@@ -24,7 +24,9 @@ PRELUDE = f"""#ifndef ANSORC_PREPARED
 #include <stdint.h>
 #include <string.h>
 typedef struct {{ const void* at; uint64_t sampled; }} ansorc_constant_key;
-typedef struct {{ void* p; ansorc_constant_key keys[{MAX_CONSTANTS}]; int valid, readers, writing, lock; }} ansorc_prepared;
+typedef struct {{
+  void* p; ansorc_constant_key keys[{MAX_CONSTANTS}]; int valid, readers, writing, lock;
+}} ansorc_prepared;
 /* an input's key: its address and an FNV-1a hash of 32 words spread over its bytes */
 static ansorc_constant_key ansorc_constant(const void* at, size_t bytes) {{
   const unsigned char* b = (const unsigned char*)at;
