@@ -99,3 +99,11 @@ def test_features_leave_out_the_prepared_stage():
     with_constants = extract(lower(State.initial(ComputeDAG(tensors, constants=["W"])), "k", passes=False))
     plain = extract(lower(State.initial(ComputeDAG(tensors)), "k", passes=False))
     assert plain.shape[0] == with_constants.shape[0] + 1   # WT's one store
+
+
+def test_cuda_targets_refuse_constants_with_one_clear_error():
+    import ansorc
+    from ansorc.errors import AnsorcError
+    tensors, (_, w, _, _) = _matmul_transposed()
+    with pytest.raises(AnsorcError, match=r"constant inputs \['W'\]: not supported on CUDA targets yet"):
+        ansorc.compile(tensors, trials=0, target="cuda", constants=[w])
