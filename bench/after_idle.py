@@ -5,7 +5,6 @@ sleep, medians of each (docs/measurement.md, "Warm, not idle, before each block"
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -16,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ansorc  # noqa: E402
-from suite_timing import tuned_row  # noqa: E402  (sets OMP_PROC_BIND as the table's timing does)
+from suite_timing import row_parser, tuned_row  # noqa: E402  (sets OMP_PROC_BIND as the table's timing does)
 
 
 def blocks(fn, calls: int, seconds: float, sleep: float) -> list:
@@ -33,10 +32,7 @@ def blocks(fn, calls: int, seconds: float, sleep: float) -> list:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("op", type=str.upper)
-    ap.add_argument("idx", type=int)
-    ap.add_argument("log")
+    ap = row_parser(__doc__)
     ap.add_argument("--sleep", type=float, default=0.1)
     ap.add_argument("--calls", type=int, default=25)
     ap.add_argument("--seconds", type=float, default=4.0)

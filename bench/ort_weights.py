@@ -8,7 +8,6 @@ constant, the table's default) also ours keeping what it computes from the weigh
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ import ansorc  # noqa: E402
 import suite_onnx  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
-from suite_timing import WARM, check, tuned_row  # noqa: E402
+from suite_timing import WARM, check, row_parser, tuned_row  # noqa: E402
 
 
 def weights_as_inputs(session):
@@ -60,10 +59,7 @@ def contenders(op: str, idx: int, log: str, kept_log: str | None = None) -> dict
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("op", type=str.upper)
-    ap.add_argument("idx", type=int)
-    ap.add_argument("log")
+    ap = row_parser(__doc__)
     ap.add_argument("--kept", help="a log of the row tuned with its weights declared constant")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args(argv)

@@ -5,7 +5,6 @@ docs/codegen.md), side by side in one process, checked equal.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ansorc  # noqa: E402
-from suite_timing import WARM, tuned_row  # noqa: E402  (sets OMP_PROC_BIND as the table's timing does)
+from suite_timing import WARM, row_parser, tuned_row  # noqa: E402  (sets OMP_PROC_BIND as the table's timing does)
 from ansorc.api import build_spec  # noqa: E402
 from ansorc.codegen.target import Target  # noqa: E402
 from ansorc.ir.state import replay  # noqa: E402
@@ -37,10 +36,7 @@ def with_and_without(dag, log: str) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("op", type=str.upper)
-    ap.add_argument("idx", type=int)
-    ap.add_argument("log")
+    ap = row_parser(__doc__)
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args(argv)
     _, dag, _, values, zeros = tuned_row(a.op, a.idx, a.log)

@@ -72,6 +72,15 @@ def placed(values: np.ndarray, rng) -> np.ndarray:
     return out
 
 
+def row_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of a script that works on one tuned row: OP IDX LOG (its own options added after)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("op", type=str.upper)
+    ap.add_argument("idx", type=int)
+    ap.add_argument("log")
+    return ap
+
+
 def row_dag(op: str, idx: int, constant_weights: bool = True) -> ComputeDAG:
     """The row's DAG; with constant_weights its weights are declared constant (ComputeDAG.constants), as the
     table's onnxruntime peer holds them as initializers and a deployed model's kernels see them."""
@@ -139,10 +148,7 @@ def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, p
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("op", type=str.upper)
-    ap.add_argument("idx", type=int)
-    ap.add_argument("log")
+    ap = row_parser(__doc__)
     ap.add_argument("out", help="where the result goes as JSON")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--min-time", type=float, default=0.05)

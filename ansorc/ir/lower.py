@@ -47,9 +47,9 @@ class _Lowerer:
         self.name = name
         dag = state.dag
         # the function's own names and the file-scope ones of its prepared copies (codegen/prepared.py)
-        self.names = NameTable(reserved={name, name + "_packed", name + "_constants_changed",
-                                         name + "_prepared_release"} | {f"{name}_prepared_{k}"
-                                                                        for k in range(len(state.stages))})
+        kept = {name + "_constants_changed", name + "_prepared_release"} | {
+            f"{name}_prepared_{k}" for k in range(len(state.stages))} if dag.constants else set()
+        self.names = NameTable(reserved={name, name + "_packed"} | kept)
         self.args = []
         for t in dag.tensors:
             self.args.append(Buffer(self.names.get(("buf", t.name), t.name), t.shape, t.dtype, "arg"))
