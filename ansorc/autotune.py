@@ -29,15 +29,23 @@ def _provenance(dag, target: str, seconds: float, trials: int | None = None) -> 
 
 
 def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
-    """The Kernel of the fastest error-free record of this workload in `log` (rebuilt by replaying its steps)."""
+    """The Kernel of the fastest error-free record of this workload in `log` (rebuilt by replaying its steps).
+    A DAG with constant inputs falls back on the programs logged for it without them (tuned with the weights
+    passed per call): every one of them is valid with constants too."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
-    recs = best_records(load_records(log), dag.workload_key, target, k=1)
+    records = load_records(log)
+    recs = best_records(records, dag.workload_key, target, k=1)
+    if not recs and dag.constants:
+        recs = best_records(records, dag.with_constants(()).workload_key, target, k=1)
     if not recs:
         raise NoRecordError(f"{log}: no successful record for workload {dag.workload_key} on target {target!r}")
     rec = recs[0]
     state = replay(dag, steps_from_json(rec.steps))
     spec = KernelSpec.of(dag, state, Target.from_name(target))
-    return build_spec(spec.with_provenance(_provenance(dag, target, rec.median)), name)
+    prov = _provenance(dag, target, rec.median)
+    if rec.workload_key != dag.workload_key:
+        prov["measured as"] = f"workload {rec.workload_key} (its inputs all passed per call)"
+    return build_spec(spec.with_provenance(prov), name)
 
 
 def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, **tune_kwargs):

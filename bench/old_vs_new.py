@@ -16,10 +16,7 @@ import numpy as np  # noqa: E402
 
 import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
-from ansorc.ir.canonical import rename_steps  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
-from ansorc.ir.state import replay  # noqa: E402
-from ansorc.ir.steps import steps_from_json  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.measure.record import best, load  # noqa: E402
 
@@ -28,8 +25,8 @@ ts = workloads.make(op, idx)
 plain, dag = ComputeDAG(ts), ComputeDAG(ts, workloads.weights(ts))
 ro = best(load(old), plain.workload_key, "native", k=1)[0]
 rn = best(load(new), dag.workload_key, "native", k=1)[0]
-ko = ansorc.build(dag, replay(dag, steps_from_json(rename_steps(dag, ro.steps, to_canonical=False))), name="old")
-kn = ansorc.build(dag, replay(dag, steps_from_json(rename_steps(dag, rn.steps, to_canonical=False))), name="new")
+ko = ansorc.compile(dag, trials=0, log=old, name="old")   # the per-call log's best, built with constant weights
+kn = ansorc.compile(dag, trials=0, log=new, name="new")
 rng = np.random.default_rng(0)
 ins = [ansorc.array(rng.standard_normal(t.shape, dtype=np.float32)) for t in dag.inputs]
 oo, on = ansorc.empty(dag.outputs[0].shape), ansorc.empty(dag.outputs[0].shape)

@@ -30,6 +30,7 @@ from .sketch import generate_sketches
 from .task import SearchTask
 
 KEEP_BEST = 256  # measured programs kept as seeds for the evolution (and resumed from the log)
+TRANSFER_TOP = 8  # the same computation's best programs under its other key, measured first (see _transfer)
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ class TaskTuner:
     def __init__(self, task: SearchTask, options: TuneOptions, cost_model, backend, log: RecordLog | None = None):
         self.task, self.options, self.model, self.backend, self.log = task, options, cost_model, backend, log
         self.rng = random.Random(options.seed)
-        history = records_for(log.load(), task.workload_key, task.target) if log else []
+        logged = log.load() if log else []
+        history = records_for(logged, task.workload_key, task.target)
         self.measured = {_actual_key(task, r) for r in history}  # in this DAG's names, as state_key gives
         self.result = TuneResult(task, None, math.inf, list(history))
         self.best_states = _replay_best(task, history)  # (seconds, state) of measured programs, best first
@@ -119,6 +121,7 @@ class TaskTuner:
         self.measure_task = measure_task(task, options.seed)
         self.default_state = default_state(task) if options.search == "evolution" else None
         self._default_offered = False          # the default program went into a round (or was measured before)
+        self.transfer = [st for st in _transfer(task, logged) if state_key(st) not in self.measured]
 
     @property
     def finished(self) -> bool:
@@ -157,13 +160,16 @@ class TaskTuner:
             fresh = sample(self.task, n + len(self.measured), seed=self.rng.randrange(1 << 30),
                            sketches=self.sketches)
             return [s for s in fresh if state_key(s) not in self.measured][:n]
-        seeds = [s for _, s in self.best_states]
         first = self._default_program() if n > 0 else []
+        moved = self._transferred(n - len(first))
+        first += [st for st in moved if not first or state_key(st) != state_key(first[0])]
         if n <= len(first):
             return first[:max(n, 0)]
+        seeds = [s for _, s in self.best_states] + moved   # programs from the other key seed the evolution too
         found = search_round(self.task, self.model, self.sketches, self.measured, seeds, n - len(first),
                              self.options.params or SearchParams(), self.rng)
-        return first + [s for s in found if not first or state_key(s) != state_key(first[0])]
+        taken = {state_key(st) for st in first}
+        return first + [s for s in found if state_key(s) not in taken]
 
     def _default_program(self) -> list:
         """[the default schedule] while it is unmeasured: what an untuned build runs is a candidate like any
@@ -172,6 +178,11 @@ class TaskTuner:
             return []
         self._default_offered = True
         return [] if state_key(self.default_state) in self.measured else [self.default_state]
+
+    def _transferred(self, n: int) -> list:
+        """Up to n of the programs logged for this computation without its constants, not yet measured here."""
+        out, self.transfer = self.transfer[:max(n, 0)], self.transfer[max(n, 0):]
+        return out
 
     def _render(self, cands: list) -> tuple:
         """(sources, their states, [(state, error)] of those that fail to render)."""
@@ -296,6 +307,22 @@ def _replay_best(task: SearchTask, history: list) -> list:
     for r in best(history, task.workload_key, task.target, k=KEEP_BEST):
         try:
             out.append((r.median, replay(task.dag, steps_from_json(r.steps))))
+        except ScheduleError:
+            continue
+    return out
+
+
+def _transfer(task: SearchTask, logged) -> list:
+    """States of the best programs the log holds for this task's DAG without its constants (a user who tuned
+    with weights passed per call, then declared them constant). Every such program is valid here too, only
+    its cost differs (what it computes from constants is made once), so they are measured again, first."""
+    if not task.dag.constants or not logged:
+        return []
+    plain = task.dag.with_constants(())
+    out = []
+    for r in best(logged, plain.workload_key, task.target, k=TRANSFER_TOP):
+        try:
+            out.append(replay(task.dag, steps_from_json(r.steps)))
         except ScheduleError:
             continue
     return out

@@ -1,7 +1,11 @@
 """tune_tasks on real (small) tasks: the budget is spread, the log resumes, nothing is measured twice."""
 from collections import Counter
 
+import numpy as np
+
+import ansorc
 from ansorc import workloads
+from ansorc.ir.evaluate import evaluate, random_inputs
 from ansorc.measure.record import load
 from ansorc.search.multi import tune_tasks
 
@@ -59,3 +63,36 @@ def test_the_final_retiming_includes_the_default_program_even_when_buried(tmp_pa
     recs = tuner.retime(top=2, rounds=1)
     assert all(r.note == RETIME_NOTE for r in recs) and len(recs) == 2
     assert want in [steps_key(r.steps) for r in recs]
+
+
+def test_declaring_weights_constant_measures_the_per_call_best_programs_first(tmp_path):
+    """Tuned with weights per call, then declared constant: the log's best programs for the same computation are
+    measured first under the new key (valid there, only their cost differs), after the default program."""
+    from ansorc.ir.dag import ComputeDAG
+    from ansorc.measure.record import best, steps_key
+    from ansorc.measure.runner import RunnerConfig
+    from ansorc.search.task import SearchTask
+    from ansorc.search.tuning import TRANSFER_TOP
+    log = str(tmp_path / "c1d.jsonl")
+    tensors = workloads.make("C1D", 0)
+    plain = SearchTask(ComputeDAG(tensors))
+    kept = SearchTask(ComputeDAG(tensors, constants=workloads.weights(tensors)))
+    assert plain.workload_key != kept.workload_key
+    full = RunnerConfig(early_cut_ratio=None, contender_ratio=None, min_repeat_ms=2.0)   # every program in full
+    kw = dict(model="random", retime_top=0, progress=False, runner=full)
+    tune_tasks([plain], [1], trials=12, log=log, per_round=12, **kw)
+    top = [steps_key(r.steps) for r in best(log, plain.workload_key, k=TRANSFER_TOP)]
+    assert len(top) >= 4
+    kern = ansorc.compile(tensors, trials=0, log=log, constants=workloads.weights(tensors))   # the per-call best
+    assert kern.provenance["measured as"].startswith(f"workload {plain.workload_key}")
+    values = random_inputs(tensors, seed=3)
+    out = np.zeros(tensors[-1].shape, np.float32)
+    kern(*[values[t.name] for t in kept.dag.inputs], out)
+    np.testing.assert_allclose(out, evaluate(tensors[-1], values)[tensors[-1].name], rtol=1e-4, atol=1e-4)
+    tune_tasks([kept], [1], trials=len(top) + 1, log=log, per_round=len(top) + 1, **kw)
+    moved = [steps_key(r.steps) for r in load(log) if r.workload_key == kept.workload_key]
+    assert set(top) <= set(moved) and len(moved) == len(top) + 1
+    assert all(r.ok for r in load(log) if r.workload_key == kept.workload_key)
+    tune_tasks([kept], [1], trials=2, log=log, per_round=2, **kw)   # resumed: none measured twice
+    again = [steps_key(r.steps) for r in load(log) if r.workload_key == kept.workload_key]
+    assert len(again) == len(set(again)) == len(top) + 3
