@@ -164,3 +164,28 @@ def test_user_errors_share_one_base_class(tmp_path):
         ansorc.load(tmp_path / "libmissing.so")
     with pytest.raises(ansorc.AnsorcError):
         ansorc.apply_best(tmp_path / "empty.jsonl", workloads.matmul(4, 4, 4))
+
+
+def test_cross_compile_with_a_constant_uses_the_per_call_log(tmp_path):
+    """A log tuned on the target with every input per call serves `--constant`: its program is the one exported."""
+    import shutil
+    import time
+    from ansorc import workloads
+    from ansorc.ir.dag import ComputeDAG
+    from ansorc.measure.record import Record, RecordLog
+    from ansorc.measure.runner import MeasureResult
+    from ansorc.search.task import SearchTask
+    from ansorc.search.tuning import canonical_steps, default_state
+    if shutil.which("aarch64-linux-gnu-gcc") is None:
+        pytest.skip("aarch64-linux-gnu-gcc is not installed")
+    task = SearchTask(ComputeDAG(workloads.make("GMM", 0)), "neon")
+    steps = canonical_steps(task, default_state(task))
+    log = tmp_path / "neon.jsonl"
+    RecordLog(str(log)).append([Record.from_measure(task.workload_key, "neon", steps,
+                                                    MeasureResult((1e-4,), 0, "", 1.0, time.time()))])
+    args = ("compile", "examples/gmm.te", "-o", str(tmp_path / "o"), "--target", "neon", "--trials", "0",
+            "--log", str(log), "-D", "B=1", "-D", "N=128", "-D", "M=128", "-D", "K=128")
+    r = run_cli(*args, "--constant", "Y")
+    assert r.returncode == 0, r.stderr
+    header = (tmp_path / "o" / "gmm.h").read_text()
+    assert "best logged" in header and "untuned" not in header, header[:2000]
