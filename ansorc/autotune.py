@@ -11,7 +11,7 @@ from .ir.steps import steps_from_json
 from .measure.record import best as best_records, load as load_records
 from .search.task import SearchTask
 from .search.tuner import tune
-from .search.tuning import default_state
+from .search.tuning import best_logged, default_state
 from .spec import KernelSpec
 
 
@@ -33,10 +33,7 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
     A DAG with constant inputs falls back on the programs logged for it without them (tuned with the weights
     passed per call): every one of them is valid with constants too."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
-    records = load_records(log)
-    recs = best_records(records, dag.workload_key, target, k=1)
-    if not recs and dag.constants:
-        recs = best_records(records, dag.with_constants(()).workload_key, target, k=1)
+    recs = best_logged(load_records(log), dag, target)
     if not recs:
         raise NoRecordError(f"{log}: no successful record for workload {dag.workload_key} on target {target!r}")
     rec = recs[0]

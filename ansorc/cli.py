@@ -172,18 +172,15 @@ def _cross_compile(args, prog, name, tgt) -> dict:
     from .export import ExportError, export
     from .ir.state import replay
     from .ir.steps import steps_from_json
-    from .measure.record import best, load
+    from .measure.record import load
     from .search.task import SearchTask
-    from .search.tuning import default_state
+    from .search.tuning import best_logged, default_state
     from .spec import KernelSpec
     if args.trials > 0:
         raise CliError(f"--target {args.target}: cannot be measured on this machine; tune on the target and "
                        "pass its log with --trials 0 to cross-compile here", EXIT_FAILED)
     dag = _dag(args, prog)
-    records = load(args.log) if args.log else []
-    recs = best(records, dag.workload_key, args.target)
-    if not recs and dag.constants:   # tuned with every input per call: those programs are valid here too
-        recs = best(records, dag.with_constants(()).workload_key, args.target)
+    recs = best_logged(load(args.log), dag, args.target) if args.log else []
     schedule = replay(dag, steps_from_json(recs[0].steps)) if recs else default_state(SearchTask(dag, args.target))
     untuned = "untuned (default program)" if schedule is not None else "untuned (naive loop nest)"
     prov = {"target": f"{tgt.name} ({tgt.isa}, {tgt.arch})", "workload key": dag.workload_key,

@@ -312,6 +312,15 @@ def _replay_best(task: SearchTask, history: list) -> list:
     return out
 
 
+def best_logged(records, dag, target: str, k: int = 1) -> list:
+    """The k best records of `dag` among `records`; for a DAG with constant inputs and no record of its own, those
+    of the same DAG without them (tuned with every input per call): their programs are valid in both modes."""
+    recs = best(records, dag.workload_key, target, k=k)
+    if not recs and dag.constants:
+        recs = best(records, dag.with_constants(()).workload_key, target, k=k)
+    return recs
+
+
 def _transfer(task: SearchTask, logged) -> list:
     """States of the best programs the log holds for this task's DAG without its constants (a user who tuned
     with weights passed per call, then declared them constant). Every such program is valid here too, only
@@ -333,4 +342,4 @@ def _failure(msg: str) -> MeasureResult:
 
 
 __all__ = ["TuneOptions", "TuneResult", "TaskTuner", "make_cost_model", "measure_task", "retime", "default_state",
-           "KEEP_BEST"]
+           "best_logged", "KEEP_BEST"]
