@@ -109,12 +109,23 @@ def timing_fields(op: str, med: dict, useful_flops: float, peak) -> dict:
             "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak}
 
 
-def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s: float, peak) -> dict:
+def row_trials(log: Path, dag) -> int:
+    """Programs measured for the row's DAG (re-timings not counted); a constant-mode row without records of its
+    own counts its per-call ones, whose best program it then runs (search/tuning.best_logged). A log may hold
+    both kinds: only the row's own count."""
+    recs = load(log) if log.exists() else []
+    for key in (dag.workload_key, dag.with_constants(()).workload_key):
+        n = sum(r.workload_key == key and r.note != RETIME_NOTE for r in recs)
+        if n:
+            return n
+    return 0
+
+
+def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s: float, peak, dag) -> dict:
     return {"op": op, "idx": idx, "args": list(args),
             **timing_fields(op, timing["med"], timing["flops"] * useful_fraction(op, args), peak),
             "mismatch": timing["mismatch"], "tuning_s": tuning_s, "placements_s": timing.get("placements"),
-            "cpus": timing.get("cpus"),
-            "trials": sum(r.note != RETIME_NOTE for r in load(log)) if log.exists() else 0}
+            "cpus": timing.get("cpus"), "trials": row_trials(log, dag)}
 
 
 def _us(s) -> str:
@@ -277,13 +288,14 @@ def main(argv=None) -> int:
     results = []
     for op, idx, wargs in rows(args.ops, args.shapes, args.quick):
         constant = not args.per_call_weights
-        log, spent = tune_row(op, idx, row_dag(op, idx, constant), log_dir, args.trials, args.quiet)
+        dag = row_dag(op, idx, constant)
+        log, spent = tune_row(op, idx, dag, log_dir, args.trials, args.quiet)
         try:
             timing = time_row_fresh(op, idx, log, rounds, min_time, args.placements, constant)
         except AnsorcError as e:   # e.g. --trials 0 and no record for this row yet
             print(f"{op} {tuple(wargs)}: skipped: {e}", flush=True)
             continue
-        r = summarize(op, idx, wargs, timing, log, spent, peak)
+        r = summarize(op, idx, wargs, timing, log, spent, peak, dag)
         results.append(r)
         print(f"{op} {tuple(wargs)}: ours {_us(r['ours_s'])} us, ratio "
               f"{'-' if r['ratio'] is None else round(r['ratio'], 2)}", flush=True)

@@ -215,3 +215,18 @@ def test_ort_weights_as_inputs_compute_the_same_conv():
         suite_onnx._session = session
     assert seen == [(["w", "x"], [])]
     np.testing.assert_allclose(back(call()), back(init_call()), rtol=1e-5, atol=1e-5)
+
+
+def test_trials_count_the_rows_own_key_and_fall_back_on_the_per_call_one(tmp_path):
+    from ansorc.measure.record import RETIME_NOTE, Record, RecordLog
+    suite = _load("suite")
+    dag = suite.row_dag("C1D", 0)                      # weights declared constant
+    plain = dag.with_constants(())
+    rec = lambda key, note="": Record(key, "native", "[]", (1e-3,), 0, note=note)  # noqa: E731
+    log = tmp_path / "c1d_0.jsonl"
+    RecordLog(log).append([rec(plain.workload_key)] * 5)
+    assert suite.row_trials(log, dag) == 5            # no constant records: the per-call programs serve it
+    RecordLog(log).append([rec(dag.workload_key)] * 3 + [rec(dag.workload_key, RETIME_NOTE)])
+    assert suite.row_trials(log, dag) == 3            # its own records only, re-timings not counted
+    assert suite.row_trials(log, plain) == 5
+    assert suite.row_trials(tmp_path / "missing.jsonl", dag) == 0
