@@ -1,6 +1,6 @@
 """The whole space is valid: for every benchmark operator (smallest shape) 24 random programs (ANSORC_SWEEP=N:
-N of them; 100 took 12 minutes of CI's 2 cores, 40 about 5) compile and match the numpy reference. Built at -O1 in parallel
-(quick to build and to run), plus a few at the real -O3 flags. tests/cpu/test_simd.py and test_fuzz_sanitize.py
+N of them; 100 took 12 minutes of CI's 2 cores, 40 about 5) compile and match the numpy reference. Built at -O1 in
+parallel (quick to build and to run), plus a few at the real -O3 flags. tests/cpu/test_simd.py and test_fuzz_sanitize.py
 sweep other random programs of every operator."""
 import os
 

@@ -2,7 +2,7 @@
 
 test_node_conformance is the real run over the support table (ops_table.SUPPORT): every supported case through
 the numpy reference executor, and compiled to C and run (the compiled executor: ansorc.net.compile with default
-schedules) for every third case and one case of each operator those miss, or for every case with
+schedules) for every fourth case and one case of each operator those miss, or for every case with
 ANSORC_CONFORMANCE=full (about 6 minutes on 2 cores, 11 on a slow day). It prints the counts and the missing ops
 and fails when a supported case fails, unless the case is in XFAIL with its reason. The other tests
 check the harness itself on the test table of mini_ops.py."""
