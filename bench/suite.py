@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ansorc import workloads  # noqa: E402
 from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
-from ansorc.measure.record import RETIME_NOTE, load  # noqa: E402
+from ansorc.measure.record import RETIME_NOTE, load, records_for  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
 from peers import pack_log, working_log  # noqa: E402
@@ -115,7 +115,7 @@ def row_trials(log: Path, dag) -> int:
     both kinds: only the row's own count."""
     recs = load(log) if log.exists() else []
     for key in (dag.workload_key, dag.with_constants(()).workload_key):
-        n = sum(r.workload_key == key and r.note != RETIME_NOTE for r in recs)
+        n = sum(r.note != RETIME_NOTE for r in records_for(recs, key))
         if n:
             return n
     return 0
