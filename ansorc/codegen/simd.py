@@ -161,24 +161,27 @@ _EXP_WIDTHS = {"__m512": ("512", "si512"), "__m256": ("256", "si256"), "__m128":
 
 def _exp_helper(cls: str) -> tuple:
     """(name, C definition) of a float32 exp on x86 (Cephes' expf: 2^n * a degree-6 polynomial, about 1 ulp),
-    so that an exp loop vectorizes instead of calling expf per lane. The result is (2y) * 2^(n-1) so that
-    n = 128 stays finite near FLT_MAX; results below about 2e-38 flush to 0; NaN propagates, -inf gives 0."""
+    so that an exp loop vectorizes instead of calling expf per lane. n = round(x log2 e) comes from adding
+    1.5 * 2^23 + 126, whose low mantissa bits then hold n + 126: the scale 2^(n-1) is one shift, with no float/int
+    conversions (SFM 1024: 424 -> 344 us by hand, exp being 60% of the kernel; bench/results/suite_notes.md, s37).
+    The polynomial's coefficients are doubled (exactly) so that 2y * 2^(n-1) keeps n = 128 finite near FLT_MAX;
+    results below about 2e-38 flush to 0; NaN propagates, -inf gives 0."""
     w, si = _EXP_WIDTHS[cls]
     p = f"_mm{w}_"
     name = f"ansorc_exp_{cls.strip('_')}"
-    c = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1]
-    poly = f"{p}set1_ps({c[0]!r}f)"
+    c = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1,
+         1.0, 1.0]
+    poly = f"{p}set1_ps({2 * c[0]!r}f)"
     for k in c[1:]:
-        poly = f"{p}fmadd_ps({poly}, r, {p}set1_ps({k!r}f))"
+        poly = f"{p}fmadd_ps({poly}, r, {p}set1_ps({2 * k!r}f))"
+    magic = f"{p}set1_ps(12583038.0f)"                # 1.5 * 2^23 + 126
     body = (f"static inline {cls} {name}({cls} x) {{ "
             f"x = {p}max_ps({p}set1_ps(-87.5f), {p}min_ps({p}set1_ps(88.8f), x)); "
-            f"__{si.replace('si', 'm')}i n = {p}cvtps_epi32({p}mul_ps(x, {p}set1_ps(1.44269504089f))); "
-            f"{cls} fn = {p}cvtepi32_ps(n); "
+            f"{cls} t = {p}fmadd_ps(x, {p}set1_ps(1.44269504089f), {magic}); "
+            f"{cls} fn = {p}sub_ps(t, {magic}); "
             f"{cls} r = {p}fnmadd_ps(fn, {p}set1_ps(0.693359375f), x); "
             f"r = {p}fnmadd_ps(fn, {p}set1_ps(-2.12194440e-4f), r); "
-            f"{cls} y = {p}fmadd_ps({p}mul_ps({poly}, r), r, {p}add_ps(r, {p}set1_ps(1.0f))); "
-            f"n = {p}slli_epi32({p}add_epi32(n, {p}set1_epi32(126)), 23); "
-            f"return {p}mul_ps({p}add_ps(y, y), {p}cast{si}_ps(n)); }}")
+            f"return {p}mul_ps({poly}, {p}cast{si}_ps({p}slli_epi32({p}castps_{si}(t), 23))); }}")
     return name, body
 
 
