@@ -1,7 +1,7 @@
 """C renderer: PrimFunc -> C99 text with OpenMP loops, `restrict` pointers and SIMD intrinsics.
 
-`codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops,
-unroll_accumulator_rows, promote_registers, pin_operands), then renders. ISA differences live in data tables (this file's
+`codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops, then
+promote_registers, then pin_operands), then renders. ISA differences live in data tables (this file's
 type/function maps; vector intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they
 compile to plain C `/` and `%` when the numerator is provably non-negative and the divisor positive, otherwise to
 small inline helpers that follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
@@ -19,7 +19,7 @@ import re
 from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
 from ..ir.passes import run_passes
 from ..ir.pin import pin_operands
-from ..ir.regblock import promote_registers, unroll_accumulator_rows
+from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
 from ..ir.skip import skips_along
 from ..ir.dtypes import C_TYPE, ITEMSIZE
@@ -362,24 +362,16 @@ def vectorize(func: PrimFunc, target: Target) -> PrimFunc:
     return vectorize_loops(func, simd.caps(target.isa))
 
 
-def _tile_budget(target: Target) -> int:
-    # leave a quarter of the registers for the operands streamed through the tile (loads, broadcasts)
-    return simd.caps(target.isa).registers * 3 // 4
-
-
-def unroll_rows(func: PrimFunc, target: Target) -> PrimFunc:
-    return unroll_accumulator_rows(func, budget=_tile_budget(target))
-
-
 def promote(func: PrimFunc, target: Target) -> PrimFunc:
-    return promote_registers(func, budget=_tile_budget(target))
+    # leave a quarter of the registers for the operands streamed through the tile (loads, broadcasts)
+    return promote_registers(func, budget=simd.caps(target.isa).registers * 3 // 4)
 
 
 def pin(func: PrimFunc, target: Target) -> PrimFunc:
     return pin_operands(func, simd.caps(target.isa))
 
 
-CODEGEN_PASSES = (vectorize, unroll_rows, promote, pin)
+CODEGEN_PASSES = (vectorize, promote, pin)
 
 
 def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> PrimFunc:

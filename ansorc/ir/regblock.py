@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import Const, Expr, Read, Var, free_vars
+from .expr import Expr, Read, free_vars
 from .simplify import _linear, simplify
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
 from .names import fresh_name
-from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, identifiers, lanes_of, map_exprs, map_top,
+from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, identifiers, lanes_of, map_top,
                      stmt_kids, top_exprs, vtransform, vwalk, with_kids)
 from .vectorize import flat_index
 
@@ -242,73 +242,4 @@ def promote_registers(func: PrimFunc, budget: int = 24) -> PrimFunc:
     return replace(func, body=_Promoter(func, budget).run(func.body))
 
 
-def unroll_accumulator_rows(func: PrimFunc, budget: int = 24) -> PrimFunc:
-    """Replicate a short serial loop whose straight-line body accumulates into a local buffer at indices that
-    depend on its variable (a register tile's rows, left rolled by the schedule), when it runs inside a loop
-    that repeats within the buffer's scope and its copies fit `budget` element groups: promote_registers needs
-    constant indices to keep the tile in registers. Without this only programs with the 'unroll' annotation on
-    that loop got the register tile (GMM 1024's 64-trial best program 26.4 -> 17.3 ms; suite_notes.md, s37)."""
-    def visit(s: Stmt, scope: dict) -> Stmt:     # scope: local buffer -> the loops (var, extent) entered inside it
-        if isinstance(s, Allocate):
-            return Allocate(s.buffer, visit(s.body, {**scope, s.buffer.name: ()}))
-        if isinstance(s, For):
-            body = visit(s.body, {b: (*loops, (s.var, s.extent)) for b, loops in scope.items()})
-            f = For(s.var, s.extent, s.kind, body, s.auto_unroll)
-            return _replicate_rows(f) if _accumulator_rows(f, scope, budget) else f
-        kids = stmt_kids(s)
-        return with_kids(s, tuple(visit(c, scope) for c in kids)) if kids else s
-    return replace(func, body=visit(func.body, {}))
-
-
-def _accumulator_rows(f: For, scope: dict, budget: int) -> bool:
-    stores = f.body.stmts if isinstance(f.body, Seq) else (f.body,)
-    if f.kind != "serial" or f.extent < 2 or not stores or len(stores) * f.extent > budget:
-        return False
-    for st in stores:
-        if isinstance(st, VStore):
-            index, reads_itself = (st.index,), any(isinstance(e, VLoad) and e.buffer == st.buffer and
-                                                    e.index == st.index for e in vwalk(st.value))
-        elif isinstance(st, Store):
-            index, reads_itself = st.indices, any(isinstance(e, Read) and e.name == st.buffer and
-                                                  tuple(e.indices) == tuple(st.indices) for e in vwalk(st.value))
-        else:
-            return False
-        others = set().union(*(free_vars(i) for i in index))
-        if st.buffer not in scope or not reads_itself or f.var not in others:
-            return False
-        if not _repeats_with_index_fixed(scope[st.buffer], others - {f.var}):
-            return False
-    return True
-
-
-def _repeats_with_index_fixed(loops: tuple, index_vars: set) -> bool:
-    """A loop of extent > 1 encloses the rows within the buffer's scope, and no loop from it inwards moves the
-    index: what promote_registers needs to keep the unrolled copies in registers across that loop."""
-    for var, extent in reversed(loops):
-        if var in index_vars:
-            return False
-        if extent > 1:
-            return True
-    return False
-
-
-def _replicate_rows(f: For) -> Stmt:
-    def copy(k: int) -> Stmt:
-        def fn(e):
-            if isinstance(e, Var) and e.name == f.var:
-                return Const(k, e.dtype)
-            if isinstance(e, VLoad):
-                return replace(e, index=simplify(e.index))
-            if isinstance(e, Read):
-                return replace(e, indices=tuple(simplify(i) for i in e.indices))
-            return None
-        out = []
-        for st in (f.body.stmts if isinstance(f.body, Seq) else (f.body,)):
-            st = map_exprs(st, lambda e: vtransform(e, fn))
-            out.append(replace(st, index=simplify(st.index)) if isinstance(st, VStore) else
-                       replace(st, indices=tuple(simplify(i) for i in st.indices)))
-        return seq(*out)
-    return seq(*[copy(k) for k in range(f.extent)])
-
-
-__all__ = ["promote_registers", "unroll_accumulator_rows"]
+__all__ = ["promote_registers"]

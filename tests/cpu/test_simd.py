@@ -171,19 +171,6 @@ def test_register_tile_lives_in_registers():
     assert len(nodes(f, VFma)) == 16
 
 
-def test_register_tile_rows_left_rolled_are_unrolled_into_registers():
-    """No unroll pragma: the tile's 8-row loop stays a loop inside k.1 after lowering; the codegen replicates it
-    (unroll_accumulator_rows) so the 16 accumulators still live in registers, and the kernel stays right."""
-    A, B, C = workloads.matmul(256, 256, 256)
-    steps = ssrsrs_gmm_steps((2, 4, 8), (2, 1, 32), (16,), 0, 2)
-    rolled = lower(ansorc.replay(ComputeDAG([A, B, C]), steps), "k")
-    assert any(isinstance(s, For) and "i_3" in s.var and s.extent == 8 for s in walk_all(rolled.body))
-    f = vector_ir([A, B, C], steps)
-    decls = nodes(f, VDecl)
-    assert decls and len(decls[0].decls) == 16, format_vstmt(f.body)
-    check([A, B, C], steps, "native", rtol=1e-4, atol=1e-3)
-
-
 @needs("avx512")
 def test_tuned_gmm_source_uses_avx512_fma_without_scalar_inner_loop():
     tensors, steps = _gmm_tuned()
