@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ansorc  # noqa: E402
 from suite_timing import WARM, peer_calls, row_parser, tuned_row  # noqa: E402  (sets OMP_PROC_BIND)
 from ansorc.api import Kernel  # noqa: E402
+from ansorc.codegen import simd  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.measure.builder import build  # noqa: E402
 
@@ -61,6 +62,15 @@ def three_pass(entry: str, rows: int, n: int) -> str:
 """
 
 
+def hand_source(code: str, entry: str, rows: int, n: int) -> str:
+    """The program's translation unit with its kernel replaced by three_pass (and the horizontal reductions it
+    calls defined, where the program did not use them)."""
+    head, tail = code[:code.index(f"int {entry}(")], code[code.index(f"int {entry}_packed"):]
+    needed = [body for name, body in simd._helpers("avx2")
+              if name in ("ansorc_reduce_max_m256", "ansorc_reduce_add_m256") and f"{name}(__m256 v)" not in head]
+    return head + "".join(b + "\n" for b in needed) + three_pass(entry, rows, n) + tail
+
+
 def variant(kern, code: str) -> Kernel:
     src = dataclasses.replace(kern.source_obj, code=code)
     [res] = build([src], target_flags=kern.spec.flags, cc=kern.spec.cc)
@@ -78,9 +88,10 @@ def main(argv=None) -> int:
     if "ansorc_exp_m256(" not in code:
         raise SystemExit("this program's exp is not an __m256 vector exp (an AVX2 machine is needed)")
     old_code = re.sub(r"static inline __m256 ansorc_exp_m256\(__m256 x\) \{.*?\}\n", lambda m: OLD_EXP + "\n", code)
-    head, tail = code[:code.index(f"int {entry}(")], code[code.index(f"int {entry}_packed"):]
+    if old_code == code:
+        raise SystemExit("the old exp could not be put in: this program's exp helper is not the expected one")
     kernels = {"ours": kern, "ours, old exp": variant(kern, old_code),
-               "by hand, 3 passes": variant(kern, head + three_pass(entry, *dag.inputs[0].shape) + tail)}
+               "by hand, 3 passes": variant(kern, hand_source(code, entry, *dag.inputs[0].shape))}
     ins = [ansorc.array(v) for v in values]
     outs = {k: [ansorc.array(z) for z in zeros] for k in kernels}
     fns = {k: (lambda k=k: kernels[k](*ins, *outs[k])) for k in kernels}

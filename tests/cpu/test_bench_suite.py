@@ -230,3 +230,34 @@ def test_trials_count_the_rows_own_key_and_fall_back_on_the_per_call_one(tmp_pat
     assert suite.row_trials(log, dag) == 3            # its own records only, re-timings not counted
     assert suite.row_trials(log, plain) == 5
     assert suite.row_trials(tmp_path / "missing.jsonl", dag) == 0
+
+
+def test_exp_variants_old_exp_and_three_pass_softmax_compute_the_same():
+    """bench/exp_variants.py's two rebuilt variants of a softmax program (the exp before s37 put back; the
+    hand-written 3-pass row) compute what the program computes."""
+    import ansorc
+    from ansorc import workloads
+    from ansorc.codegen.target import host_isas
+    from ansorc.ir.state import State
+    from ansorc.ir.steps import Annotate, ComputeAt
+    if "avx2" not in host_isas():
+        pytest.skip("the variants are AVX2 code")
+    _load("suite_timing")
+    ev = load_script("bench/exp_variants.py")
+    tensors = workloads.sfm(8, 64)
+    dag = ansorc.ComputeDAG(tensors)
+    st = State.initial(dag)
+    for name in ("row_sum", "exp", "row_max"):
+        st = st.apply(ComputeAt(name, "softmax", "i"))
+    st = st.apply(Annotate("exp", "j", "vectorize")).apply(Annotate("softmax", "j", "vectorize"))
+    kern = ansorc.build(tensors, st, target="avx2", name="sfm_ev")
+    code, entry = kern.source_obj.code, kern.source_obj.entry
+    assert "ansorc_exp_m256(" in code
+    old = ev.re.sub(r"static inline __m256 ansorc_exp_m256\(__m256 x\) \{.*?\}\n", lambda m: ev.OLD_EXP + "\n", code)
+    assert old != code and "cvtps_epi32" in old
+    a = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32) * 4
+    e = np.exp(a - a.max(1, keepdims=True))
+    for k in (kern, ev.variant(kern, old), ev.variant(kern, ev.hand_source(code, entry, 8, 64))):
+        out = ansorc.empty((8, 64))
+        k(ansorc.array(a), out)
+        np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
