@@ -37,6 +37,11 @@ OLD_EXP = (
     "_mm256_set1_epi32(126)), 23); return _mm256_mul_ps(_mm256_add_ps(y, y), _mm256_castsi256_ps(n)); }")
 
 
+def with_old_exp(code: str) -> str:
+    """The translation unit with its __m256 exp helper replaced by OLD_EXP (unchanged if it has none)."""
+    return re.sub(r"static inline __m256 ansorc_exp_m256\(__m256 x\) \{.*?\}\n", lambda m: OLD_EXP + "\n", code)
+
+
 def three_pass(entry: str, rows: int, n: int) -> str:
     """The row by hand in onnxruntime's structure, with the prelude's current exp."""
     vec = lambda f: " ".join(f.format(o=o) for o in (0, 8, 16, 24))  # noqa: E731
@@ -87,7 +92,7 @@ def main(argv=None) -> int:
     code, entry = kern.source_obj.code, kern.source_obj.entry
     if "ansorc_exp_m256(" not in code:
         raise SystemExit("this program's exp is not an __m256 vector exp (an AVX2 machine is needed)")
-    old_code = re.sub(r"static inline __m256 ansorc_exp_m256\(__m256 x\) \{.*?\}\n", lambda m: OLD_EXP + "\n", code)
+    old_code = with_old_exp(code)
     if old_code == code:
         raise SystemExit("the old exp could not be put in: this program's exp helper is not the expected one")
     kernels = {"ours": kern, "ours, old exp": variant(kern, old_code),
