@@ -76,15 +76,16 @@ def logged_trials(log: Path) -> int:
 
 def estimated(net, log: Path):
     """sum over tasks of weight x best logged latency, or None while some task has no record."""
-    from ansorc.measure.record import best, load
+    from ansorc.measure.record import load
     from ansorc.net.fuse import fuse
     from ansorc.net.tasks import extract_tasks
+    from ansorc.search.tuning import best_logged
     if not log.exists():
         return None
     recs = load(str(log))
     total = 0.0
     for t in extract_tasks(net, fuse(net)):
-        top = best(recs, t.dag.workload_key, "native", k=1)
+        top = best_logged(recs, t.dag, "native", k=1)
         if not top:
             return None
         total += t.weight * top[0].median
@@ -97,14 +98,18 @@ def estimated_curve(net, log: Path) -> list:
     from ansorc.measure.record import RETIME_NOTE, load
     from ansorc.net.fuse import fuse
     from ansorc.net.tasks import extract_tasks
-    weight = {t.dag.workload_key: t.weight for t in extract_tasks(net, fuse(net))}
+    tasks = extract_tasks(net, fuse(net))
+    weight = {t.name: t.weight for t in tasks}
+    # a task's records under its key, or (a log from before weights were constant) without its constants
+    task_of = {k: t.name for t in tasks for k in (t.dag.with_constants(()).workload_key, t.dag.workload_key)}
     best, curve, n = {}, [], 0
     for r in (load(str(log)) if log.exists() else []):
         if r.note == RETIME_NOTE:
             continue
         n += 1
-        if r.workload_key in weight and r.ok:
-            best[r.workload_key] = min(best.get(r.workload_key, float("inf")), r.median)
+        if r.workload_key in task_of and r.ok:
+            t = task_of[r.workload_key]
+            best[t] = min(best.get(t, float("inf")), r.median)
         if len(best) == len(weight):
             curve.append((n, sum(weight[k] * v for k, v in best.items())))
     return curve

@@ -18,7 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def task_rows(net, prof: list, log) -> list:
-    from ansorc.measure.record import best, load
+    from ansorc.measure.record import load
+    from ansorc.search.tuning import best_logged
     from ansorc.net.fuse import fuse
     from ansorc.net.tasks import extract_tasks
     records = load(log) if log and Path(log).exists() else []
@@ -26,7 +27,7 @@ def task_rows(net, prof: list, log) -> list:
     rows = []
     for t in extract_tasks(net, fuse(net)):
         inside = sum(per_group.get(g, 0.0) for g in t.groups)
-        top = best(records, t.workload_key, "native", k=1) if records else []
+        top = best_logged(records, t.dag, "native", k=1) if records else []
         alone = top[0].median * t.weight if top else None
         rows.append({"task": t.name, "weight": t.weight, "inside_ms": inside * 1e3,
                      "alone_ms": None if alone is None else alone * 1e3,

@@ -72,6 +72,24 @@ def chain(length: int = 6, size: int = 4096) -> Network:
     return Network("chain", (x,), (t,), ("x",), ("y",), ((size,),), w)
 
 
+def _dense_relu(t, w, k: int):
+    r = te.reduce_axis((0, w.shape[0]), f"r{k}")
+    mm = te.compute((t.shape[0], w.shape[1]), lambda i, j: te.sum(t[i, r] * w[r, j], axis=[r]), name=f"mm{k}")
+    return te.compute(mm.shape, lambda i, j: te.max(mm[i, j], 0.0), name=f"relu{k}")
+
+
+def two_dense(rows: int = 32, width: int = 512, seed: int = 0) -> Network:
+    """x -> relu(x @ w1) -> relu(. @ w2): two groups of one workload with different weights, each a matmul whose
+    default program keeps a blocked copy of its weights (a prepared stage)."""
+    rng = np.random.default_rng(seed)
+    x = te.placeholder((rows, width), "float32", name="x")
+    t = x
+    for k in (1, 2):
+        t = _dense_relu(t, te.placeholder((width, width), "float32", name=f"w{k}"), k)
+    weights = {f"w{k}": (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32) for k in (1, 2)}
+    return Network("dense2", (x,), (t,), ("x",), ("y",), ((rows, width),), weights)
+
+
 def convnet_fused_groups(net: Network) -> list:
     """conv_mlp_softmax cut as fusion would: conv+bias+relu, flatten+dense+bias, the four softmax stages."""
     return [Group("g0_conv", ("pad", "conv", "relu"), ("x", "w_conv", "b_conv"), ("relu",), "complex"),

@@ -8,7 +8,8 @@ of readers); otherwise, once no call is reading it, the call has the slot to its
 weights waits for the readers of the old copy, so concurrent calls are safe. The copy is not published when the
 call failed (a non-zero status), and `ENTRY_constants_changed()` marks every copy stale for callers that change
 a constant input's values in place (the samples need not see that). The copies are freed when the library
-unloads."""
+unloads. `ENTRY_prepared_spans()` tells where the copies are, so that a measurement of a program as a whole model
+runs it (weights read from memory, not warm: measure/worker.py) evicts them as it evicts the weights."""
 from __future__ import annotations
 
 from ..ir.dtypes import ITEMSIZE
@@ -25,7 +26,7 @@ PRELUDE = f"""#ifndef ANSORC_PREPARED
 #include <string.h>
 typedef struct {{ const void* at; uint64_t sampled; }} ansorc_constant_key;
 typedef struct {{
-  void* p; ansorc_constant_key keys[{MAX_CONSTANTS}]; int valid, readers, writing, lock;
+  void* p; size_t bytes; ansorc_constant_key keys[{MAX_CONSTANTS}]; int valid, readers, writing, lock;
 }} ansorc_prepared;
 /* an input's key: its address and an FNV-1a hash of 32 words spread over its bytes */
 static ansorc_constant_key ansorc_constant(const void* at, size_t bytes) {{
@@ -54,7 +55,7 @@ static void* {TAKE}(ansorc_prepared* s, size_t bytes, const ansorc_constant_key*
       s->readers++; ansorc_prepared_leave(s); *stale = 0; return s->p;
     }}
     if (!s->readers && !s->writing) {{
-      if (!s->p) s->p = ansorc_fresh(bytes);
+      if (!s->p) {{ s->p = ansorc_fresh(bytes); s->bytes = s->p ? bytes : 0; }}
       void* p = s->p;
       if (p) {{ s->valid = 0; s->writing = 1; }}
       ansorc_prepared_leave(s); *stale = 1; return p;
@@ -89,7 +90,8 @@ def slot(func: PrimFunc, k: int) -> str:
 
 
 def statics(func: PrimFunc) -> list:
-    """File-scope lines before the function: the slots, their release at unload, ENTRY_constants_changed."""
+    """File-scope lines before the function: the slots, their release at unload, ENTRY_constants_changed and
+    ENTRY_prepared_spans (the copies' addresses and sizes: up to n of them; returns how many there are)."""
     if not func.prepared:
         return []
     slots = [slot(func, k) for k in range(len(func.prepared))]
@@ -97,7 +99,11 @@ def statics(func: PrimFunc) -> list:
     lines += ["#ifdef __GNUC__", f"__attribute__((destructor)) static void {func.name}_prepared_release(void) {{",
               *[f"  free({s}.p); {s}.p = NULL; {s}.valid = 0;" for s in slots], "}", "#endif",
               f"void {func.name}_constants_changed(void) {{", *[f"  ansorc_prepared_forget(&{s});" for s in slots],
-              "}", ""]
+              "}",
+              f"int {func.name}_prepared_spans(void** at, size_t* bytes, int n) {{",
+              f"  ansorc_prepared* s[] = {{{', '.join('&' + s for s in slots)}}};",
+              f"  for (int k = 0; k < n && k < {len(slots)}; ++k) {{ at[k] = s[k]->p; bytes[k] = s[k]->bytes; }}",
+              f"  return {len(slots)};", "}", ""]
     return lines
 
 

@@ -44,6 +44,7 @@ void *ansorc_alloc(size_t bytes);
 void ansorc_free(void *p);
 int ansorc_time_packed(ansorc_packed_fn fn, void **args, const ansorc_time_config *cfg, double *costs,
                        ansorc_time_result *result);
+typedef int (*ansorc_spans_fn)(void **at, size_t *bytes, int n);
 """
 LIBC_CDEF = """
 void *dlopen(const char *filename, int flags);
@@ -280,7 +281,7 @@ class Worker:
             if cut > 0 and check_seconds > cut and check_seconds > cfg["single_call_cut_min_seconds"]:
                 return {"error_code": NO_ERROR, "costs": [check_seconds], "lower_bound": True, "number": 1}
             return self.time(fn, cfg, cut, check_seconds, msg["time_budget"] - (time.perf_counter() - start),
-                             msg.get("contender_seconds", 0.0))
+                             msg.get("contender_seconds", 0.0), self.kept_copies(handle, msg["entry"]))
         finally:
             self.libc.dlclose(handle)
 
@@ -289,7 +290,21 @@ class Worker:
         makes them, is not one that the timing (or the correctness check, which must see the kept copies) counts."""
         return self.libc.dlsym(handle, (entry + "_constants_changed").encode()) != self.ffi.NULL
 
-    def time(self, fn, cfg: dict, cut: float, check_seconds: float, budget: float, contender: float = 0.0) -> dict:
+    def kept_copies(self, handle, entry: str) -> list:
+        """(address, bytes) of the copies the kernel keeps of its constant inputs, when the task reads its inputs
+        cold: a whole model reads the kept copy from memory as it would the weights, so it is evicted with them."""
+        if not self.task.cold:
+            return []
+        sym = self.libc.dlsym(handle, (entry + "_prepared_spans").encode())
+        if sym == self.ffi.NULL:
+            return []
+        spans = self.ffi.cast("ansorc_spans_fn", sym)
+        at, nbytes = self.ffi.new("void*[16]"), self.ffi.new("size_t[16]")
+        n = min(spans(at, nbytes, 16), 16)
+        return [(at[k], nbytes[k]) for k in range(n) if at[k] != self.ffi.NULL and nbytes[k]]
+
+    def time(self, fn, cfg: dict, cut: float, check_seconds: float, budget: float, contender: float = 0.0,
+             kept: list = ()) -> dict:
         c = self.ffi.new("ansorc_time_config*")
         # The correctness call just ran the kernel on the same buffers: it counts as the first warm-up call.
         c.number, c.repeat, c.warmup = cfg["number"], cfg["repeat"], max(0, cfg["warmup"] - 1)
@@ -299,9 +314,10 @@ class Worker:
         c.budget_seconds = max(budget, 1e-3)
         c.contender_seconds = contender
         cold = [self.task.arrays[i] for i in self.task.cold]
-        ptrs = self.ffi.new("void*[]", [self.ffi.cast("void*", a.ctypes.data) for a in cold] or 1)
-        sizes = self.ffi.new("size_t[]", [a.nbytes for a in cold] or 1)
-        c.n_cold, c.cold_ptrs, c.cold_bytes = len(cold), ptrs, sizes
+        spans = [(self.ffi.cast("void*", a.ctypes.data), a.nbytes) for a in cold] + list(kept)
+        ptrs = self.ffi.new("void*[]", [p for p, _ in spans] or 1)
+        sizes = self.ffi.new("size_t[]", [n for _, n in spans] or 1)
+        c.n_cold, c.cold_ptrs, c.cold_bytes = len(spans), ptrs, sizes
         costs = self.ffi.new("double[]", max(1, cfg["repeat"]))
         res = self.ffi.new("ansorc_time_result*")
         rc = self.runtime.ansorc_time_packed(fn, self.task.packed, c, costs, res)

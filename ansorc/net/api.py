@@ -25,10 +25,13 @@ class TaskInfo(NetTask):
     schedule: str = "default"
 
 
-def _from_log(records, dags, key: str, target: str):
-    """The best logged schedule of workload `key`, replayed on the first of `dags` whose names it fits."""
-    from ..measure.record import best
-    recs = best(records, key, target, k=1)
+def _from_log(records, dags, dag, target: str):
+    """The best logged schedule of `dag`'s workload, replayed on the first of `dags` whose names it fits. A task
+    whose weights are constant falls back on its programs logged with the weights passed per call (logs from
+    before weights were constant): they are valid in both modes (search/tuning.py, best_logged)."""
+    from ..search.tuning import best_logged
+    recs = best_logged(records, dag, target, k=1)
+    key = dag.workload_key
     for dag in dags if recs else ():  # an iterable, consumed lazily
         try:
             return replay(dag, steps_from_json(recs[0].steps))
@@ -53,7 +56,7 @@ def schedule_groups(net: Network, groups, log=None, target="native") -> tuple:
     for t in extract_tasks(net, groups):
         # the other groups' DAGs are built only if the first naming does not replay the record
         dags = itertools.chain([t.dag], (group_dag(net, by_name[n]) for n in t.groups[1:]))
-        state = _from_log(records, dags, t.workload_key, tgt.name) if records else None
+        state = _from_log(records, dags, t.dag, tgt.name) if records else None
         how = "log" if state is not None else "default"
         state = state if state is not None else default_cpu_schedule(t.dag, tgt)
         schedules.update(dict.fromkeys(t.groups, state))

@@ -5,7 +5,9 @@ one compile pipeline (codegen.pipeline.render), makes the kernels `static` (only
 `<model>_free` and `<model>_signature` are exported), keeps one copy of the shared prelude and SIMD helpers, and
 writes `<model>_run` as one call per group in order: inputs and outputs are the caller's arrays, weights point
 into the block init read from the weights file, intermediates into one arena planned by liveness (arena.py).
-Groups with the same workload and schedule share one kernel function.
+Groups with the same workload and schedule share one kernel function, unless it keeps a copy of its weights
+(the model's weights are constant inputs of every kernel: ir/prepared.py): each group then has its own, whose
+copies `<model>_free` marks stale, since the next init's weights may land where the old ones were.
 """
 from __future__ import annotations
 
@@ -139,30 +141,45 @@ def _schedule_key(state) -> str:
 
 
 def _chunks(text: str) -> list:
-    """The lines of a kernel's head, a preprocessor conditional (#if.. to its #endif) kept whole as one chunk."""
-    out, block, depth = [], [], 0
+    """The lines of a kernel's head, a preprocessor conditional (#if.. to its #endif) and a function defined over
+    several lines (from its `... {` line to its `}` line) each kept whole as one chunk."""
+    out, block, depth, in_fn = [], [], 0, False
     for ln in text.splitlines():
-        if not ln.strip() and not depth:
+        if not ln.strip() and not (depth or in_fn):
             continue
         depth += ln.lstrip().startswith("#if")
-        (block if depth else out).append(ln)
+        in_fn = in_fn or (not depth and ln.endswith("{") and not ln[:1].isspace())
+        (block if depth or in_fn else out).append(ln)
         depth -= ln.lstrip().startswith("#endif") and depth > 0
-        if block and not depth:
+        in_fn = in_fn and ln != "}"
+        if block and not depth and not in_fn:
             out.append("\n".join(block))
             block = []
     return out + (["\n".join(block)] if block else [])
 
 
+def _own_head(chunk: str, entry: str) -> str | None:
+    """A chunk of the kernel's own definitions as the library keeps it: ENTRY_constants_changed static (the
+    library's `<model>_free` calls it), ENTRY_prepared_spans dropped (for measuring a kernel alone)."""
+    if chunk.startswith(f"int {entry}_prepared_spans("):
+        return None
+    if chunk.startswith(f"void {entry}_constants_changed("):
+        return "static " + chunk
+    return chunk
+
+
 def _split_kernel(src: Source) -> tuple:
-    """(the chunks above the kernel after the shared prelude: ISA header, helper definitions; the kernel as a
-    static function without its packed wrapper). Chunks are compared whole, so each is emitted once."""
+    """(the chunks above the kernel after the shared prelude: ISA header, helper definitions, the slots of kept
+    copies of constants; the kernel as a static function without its packed wrapper). Chunks are compared whole,
+    so each is emitted once."""
     code, sig = src.code, f"\nint {src.entry}("
     start = code.index(sig) + 1
     head, body = code[:start], code[start:]
     if not head.startswith(PRELUDE):
         raise LibraryError(f"kernel {src.entry}: unexpected prelude")  # codegen changed its layout
     body = body[:body.index(f"int {src.entry}_packed(void** args)")]
-    return _chunks(head[len(PRELUDE):]), "static " + body
+    chunks = [_own_head(c, src.entry) for c in _chunks(head[len(PRELUDE):])]
+    return [c for c in chunks if c is not None], "static " + body
 
 
 def _check_args(src: Source, g, everything: dict):
@@ -193,6 +210,8 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict)
             raise LibraryError(f"group {g.name!r} has no schedule")
         state = schedules[g.name]
         key = _schedule_key(state)
+        if key in entries and entries[key].prepared:
+            key += "\0" + g.name   # a kernel keeping a copy of its weights keeps one: one kernel per group
         if key not in entries:
             src = render(state.dag, state, f"{m}_k{len(entries)}", tgt)
             lines, body = _split_kernel(src)
@@ -210,7 +229,8 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict)
         at = STATUS["ERR_KERNEL"] + STATUS["KERNEL_STRIDE"] * len(order)
         calls.append(f"  if (rc != 0) return {at} + (rc > 0 && rc < 255 ? rc : 255);")
         order.append([g.name, src.entry])
-    return helpers, bodies, calls, order
+    forget = [f"  {src.entry}_constants_changed();" for src in entries.values() if src.prepared]
+    return helpers, bodies, calls, order, forget
 
 
 def _run_function(net: Network, m: str, calls: list, n_calls: int) -> tuple:
@@ -248,12 +268,12 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     m = model_ident(name or net.name)
     everything = tensors_by_name([*net.outputs, *net.inputs])  # an unused input still has a parameter
     expr, arena, order = _bindings(net, groups, everything)
-    helpers, bodies, calls, called = _kernels(groups, schedules, tgt, m, expr, everything)
+    helpers, bodies, calls, called, forget = _kernels(groups, schedules, tgt, m, expr, everything)
     wfile = layout(net.weights, order)
     proto, run = _run_function(net, m, calls, len(called))
     sig = _signature(net, m, arena, called, len(bodies), wfile)
     sig_text = c_string(json.dumps(sig, separators=(",", ":")))
-    code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE),
+    code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE, forget),
                       f"const char {m}_signature[] = {sig_text};", "", run])
     return Library(m, code, header(m, proto, sig, build_line(m, tgt)), sig, order, arena, tgt)
 

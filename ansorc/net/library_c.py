@@ -98,6 +98,7 @@ static int ansorc_net_load(const char* path) {
 }
 
 void ${m}_free(void) {
+$forget
   free(ansorc_net_blob);
   free(ansorc_net_arena);
   ansorc_net_blob = NULL;
@@ -154,10 +155,13 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def loader(m: str, entries, file_size: int, arena_bytes: int, dtype_code: dict) -> str:
+def loader(m: str, entries, file_size: int, arena_bytes: int, dtype_code: dict, forget=()) -> str:
+    """The weights loader, `<model>_init` and `<model>_free`; `forget`: lines of `_free` marking the kernels' kept
+    copies of the weights stale."""
     n = len(entries)
     return LOADER.substitute(
         m=m, nw=n, nw1=max(n, 1), file_size=f"{file_size}u", arena=f"{arena_bytes}u",
+        forget="\n".join(forget) or "  /* no kernel keeps a copy of the weights */",
         names=", ".join(c_string(e.name) for e in entries) or "0",
         dtypes=", ".join(f"{dtype_code[e.dtype]}u" for e in entries) or "0",
         sizes=", ".join(f"{e.nbytes}u" for e in entries) or "0")

@@ -78,7 +78,17 @@ def group_dag(net: Network, group: Group):
         body = transform(op.body, reroute)
         inputs = tuple(new[t.name] for t in op.inputs)
         new[name] = Tensor(ComputeOp(op.name, op.axes, op.reduce_axes, body, op.combiner, op.dtype, inputs, op.tag))
-    return ComputeDAG([new[n] for n in group.inputs] + [new[n] for n in group.outputs])
+    return ComputeDAG([new[n] for n in group.inputs] + [new[n] for n in group.outputs],
+                      constants=constant_inputs(net, group))
+
+
+def constant_inputs(net: Network, group: Group) -> tuple:
+    """The group's inputs that are weights of the model, declared constant in its ComputeDAG: what a kernel
+    computes from them alone (a blocked copy of a conv's weights) it computes once and keeps, as onnxruntime
+    packs its initializers when a session is made. At most MAX_CONSTANTS, the largest first."""
+    from ..ir.prepared import MAX_CONSTANTS
+    names = [n for n in group.inputs if n in net.weights]
+    return tuple(sorted(names, key=lambda n: -net.weights[n].size)[:MAX_CONSTANTS])
 
 
 _C_IDENT = re.compile(r"[^A-Za-z0-9_]")

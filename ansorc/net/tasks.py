@@ -47,7 +47,8 @@ def _flops(x: float) -> str:
 def task_table(tasks, log=None, target: str | None = None) -> str:
     """A text table of the tasks (name, weight, FLOPs per run, weighted FLOPs), with a `tuned` column saying
     whether `log` (a path or RecordLog) holds a measured program of the task when a log is given."""
-    from ..measure.record import best, load
+    from ..measure.record import load
+    from ..search.tuning import best_logged
     records = None
     if log is not None:  # read once, not once per task
         records = load(log) if isinstance(log, (str, os.PathLike)) else list(log)
@@ -56,7 +57,7 @@ def task_table(tasks, log=None, target: str | None = None) -> str:
     for t in tasks:
         row = [t.name, str(t.weight), _flops(t.flops), _flops(t.flops * t.weight)]
         if records is not None:
-            row.append("yes" if best(records, t.workload_key, target) else "no")
+            row.append("yes" if best_logged(records, t.dag, target) else "no")
         rows.append(row)
     total = sum(t.flops * t.weight for t in tasks)
     rows.append([f"{len(tasks)} tasks", str(sum(t.weight for t in tasks)), "", _flops(total)] +

@@ -1,6 +1,8 @@
 """The model library (ansorc/net/library.py, model.py, api.py) on hand-built networks, naive schedules."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -9,9 +11,10 @@ from ansorc.ir.state import State
 from ansorc.net import Model
 from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.network import NetError, group_dag
+from ansorc.net.weights import read_weights, write_weights
 
 from tests.net_samples import (chain, conv_mlp_softmax, convnet_fused_groups, mixed_dtypes, one_group_per_op,
-                               row_reductions, two_embeddings)
+                               row_reductions, two_dense, two_embeddings)
 
 
 def naive(net, groups):
@@ -138,6 +141,35 @@ def test_default_schedules_share_one_kernel_per_workload():
         assert model.tasks == tasks
         x = np.linspace(-2, 2, 256, dtype=np.float32)
         np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-6)
+
+
+def test_weights_are_constants_whose_kept_copies_are_per_group_and_made_again_after_init(tmp_path):
+    """A model's weights are constant inputs of its kernels: a matmul's default program keeps a blocked copy of its
+    weights (made on the first run), so two groups of one workload get a kernel each, not one kernel re-making
+    its copy for every call; and init with another weights file gives that file's results, `free` (which init
+    calls first) marking the copies stale: the new weights may land at the old address and differ only in
+    elements that the copies' keys do not sample, as here."""
+    net = two_dense()
+    groups = one_group_per_op(net)
+    assert {n for g in groups for n in group_dag(net, g).constants} == {"w1", "w2"}
+    schedules, tasks = schedule_groups(net, groups)
+    assert sorted(t.weight for t in tasks) == [2, 2]   # the matmuls are one task, the relus another
+    with build_model(net, groups, schedules, tasks=tasks) as model:
+        code = open(model.files["c"]).read()
+        assert code.count("static ansorc_prepared ") == 2 and model.signature["kernels"] == 3
+        free = code[code.index(f"void {model.name}_free(void) {{"):]
+        assert free[:free.index("}")].count("_constants_changed();") == 2
+        x = np.random.default_rng(3).standard_normal(net.inputs[0].shape).astype(np.float32)
+        for _ in range(2):
+            np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-4, atol=1e-4)
+        weights = {k: v.reshape(net.weights[k].shape).copy() for k, v in read_weights(model.files["weights"]).items()}
+        weights["w1"].reshape(-1)[1] += 4.0     # word 1 of 262144: between the samples 0 and 8456 of its key
+        write_weights(tmp_path / "other.weights", weights, list(weights))
+        init = getattr(model._lib, f"{model.name}_init")
+        assert init(str(tmp_path / "other.weights").encode()) == 0
+        other = dataclasses.replace(net, weights=weights)
+        np.testing.assert_allclose(model(x)[0], reference(other, [x])[0], rtol=1e-4, atol=1e-4)
+        assert not np.allclose(model(x)[0], reference(net, [x])[0], rtol=1e-4, atol=1e-4)
 
 
 def sampled(net, groups, seed: int) -> dict:

@@ -113,6 +113,27 @@ def test_the_worker_checks_and_times_a_kernel_that_keeps_a_copy(tmp_path, monkey
     assert off.error_code == E.WRONG_ANSWER   # the check reads the kept copy, made from the weights
 
 
+def test_prepared_spans_tell_where_the_copy_is_and_cold_timing_evicts_it(tmp_path, monkeypatch):
+    """ENTRY_prepared_spans gives the kept copy's address and size (WT: M x K floats), which the worker evicts with
+    the cold inputs before each timed call, as a whole model reads the copy from memory."""
+    from cffi import FFI
+    monkeypatch.setenv("ANSORC_CACHE_DIR", str(tmp_path / "cache"))
+    dag = _dag()
+    kern = ansorc.build(dag, State.initial(dag), name="mm_spans")
+    ffi = FFI()
+    ffi.cdef("int mm_spans_prepared_spans(void** at, size_t* bytes, int n);")
+    lib = ffi.dlopen(kern.lib_path)
+    at, nbytes = ffi.new("void*[4]"), ffi.new("size_t[4]")
+    assert lib.mm_spans_prepared_spans(at, nbytes, 4) == 1 and at[0] == ffi.NULL   # nothing made yet
+    a, w = _inputs(9)
+    np.testing.assert_allclose(kern(a, w), _want(a, w), rtol=1e-5, atol=1e-5)
+    assert lib.mm_spans_prepared_spans(at, nbytes, 4) == 1 and at[0] != ffi.NULL and nbytes[0] == M * K * 4
+    [lib_cold] = build([render(dag, State.initial(dag), "mm_cold", "native")], build_dir=tmp_path / "builds")
+    with Runner({"A": a, "W": w}, {"C": _want(a, w)}, min_repeat_ms=1, cold=["W"]) as runner:
+        [res] = runner.run([lib_cold])
+    assert res.ok and res.median > 0
+
+
 def test_a_tuned_kernel_with_constant_weights_equals_numpy(tmp_path):
     dag = _dag()
     log = tmp_path / "mm.jsonl"
