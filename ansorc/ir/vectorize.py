@@ -285,6 +285,9 @@ class _Vectorizer:
         return s
 
     def loop(self, f: For, bounds: dict) -> Stmt:
+        for x in _all(f.body):   # a stage computed at this loop allocates inside it
+            if isinstance(x, Allocate):
+                self.buffers[x.buffer.name] = x.buffer
         stores = [self.buffers[x.buffer].dtype for x in _stores(f.body)]
         widths = self.caps.widths(stores[0]) if stores else ()
         if widths and f.extent >= widths[-1] and not any(isinstance(x, Allocate) for x in _all(f.body)):

@@ -8,7 +8,7 @@ import ansorc
 from ansorc import te
 from ansorc.codegen.target import host_isas
 from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate
+from ansorc.ir.steps import Annotate, ComputeAt
 
 VECTOR_ISAS = [isa for isa in host_isas() if isa in ("avx512", "avx2", "neon")]
 pytestmark = pytest.mark.skipif(not VECTOR_ISAS, reason="no vector ISA on this machine")
@@ -73,3 +73,18 @@ def test_division_by_a_lane_invariant_value_multiplies_by_its_reciprocal(isa):
     np.testing.assert_allclose(out[:4], want[:4], rtol=3e-7)
     assert np.array_equal(np.sign(out[4]), np.sign(want[4])) and np.isinf(out[4]).all()
     np.testing.assert_array_equal(out[5], x[5])
+
+
+@pytest.mark.parametrize("isa", VECTOR_ISAS)
+def test_a_stage_computed_at_a_vectorized_loop_builds_and_is_right(isa):
+    """b computed at c's vectorized axis allocates inside that loop (a network's embedding sum, sampled by the
+    search): the loop runs scalar, and the program builds and computes c (it failed with a KeyError before)."""
+    a = te.placeholder((6, 40), "float32", "a")
+    s = te.placeholder((40,), "float32", "s")
+    b = te.compute((6, 40), lambda i, j: a[i, j] * 2.0, name="b")
+    c = te.compute((6, 40), lambda i, j: b[i, j] + s[j], name="c")
+    st = State.initial(ansorc.ComputeDAG([a, s, c])).apply(ComputeAt("b", "c", "j"))
+    st = st.apply(Annotate("c", "j", "vectorize"))
+    kern = ansorc.build([a, s, c], st, target=isa, name=f"attached_vec_{isa}")
+    x, y = (np.random.default_rng(1).standard_normal(shape).astype(np.float32) for shape in ((6, 40), (40,)))
+    np.testing.assert_allclose(kern(ansorc.array(x), ansorc.array(y)), x * 2 + y, rtol=1e-6)
