@@ -25,13 +25,13 @@ class TaskInfo(NetTask):
     schedule: str = "default"
 
 
-def _from_log(records, dags, dag, target: str):
-    """The best logged schedule of `dag`'s workload, replayed on the first of `dags` whose names it fits. A task
-    whose weights are constant falls back on its programs logged with the weights passed per call (logs from
+def _from_log(records, dags, task_dag, target: str):
+    """The best logged schedule of `task_dag`'s workload, replayed on the first of `dags` whose names it fits. A
+    task whose weights are constant falls back on its programs logged with the weights passed per call (logs from
     before weights were constant): they are valid in both modes (search/tuning.py, best_logged)."""
     from ..search.tuning import best_logged
-    recs = best_logged(records, dag, target, k=1)
-    key = dag.workload_key
+    recs = best_logged(records, task_dag, target, k=1)
+    key = task_dag.workload_key
     for dag in dags if recs else ():  # an iterable, consumed lazily
         try:
             return replay(dag, steps_from_json(recs[0].steps))

@@ -46,6 +46,25 @@ def test_a_logged_schedule_is_replayed_for_its_workload(tmp_path):
         check(net, model)
 
 
+def test_a_schedule_logged_with_the_weights_per_call_serves_the_constant_task(tmp_path):
+    """Logs tuned before a model's weights were constant hold the tasks under their per-call keys: the program is
+    valid with constant weights too, so it is used (not the default) when the constant key has no record."""
+    net = conv_mlp_softmax(seed=2)
+    groups = convnet_fused_groups(net)
+    dense = group_dag(net, groups[1])
+    assert dense.constants
+    plain = dense.with_constants(())
+    [state] = sample(SearchTask(plain, "native"), 1, seed=4)
+    steps = rename_steps(plain, steps_to_json(state.steps), to_canonical=True)
+    log = tmp_path / "old.jsonl"
+    RecordLog(log).append([Record(plain.workload_key, "native", steps_key(steps), (1e-3,), 0, timestamp=time.time())])
+    schedules, tasks = schedule_groups(net, groups, log=str(log))
+    assert [t.schedule == "log" for t in tasks] == [False, True, False]
+    assert schedules[groups[1].name].steps == state.steps
+    with build_model(net, groups, schedules, tasks=tasks) as model:
+        check(net, model)
+
+
 def test_compile_imports_fuses_and_builds(monkeypatch):
     """compile() on an imported Network, with fusion stood in by one group per op."""
     net = conv_mlp_softmax(seed=4)
