@@ -8,6 +8,7 @@ from .errors import AnsorcError
 from .ir.dag import ComputeDAG
 from .ir.state import replay
 from .ir.steps import steps_from_json
+from .measure import record as records_module
 from .measure.record import best as best_records, load as load_records
 from .search.task import SearchTask
 from .search.tuner import tune
@@ -33,9 +34,11 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
     A DAG with constant inputs falls back on the programs logged for it without them (tuned with the weights
     passed per call): every one of them is valid with constants too."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
-    recs = best_logged(load_records(log), dag, target)
+    records = load_records(log)
+    recs = best_logged(records, dag, target)
     if not recs:
-        raise NoRecordError(f"{log}: no successful record for workload {dag.workload_key} on target {target!r}")
+        raise NoRecordError(f"{log}: no successful record for workload {dag.workload_key} on target {target!r}"
+                            + _elsewhere(records, dag, target))
     rec = recs[0]
     state = replay(dag, steps_from_json(rec.steps))
     spec = KernelSpec.of(dag, state, Target.from_name(target))
@@ -43,6 +46,14 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
     if rec.workload_key != dag.workload_key:
         prov["measured as"] = f"workload {rec.workload_key} (its inputs all passed per call)"
     return build_spec(spec.with_provenance(prov), name)
+
+
+def _elsewhere(records, dag, target: str) -> str:
+    """Why a log holding the workload serves none of it here: its records were measured on another ISA."""
+    keys = {dag.workload_key, dag.with_constants(()).workload_key}
+    isas = sorted({r.isa for r in records if r.workload_key in keys and r.target == target and r.ok
+                   and r.isa and r.isa != records_module.native_isa()})
+    return f" here (its records were measured on a machine with {', '.join(isas)}; tune it on this one)" if isas else ""
 
 
 def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, **tune_kwargs):

@@ -2,7 +2,10 @@
 
 A line looks like
   {"v": 1, "workload_key": "...", "target": "...", "steps": [...], "costs": [1.2e-3, ...], "error_code": 0,
-   "error_msg": "", "all_cost": 0.41, "timestamp": 1732600000.0, "lower_bound": false, "flop": 2.1e9, "note": ""}
+   "error_msg": "", "all_cost": 0.41, "timestamp": 1732600000.0, "lower_bound": false, "flop": 2.1e9, "note": "",
+   "isa": "avx2"}
+("isa": for target "native", the ISA of the machine that measured it; records of another ISA are not that
+target's here, older records without it are.)
 `steps` is whatever the schedule's to_json produced, kept as canonical JSON text (`steps_json`), which is also
 the key used to skip already-measured schedules. A log is untrusted input (copied between machines, edited by
 hand, written by older versions): `load` checks each line's fields and step types and skips a bad line with a
@@ -63,6 +66,7 @@ class Record:
     v: int = RECORD_FORMAT_VERSION
     # the compiler's resource report of a GPU program: ((kernel, registers, shared bytes, spill bytes), ...)
     resources: tuple = ()
+    isa: str = ""                   # target "native": the ISA it resolved to where measured ("" in older logs)
 
     @property
     def steps(self) -> Any:
@@ -82,7 +86,8 @@ class Record:
                      flop: float | None = None, note: str = "") -> "Record":
         return cls(workload_key, str(target), steps_key(steps), tuple(float(c) for c in result.costs),
                    int(result.error_code), result.error_msg[:MAX_RECORD_ERROR_CHARS], float(result.all_cost),
-                   float(result.timestamp), bool(result.lower_bound), flop, note)
+                   float(result.timestamp), bool(result.lower_bound), flop, note,
+                   isa=native_isa() if str(target) == "native" else "")
 
     def to_json(self) -> str:
         """One line of JSON, without the newline."""
@@ -95,6 +100,8 @@ class Record:
             obj["note"] = self.note
         if self.resources:
             obj["resources"] = [list(r) for r in self.resources]
+        if self.isa:
+            obj["isa"] = self.isa
         text = json.dumps(obj, separators=(",", ":"))
         # Splice the canonical steps text in as is, so it is never re-encoded differently.
         return text.replace('"steps":null', '"steps":' + self.steps_json, 1)
@@ -112,7 +119,7 @@ class Record:
                            ("error_code", int)):
             if not isinstance(obj.get(name), kind) or isinstance(obj[name], bool):
                 raise ValueError(f"field {name!r} missing or not a {kind.__name__}")
-        for name, kind in (("error_msg", str), ("note", str), ("lower_bound", bool)):  # optional
+        for name, kind in (("error_msg", str), ("note", str), ("lower_bound", bool), ("isa", str)):  # optional
             if not isinstance(obj.get(name, kind()), kind):
                 raise ValueError(f"field {name!r} is not a {kind.__name__}")
         steps_from_json(obj["steps"])  # ScheduleError (a ValueError) on a step of the wrong shape or types
@@ -124,7 +131,7 @@ class Record:
         return cls(obj["workload_key"], obj["target"], steps_key(obj["steps"]), costs, obj["error_code"],
                    obj.get("error_msg", ""), _number(obj.get("all_cost", 0.0), "all_cost"), timestamp,
                    obj.get("lower_bound", False), None if flop is None else _number(flop, "flop"),
-                   obj.get("note", ""), version, _resources(obj.get("resources")))
+                   obj.get("note", ""), version, _resources(obj.get("resources")), obj.get("isa", ""))
 
 
 def _number(x, name: str) -> float:
@@ -228,10 +235,23 @@ def _records(source: RecordSource) -> Iterable[Record]:
     return source
 
 
+def native_isa() -> str:
+    """The ISA that target "native" resolves to on this machine."""
+    from ansorc.codegen.target import host_isas   # measure <- codegen; imported late, as codegen is heavier
+    return host_isas()[0]
+
+
+def for_target(r: Record, target: str | None) -> bool:
+    """r was measured for `target` (any, when None). A "native" record from a machine with another ISA is not:
+    a log copied from an AVX-512 machine would otherwise pick this one's programs by timings made there."""
+    if target is None:
+        return True
+    return r.target == target and not (target == "native" and r.isa and r.isa != native_isa())
+
+
 def records_for(source: RecordSource, workload_key: str, target: str | None = None) -> list[Record]:
     """Records of one workload (and target, when given), in file order."""
-    return [r for r in _records(source)
-            if r.workload_key == workload_key and (target is None or r.target == target)]
+    return [r for r in _records(source) if r.workload_key == workload_key and for_target(r, target)]
 
 
 RETIME_NOTE = "retime"  # Record.note of a side-by-side re-timing of the top programs at the end of tuning
@@ -273,4 +293,4 @@ def best(source: RecordSource, workload_key: str, target: str | None = None, k: 
 def measured_steps(source: RecordSource, workload_key: str | None = None, target: str | None = None) -> set[str]:
     """steps_key() strings of every schedule already measured (any outcome), to skip re-measuring them."""
     return {r.steps_json for r in _records(source)
-            if (workload_key is None or r.workload_key == workload_key) and (target is None or r.target == target)}
+            if (workload_key is None or r.workload_key == workload_key) and for_target(r, target)}

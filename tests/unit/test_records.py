@@ -48,6 +48,28 @@ def test_from_measure_copies_the_result():
     assert r.median == 2e-3 and r.ok and r.steps == [["CA", 1, 2, 3]] and r.flop == 1e6
 
 
+def test_native_records_say_their_isa_and_another_isa_is_not_this_machines_native(monkeypatch):
+    """A log copied from a machine with another ISA: its "native" records are not this machine's "native" (their
+    timings rank programs for another machine); records without an isa (older logs) still are."""
+    import ansorc.measure.record as record
+
+    class Result:
+        costs, error_code, error_msg, all_cost, timestamp, lower_bound = (2e-3,), 0, "", 0.1, 9.0, False
+    monkeypatch.setattr(record, "native_isa", lambda: "avx2")
+    here = Record.from_measure("wk", "native", [["SP", "C", "i", [8]]], Result())
+    assert here.isa == "avx2" and Record.from_json(here.to_json()) == here
+    assert Record.from_measure("wk", "avx512", [["SP", "C", "i", [8]]], Result()).isa == ""  # named: no ambiguity
+    there = Record("wk", "native", steps_key([["SP", "C", "i", [16]]]), (1e-3,), 0, timestamp=9.0, isa="avx512")
+    old = Record("wk", "native", steps_key([["SP", "C", "i", [4]]]), (3e-3,), 0, timestamp=9.0)
+    assert "isa" not in json.loads(old.to_json()) and Record.from_json(old.to_json()).isa == ""
+    logged = [here, there, old]
+    assert [r.isa for r in best(logged, "wk", "native", k=3)] == ["avx2", ""]
+    assert len(records_for(logged, "wk", None)) == 3
+    assert steps_key([["SP", "C", "i", [16]]]) not in measured_steps(logged, "wk", "native")
+    monkeypatch.setattr(record, "native_isa", lambda: "avx512")
+    assert [r.isa for r in best(logged, "wk", "native", k=3)] == ["avx512", ""]
+
+
 def test_median_of_failed_record_is_inf():
     assert math.isinf(rec(costs=(), code=MeasureErrorNo.WRONG_ANSWER).median)
 
@@ -208,3 +230,18 @@ def test_a_record_from_a_few_minutes_ahead_is_kept(tmp_path):
     path = tmp_path / "log.jsonl"
     path.write_text(_line(timestamp=time.time() + 120) + "\n")  # clock skew between machines sharing a log
     assert len(load(path)) == 1
+
+
+def test_a_log_measured_on_another_isa_is_named_when_it_serves_nothing_here(tmp_path, monkeypatch):
+    import ansorc.measure.record as record
+    from ansorc import te
+    from ansorc.autotune import NoRecordError, apply_best
+    from ansorc.ir.dag import ComputeDAG
+    a = te.placeholder((8,), name="A")
+    dag = ComputeDAG([a, te.compute((8,), lambda i: a[i] * 2.0, name="B")])
+    monkeypatch.setattr(record, "native_isa", lambda: "avx2")
+    log = tmp_path / "from_elsewhere.jsonl"
+    RecordLog(log).append([Record(dag.workload_key, "native", steps_key([]), (1e-6,), 0, timestamp=1.0,
+                                  isa="avx512")])
+    with pytest.raises(NoRecordError, match="measured on a machine with avx512; tune it on this one"):
+        apply_best(str(log), dag)
