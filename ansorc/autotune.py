@@ -51,8 +51,8 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
 def _elsewhere(records, dag, target: str) -> str:
     """Why a log holding the workload serves none of it here: its records were measured on another ISA."""
     keys = {dag.workload_key, dag.with_constants(()).workload_key}
-    isas = sorted({r.isa for r in records if r.workload_key in keys and r.target == target and r.ok
-                   and r.isa and r.isa != records_module.native_isa()})
+    mine = records_module.for_target(target)
+    isas = sorted({r.isa for r in records if r.workload_key in keys and r.target == target and r.ok and not mine(r)})
     return f" here (its records were measured on a machine with {', '.join(isas)}; tune it on this one)" if isas else ""
 
 

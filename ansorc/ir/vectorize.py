@@ -285,12 +285,11 @@ class _Vectorizer:
         return s
 
     def loop(self, f: For, bounds: dict) -> Stmt:
-        for x in _all(f.body):   # a stage computed at this loop allocates inside it
-            if isinstance(x, Allocate):
-                self.buffers[x.buffer.name] = x.buffer
+        allocs = [x.buffer for x in _all(f.body) if isinstance(x, Allocate)]  # stages computed at this loop
+        self.buffers.update((b.name, b) for b in allocs)
         stores = [self.buffers[x.buffer].dtype for x in _stores(f.body)]
         widths = self.caps.widths(stores[0]) if stores else ()
-        if widths and f.extent >= widths[-1] and not any(isinstance(x, Allocate) for x in _all(f.body)):
+        if widths and f.extent >= widths[-1] and not allocs:
             try:
                 return self.pieces(f, bounds, widths)
             except Unvectorizable:

@@ -241,17 +241,20 @@ def native_isa() -> str:
     return host_isas()[0]
 
 
-def for_target(r: Record, target: str | None) -> bool:
-    """r was measured for `target` (any, when None). A "native" record from a machine with another ISA is not:
-    a log copied from an AVX-512 machine would otherwise pick this one's programs by timings made there."""
+def for_target(target: str | None):
+    """Whether a record was measured for `target` (any, when None), as a predicate. A "native" record from a
+    machine with another ISA was not: a log copied from an AVX-512 machine would otherwise rank this one's
+    programs by timings made there."""
     if target is None:
-        return True
-    return r.target == target and not (target == "native" and r.isa and r.isa != native_isa())
+        return lambda r: True
+    here = native_isa() if target == "native" else None
+    return lambda r: r.target == target and not (here and r.isa and r.isa != here)
 
 
 def records_for(source: RecordSource, workload_key: str, target: str | None = None) -> list[Record]:
     """Records of one workload (and target, when given), in file order."""
-    return [r for r in _records(source) if r.workload_key == workload_key and for_target(r, target)]
+    mine = for_target(target)
+    return [r for r in _records(source) if r.workload_key == workload_key and mine(r)]
 
 
 RETIME_NOTE = "retime"  # Record.note of a side-by-side re-timing of the top programs at the end of tuning
@@ -292,5 +295,6 @@ def best(source: RecordSource, workload_key: str, target: str | None = None, k: 
 
 def measured_steps(source: RecordSource, workload_key: str | None = None, target: str | None = None) -> set[str]:
     """steps_key() strings of every schedule already measured (any outcome), to skip re-measuring them."""
+    mine = for_target(target)
     return {r.steps_json for r in _records(source)
-            if (workload_key is None or r.workload_key == workload_key) and for_target(r, target)}
+            if (workload_key is None or r.workload_key == workload_key) and mine(r)}
