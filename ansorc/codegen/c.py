@@ -1,7 +1,7 @@
 """C renderer: PrimFunc -> C99 text with OpenMP loops, `restrict` pointers and SIMD intrinsics.
 
-`codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops, then
-promote_registers, then pin_operands), then renders. ISA differences live in data tables (this file's
+`codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops,
+promote_registers, pin_operands, transpose_copies), then renders. ISA differences live in data tables (this file's
 type/function maps; vector intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they
 compile to plain C `/` and `%` when the numerator is provably non-negative and the divisor positive, otherwise to
 small inline helpers that follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
@@ -22,10 +22,11 @@ from ..ir.pin import pin_operands
 from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
 from ..ir.skip import skips_along
+from ..ir.transpose import transpose_copies
 from ..ir.dtypes import C_TYPE, ITEMSIZE
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                         VReduce, VScatter, VSelect, VStore, VVar, lanes_of, stmt_kids)
+                         VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
 from ..ir.vectorize import CMP_NAMES
 from ..ir.vectorize import vectorize_loops
 from . import pool, prepared, simd
@@ -231,6 +232,10 @@ class CRenderer:
             stores = " ".join(f"{s.buffer}[{self.expr(i)}] = {t}[{k}];" for k, i in enumerate(s.indices))
             store = self.intr("store", s.value, p=t, v=self.expr(s.value))
             self.emit(f"{{ {C_TYPE[s.value.dtype]} {t}[{n}]; {store}; {stores} }}", ind)
+        elif isinstance(s, VTranspose):
+            self.emit(simd.intrinsic(self.isa, "transpose", s.dtype, s.lanes).format(
+                p=f"({s.src} + {self.expr(s.src_index)})", a=s.src_stride,
+                q=f"({s.buffer} + {self.expr(s.index)})", b=s.stride) + ";", ind)
         elif isinstance(s, VAssign):
             self.emit(f"{s.var.name} = {self.expr(s.value)};", ind)
         elif isinstance(s, VDecl):
@@ -371,7 +376,11 @@ def pin(func: PrimFunc, target: Target) -> PrimFunc:
     return pin_operands(func, simd.caps(target.isa))
 
 
-CODEGEN_PASSES = (vectorize, promote, pin)
+def transpose(func: PrimFunc, target: Target) -> PrimFunc:
+    return transpose_copies(func, simd.caps(target.isa))
+
+
+CODEGEN_PASSES = (vectorize, promote, pin, transpose)
 
 
 def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> PrimFunc:

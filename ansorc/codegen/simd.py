@@ -4,8 +4,9 @@ Each ISA lists its vector register classes per (dtype, lanes); every class has o
 Placeholders: {a} {b} {c} operands, {p} a pointer expression, {v} the vector stored, {m} a mask. Ops: load, store,
 set1 (broadcast), + - * / min max, fma (a*b + c), sqrt abs floor ceil, cvt_from_<dtype> (same lane count),
 cmp_<lt|le|gt|ge|eq|ne> (a mask), blend ({m} ? {a} : {b} per lane), reduce_<op> (horizontal, to a scalar;
-generated helpers in the prelude) and pin (a statement: keep register {a} in a register, see PIN). An op missing
-from a table is computed per lane by the vectorizer, so a table can stay small and still be correct.
+generated helpers in the prelude), pin (a statement: keep register {a} in a register, see PIN) and transpose (a
+statement: a square block copied transposed, see _transpose_helper). An op missing from a table is computed per
+lane by the vectorizer, so a table can stay small and still be correct.
 """
 from __future__ import annotations
 
@@ -185,9 +186,39 @@ def _exp_helper(cls: str) -> tuple:
     return name, body
 
 
+# register class -> the C that transposes rows r0..r{n-1} into columns c0..c{n-1} (float32; ir/transpose.py)
+_TRANSPOSES = {
+    "__m128": "_MM_TRANSPOSE4_PS(r0, r1, r2, r3); __m128 c0 = r0, c1 = r1, c2 = r2, c3 = r3;",
+    "__m256": " ".join(
+        [f"__m256 t{k} = _mm256_unpacklo_ps(r{k}, r{k + 1}), t{k + 1} = _mm256_unpackhi_ps(r{k}, r{k + 1});"
+         for k in (0, 2, 4, 6)] +
+        [f"__m256 u{k} = _mm256_shuffle_ps(t{a}, t{a + 2}, 0x44), u{k + 1} = _mm256_shuffle_ps(t{a}, t{a + 2}, 0xEE);"
+         for k, a in ((0, 0), (2, 1), (4, 4), (6, 5))] +
+        [f"__m256 c{k} = _mm256_permute2f128_ps(u{k % 4}, u{k % 4 + 4}, {'0x20' if k < 4 else '0x31'});"
+         for k in range(8)]),
+    "float32x4_t": ("float32x4x2_t a = vtrnq_f32(r0, r1), b = vtrnq_f32(r2, r3); "
+                    "float32x4_t c0 = vcombine_f32(vget_low_f32(a.val[0]), vget_low_f32(b.val[0])), "
+                    "c1 = vcombine_f32(vget_low_f32(a.val[1]), vget_low_f32(b.val[1])), "
+                    "c2 = vcombine_f32(vget_high_f32(a.val[0]), vget_high_f32(b.val[0])), "
+                    "c3 = vcombine_f32(vget_high_f32(a.val[1]), vget_high_f32(b.val[1]));"),
+}
+
+
+def _transpose_helper(cls: str) -> tuple:
+    """(name, C definition): d[k * ds + l] = s[l * ss + k] for a lanes x lanes block, rows loaded whole, transposed
+    in registers, columns stored whole (a copy gathering a column, lane by lane, loads every element alone)."""
+    _, lanes, ops = CLASSES[cls]
+    name = f"ansorc_transpose_{cls.strip('_')}"
+    loads = ", ".join(f"r{k} = " + ops["load"].format(p=f"s + {k} * ss") for k in range(lanes))
+    stores = " ".join(ops["store"].format(p=f"d + {k} * ds", v=f"c{k}") + ";" for k in range(lanes))
+    return name, (f"static inline void {name}(const float* s, int64_t ss, float* d, int64_t ds) {{ "
+                  f"{cls} {loads}; {_TRANSPOSES[cls]} {stores} }}")
+
+
 def _helpers(isa: str) -> list:
     """(name, definition) of every prelude helper this ISA's table may call."""
     out = [_reduce_helper(cls, op) for cls in ISAS[isa][0] for op in REDUCE_NAMES]
+    out += [_transpose_helper(cls) for cls in ISAS[isa][0] if cls in _TRANSPOSES]
     return out + [_exp_helper(cls) for cls in ISAS[isa][0] if cls in _EXP_WIDTHS]
 
 
@@ -206,6 +237,8 @@ def table(isa: str) -> dict:
             out[(f"reduce_{op}", dtype, lanes)] = _reduce_helper(cls, op)[0] + "({a})"
         if cls in _EXP_WIDTHS:
             out[("exp", dtype, lanes)] = _exp_helper(cls)[0] + "({a})"
+        if cls in _TRANSPOSES:  # a statement: {p} source row 0, {a} its row stride, {q} destination, {b} likewise
+            out[("transpose", dtype, lanes)] = _transpose_helper(cls)[0] + "({p}, {a}, {q}, {b})"
         if isa in PIN and dtype != "int32":
             out[("pin", dtype, lanes)] = PIN[isa]
     return out

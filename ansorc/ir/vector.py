@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .expr import Expr, children as scalar_children, rebuild as scalar_rebuild, transform, walk
+from .expr import Binary, Const, Expr, children as scalar_children, rebuild as scalar_rebuild, transform, walk
 from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store, seq
 
 
@@ -142,6 +142,27 @@ class VScatter(Stmt):
 
 
 @dataclass(frozen=True)
+class VTranspose(Stmt):
+    """buffer[index + k*stride + l] = src[src_index + l*src_stride + k] for k, l in [0, lanes): a square block
+    copied transposed through registers (ir/transpose.py makes it from a vectorized copy that gathers a column)."""
+    buffer: str
+    index: Expr
+    stride: int
+    src: str
+    src_index: Expr
+    src_stride: int
+    lanes: int
+    dtype: str
+
+    def rows(self) -> tuple:
+        """(kind, buffer, flat index of a contiguous row of `lanes`) for every row it reads and writes."""
+        def at(base, k, n):
+            return base if k * n == 0 else Binary("+", base, Const(k * n, "int32"), "int32")
+        return tuple([("read", self.src, at(self.src_index, k, self.src_stride)) for k in range(self.lanes)] +
+                     [("store", self.buffer, at(self.index, k, self.stride)) for k in range(self.lanes)])
+
+
+@dataclass(frozen=True)
 class VAssign(Stmt):
     var: VVar
     value: Expr
@@ -233,6 +254,8 @@ def map_top(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
         return VStore(s.buffer, fn(s.index), fn(s.value))
     if isinstance(s, VScatter):
         return VScatter(s.buffer, tuple(fn(i) for i in s.indices), fn(s.value))
+    if isinstance(s, VTranspose):
+        return replace(s, index=fn(s.index), src_index=fn(s.src_index))
     if isinstance(s, VAssign):
         return VAssign(s.var, fn(s.value))
     if isinstance(s, VDecl):
@@ -260,6 +283,8 @@ def top_exprs(s: Stmt) -> tuple:
         return (s.index, s.value)
     if isinstance(s, VScatter):
         return (*s.indices, s.value)
+    if isinstance(s, VTranspose):
+        return (s.index, s.src_index)
     if isinstance(s, VAssign):
         return (s.value,)
     if isinstance(s, VDecl):

@@ -1,5 +1,4 @@
-"""IR invariants, one named `check_*` function each, for the lowered program at any stage: right after lowering,
-after unrolling, after vectorize_loops (vector IR) and after promote_registers (registers).
+"""IR invariants, one named `check_*` function each, for the lowered program at any stage (scalar or vector IR).
 
     check_no_nested_parallel    no parallel loop inside another
     check_allocated_before_use  every buffer accessed is an argument or allocated around the access; every
@@ -10,8 +9,8 @@ after unrolling, after vectorize_loops (vector IR) and after promote_registers (
                                 from the conditions guarding it (an enclosing `if`, or the taken arm of a select)
     check_vector_lanes          vector operands agree on their lane counts; scalars stay scalar
 
-`verify(func)` runs them all. The pass lists run it after every pass when ANSORC_VERIFY=1 (the tests do).
-A failure raises VerifyError (a ScheduleError) naming the check, and the buffer and index where it applies.
+`verify(func)` runs them all, after every pass when ANSORC_VERIFY=1 (the tests do); a failure raises VerifyError (a
+ScheduleError) naming the check, and the buffer and index where it applies.
 """
 from __future__ import annotations
 
@@ -24,7 +23,8 @@ from .simplify import _from_linear, _linear, bound, simplify
 from .state import ScheduleError
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Store
 from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                     VReduce, VScatter, VSelect, VStore, VVar, lanes_of, stmt_kids, top_exprs, vchildren, vtransform)
+                     VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs, vchildren,
+                     vtransform)
 
 
 class VerifyError(ScheduleError):
@@ -209,13 +209,10 @@ def _cases(e: Expr, facts: tuple, depth: int) -> list:
     out = []
     for arm, fact in ((node.a, a_wins), (node.b, b_wins)):
         # the same min/max inside a guard fact takes the same arm, so the fact keeps matching the index
-        same = tuple((simplify(_replace_equal(d, node, arm)), flo, fhi) for d, flo, fhi in facts)
+        same = tuple((simplify(vtransform(d, lambda n, a=arm: a if n == node else None)), flo, fhi)
+                     for d, flo, fhi in facts)
         out += _cases(simplify(_replace(e, node, arm)), same + (fact,), depth - 1)
     return out
-
-
-def _replace_equal(e: Expr, old: Expr, new: Expr) -> Expr:
-    return vtransform(e, lambda n: new if n == old else None)
 
 
 def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
@@ -295,8 +292,9 @@ def stmt_accesses(s):
     elif isinstance(s, VStore):
         yield Access("store", s.buffer, (s.index,), lanes_of(s.value), True, ())
     elif isinstance(s, VScatter):
-        for i in s.indices:
-            yield Access("store", s.buffer, (i,), 1, True, ())
+        yield from (Access("store", s.buffer, (i,), 1, True, ()) for i in s.indices)
+    elif isinstance(s, VTranspose):
+        yield from (Access(kind, b, (i,), s.lanes, True, ()) for kind, b, i in s.rows())
     seen: set = set()
     for e in top_exprs(s):
         yield from expr_accesses(e, (), seen)

@@ -1,0 +1,87 @@
+"""transpose_copies: a vectorized copy whose lanes read down a column of its source, inside a loop that walks along
+the source's rows, becomes square blocks transposed through registers (VTranspose).
+
+`dst[v, j] = src[j, v]` vectorized along j leaves the vectorizer one store per v of `lanes` elements gathered by
+scalar loads a row apart (VLanes). Taking `lanes` consecutive v together, the same elements are `lanes` contiguous
+row loads, an in-register transpose and `lanes` contiguous stores. TBG's copy of K transposed was 14 of 232 us of
+its kernel as gathers (suite_notes.md, s38). The block reads and writes exactly the elements the loop did, in the
+same store order, and src is another buffer than dst, so the result is the same.
+
+Runs after the register passes, on the vector IR, where the target has a "transpose" for the dtype and lanes.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .dtypes import ITEMSIZE
+from .expr import Binary, CheckedIndex, Const, Read, Var, substitute, walk
+from .simplify import linear_form, simplify
+from .stmt import Allocate, For, PrimFunc, Stmt
+from .vector import VLanes, VStore, VTranspose, stmt_kids, with_kids
+from .vectorize import VectorCaps, flat_index, lane_stride
+
+# Destination rows a multiple of this many bytes apart share a few L1 sets: the block's `lanes` stores to as many
+# rows then cost more than the gathers saved (side by side on Zen 3, n x n transposes along the source rows: n = 512
+# 87 -> 142 us, 1024 828 -> 981; n = 1000 305 -> 183; a 128 x 1024 source 45 -> 36). Such copies keep the gathers.
+CONFLICT_BYTES = 1024
+
+
+def transpose_copies(func: PrimFunc, caps: VectorCaps) -> PrimFunc:
+    shapes = {b.name: tuple(b.shape) for b in func.args}
+    return replace(func, body=_visit(func.body, shapes, caps, {}))
+
+
+def _visit(s: Stmt, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt:
+    if isinstance(s, For):
+        blocks = _as_blocks(s, shapes, caps, bounds)
+        if blocks is not None:
+            return blocks
+        bounds = {**bounds, s.var: (0, s.extent - 1)}
+    if isinstance(s, Allocate):
+        shapes = {**shapes, s.buffer.name: tuple(s.buffer.shape)}
+    return with_kids(s, tuple(_visit(c, shapes, caps, bounds) for c in stmt_kids(s)))
+
+
+def _gathered_column(store: VStore, shapes: dict, bounds: dict) -> tuple | None:
+    """(src, flat index of lane 0, lane stride) when every lane of the stored value reads src one row further."""
+    value = store.value
+    if not isinstance(value, VLanes) or value.lanes < 2:
+        return None
+    elems = value.elems
+    if not all(isinstance(e, Read) and e.name == elems[0].name and e.dtype == value.dtype for e in elems):
+        return None
+    src = elems[0].name
+    if src == store.buffer or src not in shapes or \
+            any(isinstance(n, CheckedIndex) for e in elems for i in e.indices for n in walk(i)):
+        return None
+    forms = [linear_form(simplify(flat_index(e.indices, shapes[src]), bounds)) for e in elems]
+    stride = forms[1][1] - forms[0][1]
+    if stride == 0 or any(f[0] != forms[0][0] or f[1] - forms[0][1] != k * stride for k, f in enumerate(forms)):
+        return None
+    return src, simplify(flat_index(elems[0].indices, shapes[src]), bounds), stride
+
+
+def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | None:
+    """The loop as a loop over transposed blocks, or None where it is not such a copy."""
+    store = f.body
+    if f.kind not in ("serial", "unroll") or not isinstance(store, VStore):
+        return None
+    lanes, dtype = store.value.lanes if isinstance(store.value, VLanes) else 0, store.value.dtype
+    if not caps.has("transpose", dtype, lanes) or f.extent % lanes:
+        return None
+    column = _gathered_column(store, shapes, bounds)
+    if column is None:
+        return None
+    src, src_index, src_stride = column
+    stride = lane_stride(store.index, f.var)
+    if lane_stride(src_index, f.var) != 1 or stride is None or (stride * ITEMSIZE[dtype]) % CONFLICT_BYTES == 0:
+        return None
+    blocks = f.extent // lanes
+    first = {f.var: Binary("*", Var(f.var), Const(lanes, "int32"), "int32") if blocks > 1 else Const(0, "int32")}
+    inner = {**bounds, f.var: (0, blocks - 1)}
+    block = VTranspose(store.buffer, simplify(substitute(store.index, first), inner), stride, src,
+                       simplify(substitute(src_index, first), inner), src_stride, lanes, dtype)
+    return For(f.var, blocks, f.kind, block, f.auto_unroll) if blocks > 1 else block
+
+
+__all__ = ["transpose_copies"]

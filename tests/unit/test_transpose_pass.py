@@ -1,0 +1,69 @@
+"""transpose_copies (ir/transpose.py) copies exactly what the gathering loop copied: every destination element from
+the same source element, each once; it applies only where the target has a transpose for the lanes."""
+from ansorc import te
+from ansorc.codegen import c as c_codegen, simd
+from ansorc.codegen.target import Target
+from ansorc.ir.dag import ComputeDAG
+from ansorc.ir.expr import Const, substitute
+from ansorc.ir.lower import lower
+from ansorc.ir.passes import run_passes
+from ansorc.ir.simplify import simplify
+from ansorc.ir.state import State
+from ansorc.ir.steps import Annotate, Reorder, Split
+from ansorc.ir.stmt import Allocate, For, Seq
+from ansorc.ir.transpose import transpose_copies
+from ansorc.ir.vector import VLanes, VStore, VTranspose, walk_all
+from ansorc.ir.verify import verify
+from ansorc.ir.vectorize import flat_index
+
+
+def _program(rows: int, cols: int, lanes: int, isa: str = "avx2"):
+    a = te.placeholder((rows, cols), "float32", "a")
+    b = te.compute((cols, rows), lambda i, j: a[j, i], name="b")
+    st = State.initial(ComputeDAG([a, b])).apply(Split("b", "j", (lanes,)))
+    st = st.apply(Reorder("b", ("j.0", "i", "j.1"))).apply(Annotate("b", "j.1", "vectorize"))
+    passes = tuple(p for p in c_codegen.CODEGEN_PASSES if p is not c_codegen.transpose)
+    return run_passes(lower(st, "k"), passes, Target.from_name(isa))
+
+
+def _value(e, env: dict) -> int:
+    got = simplify(substitute(e, {k: Const(v, "int32") for k, v in env.items()}))
+    assert isinstance(got, Const), got
+    return got.value
+
+
+def _copies(s, env: dict, shapes: dict, out: list) -> list:
+    """[(dst flat index, src flat index)] in the order the program stores them."""
+    if isinstance(s, For):
+        for v in range(s.extent):
+            _copies(s.body, {**env, s.var: v}, shapes, out)
+    elif isinstance(s, (Seq, Allocate)):
+        for c in (s.stmts if isinstance(s, Seq) else (s.body,)):
+            _copies(c, env, shapes, out)
+    elif isinstance(s, VStore) and isinstance(s.value, VLanes):
+        base = _value(s.index, env)
+        out += [(base + k, _value(flat_index(e.indices, shapes[e.name]), env)) for k, e in enumerate(s.value.elems)]
+    elif isinstance(s, VTranspose):
+        d, src = _value(s.index, env), _value(s.src_index, env)
+        out += [(d + k * s.stride + lane, src + lane * s.src_stride + k) for k in range(s.lanes) for lane in
+                range(s.lanes)]
+    return out
+
+
+def test_the_blocks_copy_every_element_from_where_the_gathers_did():
+    for rows, cols, lanes in ((40, 24, 8), (24, 12, 4), (8, 16, 8)):
+        func = _program(rows, cols, lanes)
+        shapes = {b.name: b.shape for b in func.args}
+        blocked = verify(transpose_copies(func, simd.caps("avx2")))
+        assert any(isinstance(s, VTranspose) for s in walk_all(blocked.body))
+        before, after = _copies(func.body, {}, shapes, []), _copies(blocked.body, {}, shapes, [])
+        assert sorted(before) == sorted(after) and len(set(d for d, _ in after)) == rows * cols
+
+
+def test_only_where_the_target_has_the_transpose_and_rows_do_not_share_sets():
+    func = _program(40, 24, 8)
+    assert transpose_copies(func, simd.caps("generic")) == func          # no vectors there at all
+    neon_lanes = _program(40, 24, 8, "neon")                                 # 8 lanes: two float32x4 pieces
+    assert not any(isinstance(s, VTranspose) for s in walk_all(transpose_copies(neon_lanes, simd.caps("neon")).body))
+    wide = _program(256, 16, 8)                                              # b's rows 1 KB apart
+    assert transpose_copies(wide, simd.caps("avx2")) == wide
