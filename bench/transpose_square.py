@@ -38,7 +38,7 @@ def kernel(rows: int, cols: int, lanes: int, order: str, blocks: bool):
     st = st.apply(Reorder("b", ORDERS[order])).apply(Annotate("b", "j.1", "vectorize"))
     passes, conflict = c_codegen.CODEGEN_PASSES, transpose_pass.CONFLICT_BYTES
     c_codegen.CODEGEN_PASSES = passes if blocks else tuple(p for p in passes if p is not c_codegen.transpose)
-    transpose_pass.CONFLICT_BYTES = 1 << 40      # blocks wherever the pattern allows
+    transpose_pass.CONFLICT_BYTES = (1 << 40, 1 << 40)   # blocks wherever the pattern allows
     try:
         kern = ansorc.build([a, b], st, name=f"t{rows}_{cols}_{order}_{int(blocks)}")
     finally:

@@ -20,10 +20,12 @@ from .stmt import Allocate, For, PrimFunc, Stmt
 from .vector import VLanes, VStore, VTranspose, stmt_kids, with_kids
 from .vectorize import VectorCaps, flat_index, lane_stride
 
-# Destination rows a multiple of this many bytes apart share a few L1 sets: the block's `lanes` stores to as many
-# rows then cost more than the gathers saved (side by side on Zen 3, n x n transposes along the source rows: n = 512
-# 87 -> 142 us, 1024 828 -> 981; n = 1000 305 -> 183; a 128 x 1024 source 45 -> 36). Such copies keep the gathers.
-CONFLICT_BYTES = 1024
+# Rows a multiple of these many bytes apart (destination, source) share a few L1 sets: a block's `lanes` stores, or
+# loads, to as many rows then cost more than the gathers saved. Side by side on Zen 3 (bench/transpose_square.py,
+# "rows" order, gathers -> blocks): a's rows 1000 floats apart 250 -> 165 us, 200 10.6 -> 6.7, a 128 x 768 a
+# 46 -> 37; b's rows 2 or 4 KB apart (512 x 512, 1024 x 1024) 120 -> 146, 906 -> 1015; a's rows 4 KB apart
+# (128 x 1024) 50 -> 53. Such copies keep the gathers.
+CONFLICT_BYTES = (1024, 4096)
 
 
 def transpose_copies(func: PrimFunc, caps: VectorCaps) -> PrimFunc:
@@ -74,7 +76,8 @@ def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | N
         return None
     src, src_index, src_stride = column
     stride = lane_stride(store.index, f.var)
-    if lane_stride(src_index, f.var) != 1 or stride is None or (stride * ITEMSIZE[dtype]) % CONFLICT_BYTES == 0:
+    if lane_stride(src_index, f.var) != 1 or stride is None or \
+            any((n * ITEMSIZE[dtype]) % c == 0 for n, c in zip((stride, src_stride), CONFLICT_BYTES)):
         return None
     blocks = f.extent // lanes
     first = {f.var: Binary("*", Var(f.var), Const(lanes, "int32"), "int32") if blocks > 1 else Const(0, "int32")}
