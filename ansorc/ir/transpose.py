@@ -16,7 +16,7 @@ from dataclasses import replace
 from .dtypes import ITEMSIZE
 from .expr import Binary, CheckedIndex, Const, Read, Var, substitute, walk
 from .simplify import linear_form, simplify
-from .stmt import Allocate, For, PrimFunc, Stmt
+from .stmt import Allocate, For, PrimFunc, Seq, Stmt, seq
 from .vector import VLanes, VStore, VTranspose, stmt_kids, with_kids
 from .vectorize import VectorCaps, flat_index, lane_stride
 
@@ -64,10 +64,24 @@ def _gathered_column(store: VStore, shapes: dict, bounds: dict) -> tuple | None:
 
 
 def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | None:
-    """The loop as a loop over transposed blocks, or None where it is not such a copy."""
-    store = f.body
-    if f.kind not in ("serial", "unroll") or not isinstance(store, VStore):
+    """The loop as a loop over transposed blocks, or None where it is not such a copy. Its body is one gathering
+    store, or several into disjoint lanes of the same rows (the pieces of one vector loop: 16 lanes as 2 x 8)."""
+    stores = f.body.stmts if isinstance(f.body, Seq) else (f.body,)
+    if f.kind not in ("serial", "unroll") or not all(isinstance(s, VStore) for s in stores):
         return None
+    blocks = [_block(s, f, shapes, caps, bounds) for s in stores]
+    if any(b is None for b in blocks) or not _disjoint(blocks):
+        return None
+    n = f.extent // blocks[0].lanes
+    first = {f.var: Binary("*", Var(f.var), Const(blocks[0].lanes, "int32"), "int32") if n > 1 else Const(0, "int32")}
+    inner = {**bounds, f.var: (0, n - 1)}
+    body = seq(*[replace(b, index=simplify(substitute(b.index, first), inner),
+                         src_index=simplify(substitute(b.src_index, first), inner)) for b in blocks])
+    return For(f.var, n, f.kind, body, f.auto_unroll) if n > 1 else body
+
+
+def _block(store: VStore, f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> VTranspose | None:
+    """The store as one block (indices still in terms of f's variable), or None."""
     lanes, dtype = store.value.lanes if isinstance(store.value, VLanes) else 0, store.value.dtype
     if not caps.has("transpose", dtype, lanes) or f.extent % lanes:
         return None
@@ -79,12 +93,27 @@ def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | N
     if lane_stride(src_index, f.var) != 1 or stride is None or \
             any((n * ITEMSIZE[dtype]) % c == 0 for n, c in zip((stride, src_stride), CONFLICT_BYTES)):
         return None
-    blocks = f.extent // lanes
-    first = {f.var: Binary("*", Var(f.var), Const(lanes, "int32"), "int32") if blocks > 1 else Const(0, "int32")}
-    inner = {**bounds, f.var: (0, blocks - 1)}
-    block = VTranspose(store.buffer, simplify(substitute(store.index, first), inner), stride, src,
-                       simplify(substitute(src_index, first), inner), src_stride, lanes, dtype)
-    return For(f.var, blocks, f.kind, block, f.auto_unroll) if blocks > 1 else block
+    return VTranspose(store.buffer, store.index, stride, src, src_index, src_stride, lanes, dtype)
+
+
+def _disjoint(blocks: list) -> bool:
+    """Whether blocks made together write disjoint elements, none reading what another writes, so that making each
+    block's stores together keeps the result: one buffer and stride, lanes apart within one row of the stride."""
+    if len(blocks) == 1:
+        return True
+    b0 = blocks[0]
+    if any((b.buffer, b.stride, b.lanes) != (b0.buffer, b0.stride, b0.lanes) for b in blocks) or \
+            any(b.src == b0.buffer for b in blocks):
+        return False
+    offsets = []
+    for b in blocks:
+        terms, c = linear_form(simplify(Binary("-", b.index, b0.index, "int32")))
+        if terms:
+            return False
+        offsets.append(c)
+    offsets.sort()
+    return all(y - x >= b0.lanes for x, y in zip(offsets, offsets[1:])) and \
+        offsets[-1] - offsets[0] + b0.lanes <= abs(b0.stride)
 
 
 __all__ = ["transpose_copies"]

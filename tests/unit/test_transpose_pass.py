@@ -51,19 +51,21 @@ def _copies(s, env: dict, shapes: dict, out: list) -> list:
 
 
 def test_the_blocks_copy_every_element_from_where_the_gathers_did():
-    for rows, cols, lanes in ((40, 24, 8), (24, 12, 4), (8, 16, 8)):
-        func = _program(rows, cols, lanes)
+    # 16 lanes on AVX2 and 8 on NEON are vectorized as two pieces: one block each
+    for rows, cols, lanes, isa in ((40, 24, 8, "avx2"), (24, 12, 4, "avx2"), (8, 16, 8, "avx2"), (48, 32, 16, "avx2"),
+                                   (40, 24, 8, "neon")):
+        func = _program(rows, cols, lanes, isa)
         shapes = {b.name: b.shape for b in func.args}
-        blocked = verify(transpose_copies(func, simd.caps("avx2")))
-        assert any(isinstance(s, VTranspose) for s in walk_all(blocked.body))
+        blocked = verify(transpose_copies(func, simd.caps(isa)))
+        pieces = max(1, lanes // max(n for d, n in simd.caps(isa).types if d == "float32"))
+        assert sum(isinstance(s, VTranspose) for s in walk_all(blocked.body)) == pieces
         before, after = _copies(func.body, {}, shapes, []), _copies(blocked.body, {}, shapes, [])
         assert sorted(before) == sorted(after) and len(set(d for d, _ in after)) == rows * cols
 
 
 def test_only_where_the_target_has_the_transpose_and_rows_do_not_share_sets():
     func = _program(40, 24, 8)
-    assert transpose_copies(func, simd.caps("generic")) == func          # no vectors there at all
-    neon_lanes = _program(40, 24, 8, "neon")                                 # 8 lanes: two float32x4 pieces
-    assert not any(isinstance(s, VTranspose) for s in walk_all(transpose_copies(neon_lanes, simd.caps("neon")).body))
-    wide = _program(256, 16, 8)                                              # b's rows 1 KB apart
-    assert transpose_copies(wide, simd.caps("avx2")) == wide
+    assert transpose_copies(func, simd.caps("generic")) == func      # no vectors there at all
+    for rows, cols in ((256, 16), (16, 1024)):                           # b's rows 1 KB apart; a's 4 KB apart
+        wide = _program(rows, cols, 8)
+        assert transpose_copies(wide, simd.caps("avx2")) == wide
