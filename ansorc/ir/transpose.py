@@ -67,7 +67,7 @@ def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | N
     """The loop as a loop over transposed blocks, or None where it is not such a copy. Its body is one gathering
     store, or several into disjoint lanes of the same rows (the pieces of one vector loop: 16 lanes as 2 x 8)."""
     stores = f.body.stmts if isinstance(f.body, Seq) else (f.body,)
-    if f.kind not in ("serial", "unroll") or not all(isinstance(s, VStore) for s in stores):
+    if f.kind not in ("serial", "unroll") or not stores or not all(isinstance(s, VStore) for s in stores):
         return None
     blocks = [_block(s, f, shapes, caps, bounds) for s in stores]
     if any(b is None for b in blocks) or not _disjoint(blocks):

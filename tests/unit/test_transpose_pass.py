@@ -1,5 +1,7 @@
 """transpose_copies (ir/transpose.py) copies exactly what the gathering loop copied: every destination element from
 the same source element, each once; it applies only where the target has a transpose for the lanes."""
+from dataclasses import replace
+
 from ansorc import te
 from ansorc.codegen import c as c_codegen, simd
 from ansorc.codegen.target import Target
@@ -69,3 +71,9 @@ def test_only_where_the_target_has_the_transpose_and_rows_do_not_share_sets():
     for rows, cols in ((256, 16), (16, 1024)):                           # b's rows 1 KB apart; a's 4 KB apart
         wide = _program(rows, cols, 8)
         assert transpose_copies(wide, simd.caps("avx2")) == wide
+
+
+def test_a_loop_with_an_empty_body_is_left_alone():
+    empty = For("v", 8, "serial", Seq(()))
+    func = _program(40, 24, 8)
+    assert transpose_copies(replace(func, body=empty), simd.caps("avx2")).body == empty
