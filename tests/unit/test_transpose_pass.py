@@ -2,6 +2,8 @@
 the same source element, each once; it applies only where the target has a transpose for the lanes."""
 from dataclasses import replace
 
+import pytest
+
 from ansorc import te
 from ansorc.codegen import c as c_codegen, simd
 from ansorc.codegen.target import Target
@@ -14,8 +16,8 @@ from ansorc.ir.state import State
 from ansorc.ir.steps import Annotate, Reorder, Split
 from ansorc.ir.stmt import Allocate, For, Seq
 from ansorc.ir.transpose import transpose_copies
-from ansorc.ir.vector import VLanes, VStore, VTranspose, walk_all
-from ansorc.ir.verify import verify
+from ansorc.ir.vector import VLanes, VStore, VTranspose, stmt_kids, walk_all, with_kids
+from ansorc.ir.verify import VerifyError, verify
 from ansorc.ir.vectorize import flat_index
 
 
@@ -77,3 +79,20 @@ def test_a_loop_with_an_empty_body_is_left_alone():
     empty = For("v", 8, "serial", Seq(()))
     func = _program(40, 24, 8)
     assert transpose_copies(replace(func, body=empty), simd.caps("avx2")).body == empty
+
+
+def test_the_verifier_checks_every_row_of_a_block():
+    """A block whose last source row would lie past the buffer is reported, as a vector load there would be."""
+    func = _program(40, 24, 8)
+    blocked = transpose_copies(func, simd.caps("avx2"))
+    [block] = [s for s in walk_all(blocked.body) if isinstance(s, VTranspose)]
+    wrong = replace(block, src_stride=block.src_stride + 1)
+    bad = replace(blocked, body=_swap(blocked.body, block, wrong))
+    with pytest.raises(VerifyError, match="check_in_bounds"):
+        verify(bad)
+
+
+def _swap(s, old, new):
+    if s is old:
+        return new
+    return with_kids(s, tuple(_swap(c, old, new) for c in stmt_kids(s)))
