@@ -20,11 +20,13 @@ from .stmt import Allocate, For, PrimFunc, Seq, Stmt, seq
 from .vector import VLanes, VStore, VTranspose, stmt_kids, with_kids
 from .vectorize import VectorCaps, flat_index, lane_stride
 
-# Rows a multiple of these many bytes apart (destination, source) share a few L1 sets: a block's `lanes` stores, or
-# loads, to as many rows then cost more than the gathers saved. Side by side on Zen 3 (bench/transpose_square.py,
-# "rows" order, gathers -> blocks): a's rows 1000 floats apart 250 -> 165 us, 200 10.6 -> 6.7, a 128 x 768 a
-# 46 -> 37; b's rows 2 or 4 KB apart (512 x 512, 1024 x 1024) 120 -> 146, 906 -> 1015; a's rows 4 KB apart
-# (128 x 1024) 50 -> 53. Such copies keep the gathers.
+# Rows a multiple of these many bytes apart (destination, source) share a few L1 sets. Where the blocked loop makes
+# several blocks in a row (walking along the source rows, each block storing to `lanes` new destination rows of the
+# same sets), the blocks then cost more than the gathers saved. Side by side on Zen 3 (bench/transpose_square.py,
+# "rows" order, gathers -> blocks): a's rows 1000 floats apart 250 -> 165 us, 200 x 200 10.6 -> 6.7; b's rows 2 or
+# 4 KB apart (512 x 512, 1024 x 1024) 120 -> 146, 906 -> 1015; a's rows 4 KB apart (128 x 1024) 50 -> 53. Such
+# copies keep the gathers. A loop that is one block (a tile's: the next block, down the source column, completes
+# the same destination lines) gains at any stride: "cols" order 1024 x 1024 643 -> 567, 512 x 512 78 -> 73.
 CONFLICT_BYTES = (1024, 4096)
 
 
@@ -90,7 +92,7 @@ def _block(store: VStore, f: For, shapes: dict, caps: VectorCaps, bounds: dict) 
         return None
     src, src_index, src_stride = column
     stride = lane_stride(store.index, f.var)
-    if lane_stride(src_index, f.var) != 1 or stride is None or \
+    if lane_stride(src_index, f.var) != 1 or stride is None or f.extent > lanes and \
             any((n * ITEMSIZE[dtype]) % c == 0 for n, c in zip((stride, src_stride), CONFLICT_BYTES)):
         return None
     return VTranspose(store.buffer, store.index, stride, src, src_index, src_stride, lanes, dtype)

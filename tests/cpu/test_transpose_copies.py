@@ -11,6 +11,7 @@ from ansorc.codegen.target import Target, host_isas
 from ansorc.ir.state import State
 from ansorc.ir.steps import Annotate, Reorder, Split
 from ansorc.measure.cross import build_programs, run_program
+from ansorc.search.default_schedule import default_cpu_schedule
 
 VECTOR_ISAS = [isa for isa in host_isas() if isa in ("avx512", "avx2")]
 
@@ -67,3 +68,18 @@ def test_neon_transposing_copies_under_qemu():
         x = np.random.default_rng(r).standard_normal((r, c)).astype(np.float32)
         [out] = run_program(prog, [x], "neon")
         np.testing.assert_array_equal(out, x.T)
+
+
+@pytest.mark.skipif("avx2" not in host_isas(), reason="no AVX2 on this machine")
+@pytest.mark.parametrize("shape, perm", [((256, 256), (1, 0)), ((128, 16, 64), (1, 2, 0)), ((96, 200), (1, 0))])
+def test_the_default_program_of_a_transpose_copies_tile_blocks_at_any_stride(shape, perm):
+    """The default schedule tiles both axes (a loop of one block around the vector): blocks even where rows lie a
+    multiple of 1 or 4 KB apart, since the next block completes the same destination lines."""
+    a = te.placeholder(shape, "float32", "a")
+    inv = [perm.index(k) for k in range(len(shape))]
+    t = te.compute(tuple(shape[p] for p in perm), lambda *ix: a[tuple(ix[inv[k]] for k in range(len(shape)))], name="t")
+    state = default_cpu_schedule(ansorc.ComputeDAG([a, t]), "avx2")
+    kern = ansorc.build([a, t], state, target="avx2", name="dt")
+    assert "ansorc_transpose_m256((" in kern.source
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    np.testing.assert_array_equal(kern(x), np.transpose(x, perm))
