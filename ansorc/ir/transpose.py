@@ -5,7 +5,8 @@ the source's rows, becomes square blocks transposed through registers (VTranspos
 scalar loads a row apart (VLanes). Taking `lanes` consecutive v together, the same elements are `lanes` contiguous
 row loads, an in-register transpose and `lanes` contiguous stores. TBG's copy of K transposed was 14 of 232 us of
 its kernel as gathers (suite_notes.md, s38). The block reads and writes exactly the elements the loop did, in the
-same store order, and src is another buffer than dst, so the result is the same.
+same store order (several pieces of one vector: each piece's stores in order, the pieces disjoint, see _disjoint),
+and src is another buffer than dst, so the result is the same.
 
 Runs after the register passes, on the vector IR, where the target has a "transpose" for the dtype and lanes.
 """
