@@ -2,7 +2,7 @@
 gathers a column per vector, turned into blocks transposed in registers), and the row's peers, side by side in
 one process, alternating, checked equal; repeated in `--blocks` blocks, since this VM's speed moves by the minute.
 
-    python bench/transpose_variants.py OP IDX LOG [--rounds 7] [--blocks 3]     # e.g. TBG 1 LOG
+    python bench/transpose_variants.py OP IDX LOG [--rounds 7] [--blocks 3]     # e.g. TBG 2 LOG
 """
 from __future__ import annotations
 
