@@ -25,10 +25,18 @@ from .vectorize import VectorCaps, flat_index, lane_stride
 # several blocks in a row (walking along the source rows, each block storing to `lanes` new destination rows of the
 # same sets), the blocks then cost more than the gathers saved. Side by side on Zen 3 (bench/transpose_square.py,
 # "rows" order, gathers -> blocks): a's rows 1000 floats apart 250 -> 165 us, 200 x 200 10.6 -> 6.7; b's rows 2 or
-# 4 KB apart (512 x 512, 1024 x 1024) 120 -> 146, 906 -> 1015; a's rows 4 KB apart (128 x 1024) 50 -> 53. Such
-# copies keep the gathers. A loop that is one block (a tile's: the next block, down the source column, completes
-# the same destination lines) gains at any stride: "cols" order 1024 x 1024 643 -> 567, 512 x 512 78 -> 73.
+# 4 KB apart (512 x 512, 1024 x 1024) 120 -> 146, 906 -> 1015 (4 lanes: 216 -> 226, 2068 -> 2345); a's rows 4 KB
+# apart (128 x 1024) 50 -> 53 with 8 lanes, when a block's source rows fill the set's SET_WAYS, but 79.5 -> 74.9
+# with 4 (TBG 128x16x64's copy of K: 327 -> 309). Such copies keep the gathers. A loop that is one block (a tile's:
+# the next block, down the source column, completes the same destination lines) gains at any stride: "cols" order
+# 1024 x 1024 643 -> 567, 512 x 512 78 -> 73.
 CONFLICT_BYTES = (1024, 4096)
+SET_WAYS = 8
+
+
+def _conflicts(stride: int, src_stride: int, lanes: int, itemsize: int) -> bool:
+    dst_bytes, src_bytes = stride * itemsize, src_stride * itemsize
+    return dst_bytes % CONFLICT_BYTES[0] == 0 or (src_bytes % CONFLICT_BYTES[1] == 0 and lanes >= SET_WAYS)
 
 
 def transpose_copies(func: PrimFunc, caps: VectorCaps) -> PrimFunc:
@@ -93,8 +101,8 @@ def _block(store: VStore, f: For, shapes: dict, caps: VectorCaps, bounds: dict) 
         return None
     src, src_index, src_stride = column
     stride = lane_stride(store.index, f.var)
-    if lane_stride(src_index, f.var) != 1 or stride is None or f.extent > lanes and \
-            any((n * ITEMSIZE[dtype]) % c == 0 for n, c in zip((stride, src_stride), CONFLICT_BYTES)):
+    if lane_stride(src_index, f.var) != 1 or stride is None or \
+            f.extent > lanes and _conflicts(stride, src_stride, lanes, ITEMSIZE[dtype]):
         return None
     return VTranspose(store.buffer, store.index, stride, src, src_index, src_stride, lanes, dtype)
 

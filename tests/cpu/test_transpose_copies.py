@@ -24,10 +24,10 @@ def transpose_copy(rows: int, cols: int, lanes: int):
     return [a, b], st.apply(Reorder("b", ("j.0", "i", "j.1"))).apply(Annotate("b", "j.1", "vectorize"))
 
 
-# (rows, cols, lanes, blocks?): b's rows 40 / 24 floats apart; b's rows 1 KB apart or a's 4 KB keep the gathers on
-# purpose (ir/transpose.py, CONFLICT_BYTES); a tail (21 = 2 x 8 + 5) too
+# (rows, cols, lanes, blocks?): b's rows 40 / 24 floats apart; b's rows 1 KB apart, or a's 4 KB with 8 lanes, keep
+# the gathers on purpose (ir/transpose.py, CONFLICT_BYTES); a tail (21 = 2 x 8 + 5) too
 CASES = [(40, 24, 8, True), (40, 24, 4, True), (24, 96, 8, True), (48, 32, 16, True), (256, 16, 8, False),
-         (16, 1024, 8, False), (40, 21, 8, False)]
+         (16, 1024, 8, False), (16, 1024, 4, True), (40, 21, 8, False)]
 
 
 @pytest.mark.skipif(not VECTOR_ISAS, reason="no x86 vector ISA on this machine")
