@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,20 @@ from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.search.default_schedule import default_cpu_schedule  # noqa: E402
 
 ORDERS = {"rows": ("j.0", "i", "j.1"), "cols": ("i.0", "j.0", "i.1", "j.1"), "default": None}
+
+
+@contextmanager
+def codegen_variant(blocks: bool, forced: bool = False):
+    """Render with the codegen passes as they ship (blocks), or without transpose_copies (gathers); `forced`: blocks
+    wherever the pattern allows, the stride rule (CONFLICT_BYTES) off."""
+    passes, conflict = c_codegen.CODEGEN_PASSES, transpose_pass.CONFLICT_BYTES
+    c_codegen.CODEGEN_PASSES = passes if blocks else tuple(p for p in passes if p is not c_codegen.transpose)
+    if forced:
+        transpose_pass.CONFLICT_BYTES = (1 << 40, 1 << 40)
+    try:
+        yield
+    finally:
+        c_codegen.CODEGEN_PASSES, transpose_pass.CONFLICT_BYTES = passes, conflict
 
 
 def parse_case(text: str) -> tuple:
@@ -56,15 +71,9 @@ def kernel(shape: tuple, perm: tuple, lanes: int, order: str, blocks: bool):
         if order == "cols":
             st = st.apply(Split("b", "i", (lanes,)))
         st = st.apply(Reorder("b", ORDERS[order])).apply(Annotate("b", "j.1", "vectorize"))
-    passes, conflict = c_codegen.CODEGEN_PASSES, transpose_pass.CONFLICT_BYTES
-    c_codegen.CODEGEN_PASSES = passes if blocks else tuple(p for p in passes if p is not c_codegen.transpose)
-    if order != "default":
-        transpose_pass.CONFLICT_BYTES = (1 << 40, 1 << 40)   # blocks wherever the pattern allows
     name = f"t{'_'.join(map(str, shape))}_{order}_{int(blocks)}"
-    try:
+    with codegen_variant(blocks, forced=order != "default"):
         kern = ansorc.build([a, b], st, name=name)
-    finally:
-        c_codegen.CODEGEN_PASSES, transpose_pass.CONFLICT_BYTES = passes, conflict
     if blocks and "_transpose_" not in kern.source.split(f"int {name}(")[1]:
         print(f"  ({order}: the pass leaves this copy's gathers)")
     return kern

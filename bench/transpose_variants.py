@@ -16,18 +16,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ansorc  # noqa: E402
 from suite_timing import WARM, peer_calls, row_parser, tuned_row  # noqa: E402  (sets OMP_PROC_BIND)
-from ansorc.codegen import c as c_codegen  # noqa: E402
+from transpose_square import codegen_variant  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 
 
 def without_transpose(op: str, idx: int, log):
     """The row's kernel built from its best program with the codegen passes before transpose_copies."""
-    passes = c_codegen.CODEGEN_PASSES
-    c_codegen.CODEGEN_PASSES = tuple(p for p in passes if p is not c_codegen.transpose)
-    try:
+    with codegen_variant(blocks=False):
         return tuned_row(op, idx, log)[0]
-    finally:
-        c_codegen.CODEGEN_PASSES = passes
 
 
 def main(argv=None) -> int:

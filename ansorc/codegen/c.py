@@ -175,7 +175,7 @@ class CRenderer:
         return self.subscript(name, simplify(flat, self.bounds))
 
     # ------------------------------------------------------------------ vector expressions (simd.py tables)
-    def intr(self, op: str, like: Expr, **kw) -> str:
+    def intr(self, op: str, like, **kw) -> str:   # like: anything with a dtype and lanes (an Expr, a VTranspose)
         return simd.intrinsic(self.isa, op, like.dtype, lanes_of(like)).format(**kw)
 
     def broadcast(self, e: Broadcast) -> str:
@@ -233,9 +233,8 @@ class CRenderer:
             store = self.intr("store", s.value, p=t, v=self.expr(s.value))
             self.emit(f"{{ {C_TYPE[s.value.dtype]} {t}[{n}]; {store}; {stores} }}", ind)
         elif isinstance(s, VTranspose):
-            self.emit(simd.intrinsic(self.isa, "transpose", s.dtype, s.lanes).format(
-                p=f"({s.src} + {self.expr(s.src_index)})", a=s.src_stride,
-                q=f"({s.buffer} + {self.expr(s.index)})", b=s.stride) + ";", ind)
+            self.emit(self.intr("transpose", s, p=f"({s.src} + {self.expr(s.src_index)})", a=s.src_stride,
+                                q=f"({s.buffer} + {self.expr(s.index)})", b=s.stride) + ";", ind)
         elif isinstance(s, VAssign):
             self.emit(f"{s.var.name} = {self.expr(s.value)};", ind)
         elif isinstance(s, VDecl):

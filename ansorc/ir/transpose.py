@@ -56,22 +56,20 @@ def _visit(s: Stmt, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt:
 
 
 def _gathered_column(store: VStore, shapes: dict, bounds: dict) -> tuple | None:
-    """(src, flat index of lane 0, lane stride) when every lane of the stored value reads src one row further."""
-    value = store.value
-    if not isinstance(value, VLanes) or value.lanes < 2:
-        return None
-    elems = value.elems
-    if not all(isinstance(e, Read) and e.name == elems[0].name and e.dtype == value.dtype for e in elems):
+    """(src, flat index of lane 0, lane stride) when every lane of the stored VLanes reads src one row further."""
+    elems = store.value.elems
+    if not all(isinstance(e, Read) and e.name == elems[0].name and e.dtype == store.value.dtype for e in elems):
         return None
     src = elems[0].name
     if src == store.buffer or src not in shapes or \
             any(isinstance(n, CheckedIndex) for e in elems for i in e.indices for n in walk(i)):
         return None
-    forms = [linear_form(simplify(flat_index(e.indices, shapes[src]), bounds)) for e in elems]
+    flats = [simplify(flat_index(e.indices, shapes[src]), bounds) for e in elems]
+    forms = [linear_form(x) for x in flats]
     stride = forms[1][1] - forms[0][1]
     if stride == 0 or any(f[0] != forms[0][0] or f[1] - forms[0][1] != k * stride for k, f in enumerate(forms)):
         return None
-    return src, simplify(flat_index(elems[0].indices, shapes[src]), bounds), stride
+    return src, flats[0], stride
 
 
 def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | None:
@@ -93,7 +91,9 @@ def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | N
 
 def _block(store: VStore, f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> VTranspose | None:
     """The store as one block (indices still in terms of f's variable), or None."""
-    lanes, dtype = store.value.lanes if isinstance(store.value, VLanes) else 0, store.value.dtype
+    if not isinstance(store.value, VLanes):
+        return None
+    lanes, dtype = store.value.lanes, store.value.dtype
     if not caps.has("transpose", dtype, lanes) or f.extent % lanes:
         return None
     column = _gathered_column(store, shapes, bounds)
