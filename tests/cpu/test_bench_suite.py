@@ -255,9 +255,11 @@ def test_exp_variants_old_exp_and_three_pass_softmax_compute_the_same():
     assert "ansorc_exp_m256(" in code
     old = ev.with_old_exp(code)
     assert old != code and "cvtps_epi32" in old
+    s37 = ev.with_old_exp(code, ev.S37_EXP)
+    assert s37 not in (code, old)
     a = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32) * 4
     e = np.exp(a - a.max(1, keepdims=True))
-    for k in (kern, ev.variant(kern, old), ev.variant(kern, ev.hand_source(code, entry, 8, 64))):
+    for k in (kern, ev.variant(kern, old), ev.variant(kern, s37), ev.variant(kern, ev.hand_source(code, entry, 8, 64))):
         out = ansorc.empty((8, 64))
         k(ansorc.array(a), out)
         np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)

@@ -34,7 +34,7 @@ def test_vector_exp_matches_numpy(isa):
     with np.errstate(over="ignore"):
         want = np.exp(x.astype(np.float64))
     finite = np.isfinite(want) & (want < 3.4e38)
-    np.testing.assert_allclose(out[finite], want[finite], rtol=3e-7, atol=3e-38)
+    np.testing.assert_allclose(out[finite], want[finite], rtol=1.2e-7, atol=3e-38)   # measured: 7.5e-8
     assert np.isnan(out[np.isnan(x)]).all()
     assert (out[x == np.inf] == np.inf).all() and (out[x == 1000.0] == np.inf).all()
     assert (out[x == -np.inf] == 0).all() and (out[x == -1000.0] == 0).all()
