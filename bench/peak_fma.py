@@ -80,9 +80,10 @@ def peak_source(isa: str, chains: int) -> tuple:
     return code, lanes
 
 
-def measure_peak(isa: str = "native", threads: int | None = None, chains: int = 12, repeats: int = 7,
-                 seconds: float = 0.3) -> float:
-    """Median GFLOP/s of the FMA microbenchmark."""
+def peak_call(isa: str = "native", threads: int | None = None, chains: int = 12, seconds: float = 0.002) -> tuple:
+    """(fn, flops): a no-argument call of the FMA microbenchmark that lasts about `seconds`, and the FLOPs it does.
+    bench/suite_timing.py times it alternating with a row's contenders, so that % of peak compares the kernel with
+    the peak of the same minutes (on this VM the peak moves 144-205 GFLOP/s between hours)."""
     target = Target.from_name(isa)
     threads = threads or target.num_cores
     code, lanes = peak_source(target.isa, chains)
@@ -92,11 +93,17 @@ def measure_peak(isa: str = "native", threads: int | None = None, chains: int = 
     fn = ctypes.CDLL(res.lib_path).ansorc_peak
     fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_int64, ctypes.c_int]
     iters = 1000
-    while fn(iters, threads) < seconds / 4:   # calibrate: each repeat runs about `seconds`
+    while fn(iters, threads) < seconds / 4:   # calibrate: each call runs about `seconds`
         iters *= 2
-    iters = int(iters * seconds / max(fn(iters, threads), 1e-9))
-    flops = 2.0 * lanes * chains * iters * threads
-    return statistics.median(flops / fn(iters, threads) / 1e9 for _ in range(repeats))
+    iters = max(1, int(iters * seconds / max(fn(iters, threads), 1e-9)))
+    return (lambda: fn(iters, threads)), 2.0 * lanes * chains * iters * threads
+
+
+def measure_peak(isa: str = "native", threads: int | None = None, chains: int = 12, repeats: int = 7,
+                 seconds: float = 0.3) -> float:
+    """Median GFLOP/s of the FMA microbenchmark."""
+    call, flops = peak_call(isa, threads, chains, seconds)
+    return statistics.median(flops / call() / 1e9 for _ in range(repeats))
 
 
 def main():

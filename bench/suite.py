@@ -43,7 +43,7 @@ from ansorc.measure.record import RETIME_NOTE, load, records_for  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
 from peers import pack_log, working_log  # noqa: E402
-from suite_timing import row_dag, time_row_fresh  # noqa: E402
+from suite_timing import PEAK, row_dag, time_row_fresh  # noqa: E402
 
 MEMORY_BOUND = ("DEP", "NRM", "SFM")    # no % of peak for these: bandwidth, not FMAs, limits them
 PEER_COLUMNS = ("numpy", "torch", "onnxruntime")
@@ -97,16 +97,20 @@ def useful_fraction(op: str, args: tuple) -> float:
     return frac
 
 
-def timing_fields(op: str, med: dict, useful_flops: float, peak) -> dict:
-    """The row's figures from each contender's median seconds ("ours" and peer names)."""
-    peers = {k: v for k, v in med.items() if k != "ours"}
+def timing_fields(op: str, med: dict, useful_flops: float, peak, peak_flops=None) -> dict:
+    """The row's figures from each contender's median seconds ("ours", peer names, and PEAK where the FMA peak loop
+    doing `peak_flops` per call was timed alongside: then % of peak is against that row's own peak)."""
+    peers = {k: v for k, v in med.items() if k not in ("ours", PEAK)}
+    row_peak = peak_flops / med[PEAK] / 1e9 if peak_flops and PEAK in med else None
+    peak = row_peak or peak
     cols = {c: min((v for k, v in peers.items() if k.split("_")[0] == c), default=None) for c in PEER_COLUMNS}
     best = min(peers.values()) if peers else None
     gflops = useful_flops / med["ours"] / 1e9
     return {"ours_s": med["ours"], "peers_s": cols,
             "torch_layout": min((k for k in peers if k.startswith("torch")), key=peers.get, default=None),
             "ratio": best / med["ours"] if best else None, "gflops": gflops, "useful": True,
-            "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak}
+            "peak_pct": 100 * gflops / peak if peak and op not in MEMORY_BOUND else None, "peak_gflops": peak,
+            "peak_flops": peak_flops if row_peak else None}
 
 
 def row_trials(log: Path, dag) -> int:
@@ -123,7 +127,8 @@ def row_trials(log: Path, dag) -> int:
 
 def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s: float, peak, dag) -> dict:
     return {"op": op, "idx": idx, "args": list(args),
-            **timing_fields(op, timing["med"], timing["flops"] * useful_fraction(op, args), peak),
+            **timing_fields(op, timing["med"], timing["flops"] * useful_fraction(op, args), peak,
+                            timing.get("peak_flops")),
             "mismatch": timing["mismatch"], "tuning_s": tuning_s, "placements_s": timing.get("placements"),
             "cpus": timing.get("cpus"), "trials": row_trials(log, dag)}
 
@@ -153,9 +158,15 @@ def markdown(results: list, peak) -> str:
     at_least = sum(1 for r in results if r["ratio"] and r["ratio"] >= 1.0)
     lines.append(f"\nGeometric mean of best peer / ours: {g:.2f}; {at_least} of {len(results)} rows at or above 1.0."
                  if g else "\nNo peer ran.")
-    if peak:
-        lines.append(f"fp32 FMA peak measured: {peak:.0f} GFLOP/s (2 threads); % peak counts useful FLOPs (a conv's "
-                     "taps on its zero padding excluded). (cl): PyTorch channels-last was faster.")
+    own = [r["peak_gflops"] for r in results if r.get("peak_flops") and r["peak_pct"] is not None]
+    if own:
+        lines.append(f"% peak: against the fp32 FMA peak loop timed in the row's alternating rounds ({min(own):.0f}-"
+                     f"{max(own):.0f} GFLOP/s over {len(own)} rows, 2 threads).")
+    if peak and len(own) < sum(r["peak_pct"] is not None for r in results):
+        lines.append(f"fp32 FMA peak measured{' for the other rows' if own else ''}: {peak:.0f} GFLOP/s (2 threads).")
+    if own or peak:
+        lines.append("% peak counts useful FLOPs (a conv's taps on its zero padding excluded). (cl): PyTorch "
+                     "channels-last was faster.")
     return "\n".join(lines) + "\n"
 
 
@@ -257,7 +268,7 @@ def pooled(rs: list) -> dict:
     names = set.intersection(*(set(x["placements_s"]) for x in rs)) - set(bad)
     per = {k: [t for x in rs for t in x["placements_s"][k]] for k in sorted(names)}
     r.update(timing_fields(r["op"], {k: float(np.median(v)) for k, v in per.items()}, r["gflops"] * r["ours_s"] * 1e9,
-                           r.get("peak_gflops")))
+                           r.get("peak_gflops"), r.get("peak_flops")))
     r.update(placements_s=per, mismatch=bad, runs=len(rs))
     return r
 
@@ -274,10 +285,12 @@ def main(argv=None) -> int:
     args = parse(argv)
     if args.merge:
         results = merged(args.merge, args.pool)
-        peaks = [r.get("peak_gflops") or r["gflops"] * 100 / r["peak_pct"] for r in results if r.get("peak_pct")]
-        peak = max(peaks) if peaks else None    # one peak for every row: the highest any run measured
+        peaks = [r.get("peak_gflops") or r["gflops"] * 100 / r["peak_pct"] for r in results
+                 if r.get("peak_pct") and not r.get("peak_flops")]
+        peak = max(peaks) if peaks else None    # rows without their own peak: the highest any run measured
         for r in results:
-            r["peak_pct"] = 100 * r["gflops"] / peak if peak and r["peak_pct"] is not None else None
+            if not r.get("peak_flops"):
+                r["peak_pct"] = 100 * r["gflops"] / peak if peak and r["peak_pct"] is not None else None
         write_outputs(results, peak, Path(args.out or "."))
         return 0
     log_dir, out = Path(args.log_dir), Path(args.out or args.log_dir)
@@ -291,7 +304,8 @@ def main(argv=None) -> int:
         dag = row_dag(op, idx, constant)
         log, spent = tune_row(op, idx, dag, log_dir, args.trials, args.quiet)
         try:
-            timing = time_row_fresh(op, idx, log, rounds, min_time, args.placements, constant)
+            timing = time_row_fresh(op, idx, log, rounds, min_time, args.placements, constant,
+                                    peak=not (args.no_peak or args.quick) and op not in MEMORY_BOUND)
         except AnsorcError as e:   # e.g. --trials 0 and no record for this row yet
             print(f"{op} {tuple(wargs)}: skipped: {e}", flush=True)
             continue

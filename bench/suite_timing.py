@@ -1,7 +1,7 @@
 """One row of bench/suite.py timed: ours and every peer that computes the same thing, alternating round by round
 in one process, checked equal, over several placements of the arrays; run in a process of its own.
 
-    python bench/suite_timing.py OP IDX LOG OUT_JSON [--rounds 5] [--min-time 0.05] [--placements 3]
+    python bench/suite_timing.py OP IDX LOG OUT_JSON [--rounds 5] [--min-time 0.05] [--placements 3] [--peak]
 
 Why a fresh process and several placements (bench/results/suite_notes.md, session s31): the 1x1 conv rows timed
 1.7-1.9x slower in the process that had just tuned them than in a new one, and one program on the same values ran
@@ -35,10 +35,12 @@ from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
+from peak_fma import peak_call  # noqa: E402
 from suite_onnx import ort_fns  # noqa: E402
 from suite_peers import NUMPY, torch_fns  # noqa: E402
 
 WARM = 0.25    # seconds of untimed calls before each timed block (ansorc/measure/alternate.py says why)
+PEAK = "fma_peak"   # the contender that times the FMA peak loop alongside a compute-bound row (not a peer)
 
 
 def peer_calls(op: str, args: tuple, inputs: list) -> dict:
@@ -99,11 +101,13 @@ def tuned_row(op: str, idx: int, log, constant_weights: bool = True) -> tuple:
 
 
 def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int,
-             constant_weights: bool = True) -> dict:
+             constant_weights: bool = True, peak: bool = False) -> dict:
     """Median seconds of ours and of every peer whose result equals ours in every placement; the others listed.
-    The first call on each placement makes what ours keeps of constant weights; the timed calls reuse it."""
+    The first call on each placement makes what ours keeps of constant weights; the timed calls reuse it. With
+    `peak`, the FMA peak loop (bench/peak_fma.py) is one more contender, PEAK, doing "peak_flops" per call."""
     kern, dag, args, values, zeros = tuned_row(op, idx, log, constant_weights)
     rng, per, bad = np.random.default_rng(1), {}, []
+    peak_fn, peak_flops = peak_call() if peak else (None, None)
     for _ in range(placements):
         inputs, outs = [placed(v, rng) for v in values], [placed(z, rng) for z in zeros]
         kern(*inputs, *outs)
@@ -120,21 +124,23 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
                 fns[name] = call
             else:
                 bad.append(name)
+        if peak_fn:
+            fns[PEAK] = peak_fn
         for name, seconds in median_alternating(fns, rounds=rounds, min_time=min_time, warm=WARM).items():
             per.setdefault(name, []).append(seconds)
     per = {k: v for k, v in per.items() if k not in bad}   # a peer that differed once: none of its times count
     return {"med": {k: float(np.median(v)) for k, v in per.items()}, "placements": per, "mismatch": bad,
-            "flops": dag.flop_count, "cpus": START_CPUS}
+            "flops": dag.flop_count, "cpus": START_CPUS, "peak_flops": peak_flops}
 
 
 def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int,
-                   constant_weights: bool = True) -> dict:
+                   constant_weights: bool = True, peak: bool = False) -> dict:
     """time_row in a new Python process (its output passes through); AnsorcError when the row cannot be timed."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "timing.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), op, str(idx), str(log), str(out),
                "--rounds", str(rounds), "--min-time", str(min_time), "--placements", str(placements)]
-        cmd += [] if constant_weights else ["--per-call-weights"]
+        cmd += ([] if constant_weights else ["--per-call-weights"]) + (["--peak"] if peak else [])
         # started from a thread that an OpenMP runtime bound to one core (the peak microbenchmark, a peer), the
         # child would inherit that one-CPU mask: T2D 4x4 timed 2x slower, ours and PyTorch alike
         with all_process_cpus():
@@ -154,9 +160,10 @@ def main(argv=None) -> int:
     ap.add_argument("--min-time", type=float, default=0.05)
     ap.add_argument("--placements", type=int, default=3)
     ap.add_argument("--per-call-weights", action="store_true", help="weights not declared constant")
+    ap.add_argument("--peak", action="store_true", help="time the FMA peak loop alongside (contender fma_peak)")
     a = ap.parse_args(argv)
     try:
-        got = time_row(a.op, a.idx, Path(a.log), a.rounds, a.min_time, a.placements, not a.per_call_weights)
+        got = time_row(a.op, a.idx, Path(a.log), a.rounds, a.min_time, a.placements, not a.per_call_weights, a.peak)
     except AnsorcError as e:   # e.g. no record for this row yet: the suite skips it
         got = {"error": str(e)}
     Path(a.out).write_text(json.dumps(got))

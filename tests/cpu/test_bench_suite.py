@@ -148,6 +148,48 @@ def test_merge_takes_the_later_row_and_one_peak(tmp_path):
     assert "Geometric mean of best peer / ours: 2.00; 2 of 2" in (tmp_path / "suite.md").read_text()
 
 
+def test_time_row_times_the_peak_loop_alongside_when_asked(monkeypatch):
+    timing = _load("suite_timing")
+
+    def default_program(op, idx, log, constant_weights=True):   # the row's default program: no log needed
+        dag = timing.row_dag(op, idx, constant_weights)
+        kern = timing.ansorc.compile(dag, trials=0, name="gmm_peak_test")
+        values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
+        return kern, dag, tuple(timing.workloads.WORKLOADS[op][1][idx]), values, \
+            [np.zeros(t.shape, np.float32) for t in dag.outputs]
+    monkeypatch.setattr(timing, "tuned_row", default_program)
+    got = timing.time_row("GMM", 0, None, rounds=2, min_time=0.005, placements=1, peak=True)
+    assert got["peak_flops"] > 0 and timing.PEAK in got["med"] and "ours" in got["med"]
+    assert 1.0 < got["peak_flops"] / got["med"][timing.PEAK] / 1e9 < 1e5     # GFLOP/s of a real loop
+    assert timing.PEAK not in timing.time_row("GMM", 0, None, rounds=1, min_time=0.005, placements=1)["med"]
+
+
+def test_a_row_with_its_own_peak_keeps_it_through_merge_and_pooling(tmp_path):
+    suite = _load("suite")
+    # the FMA peak loop timed alongside: 2e9 FLOPs per call in 10 ms -> 200 GFLOP/s; not a peer of the row
+    med = {"ours": 1e-3, "torch": 2e-3, suite.PEAK: 1e-2}
+    f = suite.timing_fields("GMM", med, 1e8, 500.0, 2e9)
+    assert f["peak_gflops"] == pytest.approx(200.0) and f["peak_pct"] == pytest.approx(50.0)
+    assert f["ratio"] == pytest.approx(2.0) and f["peak_flops"] == 2e9
+    assert suite.timing_fields("GMM", {"ours": 1e-3, "torch": 2e-3}, 1e8, 250.0)["peak_pct"] == pytest.approx(40.0)
+
+    def row(op, ours, peak_s, peak_gflops=None):
+        per = {"ours": [ours], "torch": [2e-3]} | ({suite.PEAK: [peak_s]} if peak_s else {})
+        med = {k: v[0] for k, v in per.items()}
+        return {"op": op, "idx": 1, "args": [1], **suite.timing_fields(op, med, 1e8, peak_gflops, 2e9 if peak_s
+                else None), "placements_s": per, "mismatch": [], "tuning_s": 1.0, "trials": 64}
+    (tmp_path / "a.json").write_text(json.dumps([row("GMM", 1e-3, 1e-2), row("C2D", 1e-3, None, 100.0)]))
+    (tmp_path / "b.json").write_text(json.dumps([row("GMM", 1e-3, 2e-2), row("C2D", 1e-3, None, 100.0)]))
+    assert suite.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--pool",
+                       "--out", str(tmp_path)]) == 0
+    got = {r["op"]: r for r in json.loads((tmp_path / "suite.json").read_text())}
+    assert got["GMM"]["peak_gflops"] == pytest.approx(2e9 / 1.5e-2 / 1e9)     # the pooled median peak time
+    assert got["C2D"]["peak_pct"] == pytest.approx(100.0)                       # the global peak, 100 GFLOP/s
+    md = (tmp_path / "suite.md").read_text()
+    assert "peak loop timed in the row's alternating rounds (133-133 GFLOP/s over 1 rows" in md
+    assert "for the other rows: 100 GFLOP/s" in md
+
+
 def test_useful_flops_leave_out_the_taps_on_the_padding():
     suite = _load("suite")
     assert suite.useful_fraction("GMM", (1, 512, 512, 512)) == 1.0
