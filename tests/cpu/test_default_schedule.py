@@ -117,14 +117,25 @@ def test_a_short_innermost_reduction_sweeps_with_the_ones_outside_it():
 @pytest.mark.parametrize("co", [3, 2])
 def test_rows_too_short_for_a_vector_vectorize_the_contiguous_reduction(co):
     # T2D to 3 (or 2) output channels: no vector fits the output rows, so the vector runs along the input
-    # channels (64), factored into conv_phases.rf per output row and summed once; the weights (kh, kw, ci, co) are
-    # read from a copy with co moved to the front, where ci is contiguous
+    # channels (64), split by a vector whose partial sums conv_phases.rf keeps per output, in a register tile of
+    # every channel by as many output columns as fit, and sums once; the weights (kh, kw, ci, co) are read from a
+    # copy with co moved to the front, where ci is contiguous
     tensors = workloads.t2d(1, 8, 8, 64, co, 4, 2, 1)
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
-    assert state.stage("conv_phases.rf").attach == ("conv_phases", "qw")
-    assert {("conv_phases.rf", "rc.v"), ("conv_phases", "rc.v")} <= set(annotations(state, "vectorize"))
+    assert state.stage("conv_phases.rf").attach[0] == "conv_phases"
+    assert {("conv_phases.rf", "rc.1.v"), ("conv_phases", "rc.1.v")} <= set(annotations(state, "vectorize"))
+    assert ("conv_phases", "rc", (16,)) in [(s.stage, s.iter, s.lengths) for s in state.steps
+                                            if type(s).__name__ == "Split"]
     assert [s.block for s in state.steps if type(s).__name__ == "CacheRead"] == [1]
     assert state.stage("kernel.local").op.shape == (co, 4, 4, 64, 1)
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+    # AVX2 (16 registers): 12 accumulators, the output columns (qw, 16 per phase) split by 12 // co
+    avx2 = HardwareParams(num_cores=2, vector_bytes=32, vector_registers=16)
+    tensors = workloads.t2d(1, 16, 16, 32, co, 4, 2, 1)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=avx2)
+    splits = {(s.stage, s.iter): s.lengths for s in state.steps if type(s).__name__ == "Split"}
+    assert splits[("conv_phases", "qw")] == (4,) and splits[("conv_phases", "rc")] == (8,)
+    assert state.stage("conv_phases.rf").attach == ("conv_phases", "qw.0")
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
