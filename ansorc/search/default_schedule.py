@@ -27,7 +27,7 @@ from ..ir.expr import Const, Read, Var, reads, walk
 from ..ir.state import ScheduleError, State
 from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                         Reorder, Split)
-from .default_loops import block_size, contiguous_along, divisor, parallel, schedule_root, uses
+from .default_loops import block_size, contiguous_along, divisor, padding_of_depthwise, parallel, schedule_root, uses
 from .default_reduce import vector_reduced
 from .default_rows import row_fused
 from .features import TILE_SPARE_REGISTERS
@@ -64,7 +64,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     state = State.initial(dag)
     for st in dag.compute_ops:
         if not dag.is_output(st.name) and dag.consumers(st.name) and (
-                is_strictly_inlinable(st) or _padding_of_depthwise(dag, st) or st.tag == "layout_transform" or
+                is_strictly_inlinable(st) or padding_of_depthwise(dag, st) or st.tag == "layout_transform" or
                 permutes_outer_axes(st)):
             state = state.apply(ComputeInline(st.name))
     done: set = set()
@@ -83,17 +83,6 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 state = _transpose_tiled(state, st.name, hw) or vector_reduced(state, st.name, hw) or \
                     schedule_root(state, st.name, hw)
     return state
-
-
-def _padding_of_depthwise(dag, op) -> bool:
-    """A padding stage (tag "pad") read only by reductions without a channel reduction (a depthwise conv, a
-    pool): inlined, its border test costs less than writing and reading back a padded copy of the input, which
-    such a reduction reads only once per tap."""
-    if getattr(op, "tag", "") != "pad":
-        return False
-    ops = {o.name: o for o in dag.compute_ops}
-    readers = [ops.get(n) for n in dag.consumers(op.name)]
-    return bool(readers) and all(r is not None and r.combiner and len(r.reduce_axes) <= 2 for r in readers)
 
 
 def weight_block(channels: int, dtype: str = "float32", target="native") -> int | None:

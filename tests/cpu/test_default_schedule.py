@@ -392,3 +392,22 @@ def test_rows_too_long_for_l1_are_not_fused():
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
     assert not any(s.compute_at == "attached" for s in state.stages)
     check_kernel(tensors, state, rtol=1e-5, atol=1e-6)
+
+
+def test_a_zero_padding_read_only_over_its_window_is_inlined_tagged_or_not():
+    # ansorc.workloads writes its padding as a plain select against 0 (no "pad" tag, as the ONNX importer gives):
+    # a depthwise conv or a pool, whose reduce axes index the input only beside an output axis, reads it inlined
+    hw = HardwareParams(num_cores=2, vector_bytes=32, vector_registers=16)
+    dep = workloads.dep(1, 14, 14, 32, 3, 1, 1)
+    assert default_cpu_schedule(ansorc.ComputeDAG(dep), hw=hw).stage("pad").compute_at == "inline"
+    check_kernel(dep, default_cpu_schedule(ansorc.ComputeDAG(dep), hw=hw), rtol=1e-4, atol=1e-4)
+    # a 1-D conv has two reduce axes too, but one sums the channels (read alone in its subscript): a padded copy
+    c1d = workloads.c1d(1, 32, 16, 16, 3, 1, 1)
+    assert default_cpu_schedule(ansorc.ComputeDAG(c1d), hw=hw).stage("pad").compute_at != "inline"
+    # a select against a nonzero value is not a zero padding
+    a = te.placeholder((1, 8, 8, 4), "float32", "a")
+    p = te.compute((1, 10, 10, 4), lambda n, h, w, c: te.if_then_else(
+        te.all(h >= 1, h < 9, w >= 1, w < 9), a[n, h - 1, w - 1, c], te.const(1.0, "float32")), name="p")
+    rh, rw = te.reduce_axis((0, 3), "rh"), te.reduce_axis((0, 3), "rw")
+    o = te.compute((1, 8, 8, 4), lambda n, h, w, c: te.sum(p[n, h + rh, w + rw, c], axis=[rh, rw]), name="o")
+    assert default_cpu_schedule(ansorc.ComputeDAG([a, o]), hw=hw).stage("p").compute_at != "inline"
