@@ -82,8 +82,8 @@ def peak_source(isa: str, chains: int) -> tuple:
 
 def peak_call(isa: str = "native", threads: int | None = None, chains: int = 12, seconds: float = 0.002) -> tuple:
     """(fn, flops): a no-argument call of the FMA microbenchmark that lasts about `seconds`, and the FLOPs it does.
-    bench/suite_timing.py times it alternating with a row's contenders, so that % of peak compares the kernel with
-    the peak of the same minutes (on this VM the peak moves 144-205 GFLOP/s between hours)."""
+    bench/suite_timing.py times it alternating with a row's contenders: the peak of the minutes the row was timed in
+    (on this VM it moves 144-205 GFLOP/s between hours; docs/measurement.md)."""
     target = Target.from_name(isa)
     threads = threads or target.num_cores
     code, lanes = peak_source(target.isa, chains)
