@@ -267,11 +267,18 @@ def pooled(rs: list) -> dict:
         return r
     bad = sorted({m for x in rs for m in x["mismatch"]})
     names = set.intersection(*(set(x["placements_s"]) for x in rs)) - set(bad)
-    per = {k: [t for x in rs for t in x["placements_s"][k]] for k in sorted(names)}
+    per = {k: [t * _per_gflop(x, k) for x in rs for t in x["placements_s"][k]] for k in sorted(names)}
+    flops = 1e9 if PEAK in per and all(x.get("peak_flops") for x in rs) else None
     r.update(timing_fields(r["op"], {k: float(np.median(v)) for k, v in per.items()}, r["gflops"] * r["ours_s"] * 1e9,
-                           r.get("peak_gflops"), r.get("peak_flops")))
+                           r.get("peak_gflops"), flops))
     r.update(placements_s=per, mismatch=bad, runs=len(rs))
     return r
+
+
+def _per_gflop(row: dict, name: str) -> float:
+    """The factor that makes `name`'s times in `row` seconds per 1e9 FLOPs when it is the peak loop, whose FLOPs per
+    call each timing process calibrates for itself (else 1): so that runs pool."""
+    return 1e9 / row["peak_flops"] if name == PEAK and row.get("peak_flops") else 1.0
 
 
 def one_peak(results: list, peak=None):

@@ -175,16 +175,19 @@ def test_the_peak_loop_timed_in_a_row_raises_the_peak_never_lowers_it(tmp_path):
     slow = suite.timing_fields("GMM", med | {suite.PEAK: 4e-2}, 1e8, 200.0, 2e9)
     assert slow["row_peak_gflops"] == pytest.approx(50.0) and slow["peak_pct"] == pytest.approx(50.0)
 
-    def row(op, peak_s):
+    def row(op, peak_s, flops=2e9):
         per = {"ours": [1e-3], "torch": [2e-3], suite.PEAK: [peak_s]}
         return {"op": op, "idx": 1, "args": [1], **suite.timing_fields(op, {k: v[0] for k, v in per.items()}, 1e8,
-                150.0, 2e9), "placements_s": per, "mismatch": [], "tuning_s": 1.0, "trials": 64}
+                150.0, flops), "placements_s": per, "mismatch": [], "tuning_s": 1.0, "trials": 64}
+    # each timing process calibrates the loop's FLOPs per call: pooled, the times count per FLOP (C2D's two runs: 100
+    # GFLOP/s both)
     (tmp_path / "a.json").write_text(json.dumps([row("GMM", 1e-2), row("C2D", 2e-2)]))
-    (tmp_path / "b.json").write_text(json.dumps([row("GMM", 2e-2)]))
+    (tmp_path / "b.json").write_text(json.dumps([row("GMM", 2e-2), row("C2D", 8e-2, 8e9)]))
     assert suite.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--pool",
                        "--out", str(tmp_path)]) == 0
     got = {r["op"]: r for r in json.loads((tmp_path / "suite.json").read_text())}
     assert got["GMM"]["row_peak_gflops"] == pytest.approx(2e9 / 1.5e-2 / 1e9)   # the pooled median loop time
+    assert got["C2D"]["row_peak_gflops"] == pytest.approx(100.0)
     # one peak for every row, the highest left after pooling: the runs' start peak, 150 (the loop's pooled 133 and
     # 100 are lower; GMM's 200 in the first run alone is pooled away)
     assert got["GMM"]["peak_pct"] == pytest.approx(100 / 1.5) and got["C2D"]["peak_pct"] == pytest.approx(100 / 1.5)
