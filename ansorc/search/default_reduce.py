@@ -17,7 +17,7 @@ from ..ir.dag import needs_multi_level_tiling
 from ..ir.expr import Read, reads
 from ..ir.state import ScheduleError, State
 from ..ir.steps import Annotate, CacheRead, ComputeAt, Pragma, Reorder, Rfactor, Split
-from .default_loops import parallel, row_vector, schedule_root, uses
+from .default_loops import divisor, parallel, row_vector, schedule_root, uses
 from .task import HardwareParams
 
 RF_TILE_SHARE = 0.75   # the share of the vector registers that hold S.rf's tile of accumulators (12 of AVX2's 16)
@@ -84,7 +84,7 @@ def _tiled(state: State, name: str, spatial: list, lane: str, budget: int) -> tu
     outer, inner, left = list(spatial[:-2]), [], budget
     for axis in spatial[-2:][::-1]:
         extent = state.stage(name).iter(axis).extent
-        f = max(d for d in range(1, min(extent, max(left, 1)) + 1) if extent % d == 0)
+        f = divisor(extent, 1, left) or 1
         left //= f
         if f == extent:
             inner.insert(0, axis)
