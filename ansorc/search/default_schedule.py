@@ -5,7 +5,8 @@ by its first channels-last conv) and the padding of depthwise convs and pools. E
 innermost spatial loop is vectorized (whole when short, else split by a vector-sized factor) when its reads are
 contiguous or invariant along it, the reduction loops go between the outer spatial loops and that vector loop
 (so a reduction updates a vector of outputs per step, as a matmul's inner product becomes FMAs on rows), and the
-outer spatial loops are fused into one parallel loop of enough iterations for the cores. Reductions stay serial.
+outer spatial loops are fused into one parallel loop of enough iterations for the cores. Reductions stay serial,
+but for one to fewer outputs than that (a norm of a whole matrix): its partial sums run in parallel (full_reduced).
 
 A reduction with data reuse (a matmul, a conv) also gets a register tile, Ansor's cache-write sketch with fixed
 sizes: it accumulates a block of rows x one or two vectors in a local buffer (registers once unrolled) over the
@@ -28,7 +29,7 @@ from ..ir.state import ScheduleError, State
 from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                         Reorder, Split)
 from .default_loops import block_size, contiguous_along, divisor, padding_of_depthwise, parallel, schedule_root, uses
-from .default_reduce import vector_reduced
+from .default_reduce import full_reduced, vector_reduced
 from .default_rows import row_fused
 from .features import TILE_SPARE_REGISTERS
 from .rules import tile_transpose
@@ -81,7 +82,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 done.update(fused)
             else:
                 state = _transpose_tiled(state, st.name, hw) or vector_reduced(state, st.name, hw) or \
-                    schedule_root(state, st.name, hw)
+                    full_reduced(state, st.name, hw) or schedule_root(state, st.name, hw)
     return state
 
 

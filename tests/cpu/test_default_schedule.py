@@ -411,3 +411,22 @@ def test_a_zero_padding_read_only_over_its_window_is_inlined_tagged_or_not():
     rh, rw = te.reduce_axis((0, 3), "rh"), te.reduce_axis((0, 3), "rw")
     o = te.compute((1, 8, 8, 4), lambda n, h, w, c: te.sum(p[n, h + rh, w + rw, c], axis=[rh, rw]), name="o")
     assert default_cpu_schedule(ansorc.ComputeDAG([a, o]), hw=hw).stage("p").compute_at != "inline"
+
+
+def test_a_reduction_to_one_value_computes_partial_rows_in_parallel():
+    # a norm of a whole matrix: the outer reduce axis is factored out, its rows summed in parallel, each a vector
+    # reduction, and folded by one vector loop (before: one scalar chain on one core, 8-16x slower)
+    tensors = workloads.nrm(1, 64, 256)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
+    assert annotations(state, "parallel") == [("sq_sum.rf", "b@i.v")]
+    assert {("sq_sum.rf", "j"), ("sq_sum", "i.v")} <= set(annotations(state, "vectorize"))
+    check_kernel(tensors, state, rtol=1e-5, atol=1e-4)
+    # a single reduce axis is split into chunks first, a max as a sum; enough outputs keep their parallel loop
+    a = te.placeholder((2, 1 << 14), "float32", "a")
+    k = te.reduce_axis((0, 1 << 14), "k")
+    m = te.compute((2,), lambda i: te.max(a[i, k], axis=k), name="m")
+    state = default_cpu_schedule(ansorc.ComputeDAG([a, m]), hw=AVX2)
+    assert annotations(state, "parallel") == [("m.rf", "i@k.0.v")] and state.stage("m.rf").iter("k.1").extent == 1024
+    check_kernel([a, m], state, rtol=0, atol=0)
+    many = te.compute((64,), lambda i: te.sum(a[i % 2, k], axis=k), name="many")
+    assert not default_cpu_schedule(ansorc.ComputeDAG([a, many]), hw=AVX2).has_stage("many.rf")
