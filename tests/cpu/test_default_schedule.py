@@ -41,7 +41,9 @@ def test_matmul_is_parallel_vectorized_and_register_tiled():
     tensors = workloads.make("GMM", 2)     # 512^3: a 512 x 32 panel of B is 64 KB, so it is blocked and packed
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
     assert state.has_stage("C.local")                       # the register tile accumulates in a local block
-    assert annotations(state, "parallel") == [("C", "b@i.0@j.0")]   # 4 blocks of 128 rows x 16 of 32 columns
+    # 16 panels of 32 columns x 4 blocks of 128 rows, panels outermost: A and B are of one size, and a thread's
+    # consecutive blocks then share B's panel, of which a tile reads a vector tile per step (of A a few elements)
+    assert annotations(state, "parallel") == [("C", "b@j.0@i.0")]
     assert ("C.local", "j.1") in annotations(state, "vectorize")
     # per block of 256 steps of k (k.0), the 16 row tiles (i.1) sweep it in turn, each accumulating 8 rows x 32
     # columns (i.2, j.1: the vector loop innermost) in registers
