@@ -141,12 +141,19 @@ def test_a_causal_matmul_gets_guards_at_its_row_and_reduction_blocks():
 
 def test_iterations_that_skip_unevenly_are_dealt_out_round_robin():
     from ansorc.codegen.pipeline import render
-    a, b = te.placeholder((1024, 1024), name="a"), te.placeholder((1024, 1024), name="b")
+    # a larger than b: its row blocks are the outer loops, and the causal mask skips more of the earlier ones
+    a, b = te.placeholder((1024, 1024), name="a"), te.placeholder((1024, 512), name="b")
     k = te.reduce_axis((0, 1024), "k")
-    cm = te.compute((1024, 1024), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")
+    cm = te.compute((1024, 512), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")
     dag = ComputeDAG([a, b, cm])
     code = render(dag, default_cpu_schedule(dag), target="avx2").code
     assert "schedule(static, 1)" in code
+    # a and b of one size: B's column panels are the outer loops, each of them skipping as much as the others
+    b = te.placeholder((1024, 1024), name="b")
+    cm = te.compute((1024, 1024), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k, where=k <= i), name="cm")
+    dag = ComputeDAG([a, b, cm])
+    code = render(dag, default_cpu_schedule(dag), target="avx2").code
+    assert "schedule(static)" in code and "schedule(static, 1)" not in code
     plain = workloads.make("GMM", 0)
     dag = ComputeDAG(plain)
     code = render(dag, default_cpu_schedule(dag), target="avx2").code
