@@ -15,12 +15,14 @@ from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import FuseRel, ScheduleError, State
 from . import skip
+from .passes import map_stmt_exprs
 from .prepared import prepared_stages
 from .skip import (all_of, contribution_conditions, guard_levels, index_selects, take_true_branches,
                    version_condition)
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
                    store_executions, walk_stmt)
 from .te import _identity
+from .tile_edges import fixed, shifted, tile_edges
 
 _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
          **{k: k for k in THREAD_KINDS}}
@@ -290,10 +292,14 @@ class _Lowerer:
 
         version = self.versioning(name, value, r0, guards_all, store_idx) \
             if r0 is not None and skip.ENABLED else None
+        edges = None if r0 is None or not skip.ENABLED or version is not None or \
+            any(self.state.attached_at(name, it.name) for it in st.iters[r0:]) else \
+            tile_edges(self.skip_conditions(name, value_abs), self.stage_loops(name), st.iters, r0,
+                       lambda e: simplify(e, self.bounds, self.memo))
 
-        def loop_at(pos, main):
+        def loop_at(pos, main, rng=None):
             it = st.iters[pos]
-            inner = nest(pos + 1, main)
+            inner = nest(pos + 1, main, rng)
             if init is not None and r0 == pos + 1:
                 inner = seq(init, inner)
             attached = self.state.attached_at(name, it.name)
@@ -303,15 +309,23 @@ class _Lowerer:
             for a in attached:
                 if self.stage_info(a).buffer.scope in ("local", "shared"):
                     body = Allocate(self.stage_info(a).buffer, body)
-            return For(info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial"), body,
-                       pragma if pos == 0 else 0)
+            var, ext, kind = info.loop_vars[it.name].name, info.ext[it.name], _KIND.get(it.annotation, "serial")
+            if rng is not None and pos == edges.tile:     # the tile's columns that this tap can feed, written out
+                body, ext, kind = map_stmt_exprs(body, shifted(var, rng[0]), {}), rng[1] - rng[0], "unroll"
+            return For(var, ext, kind, body, pragma if pos == 0 else 0)
 
-        def nest(pos, main):
+        def nest(pos, main, rng=None):
             if pos == len(st.iters):
                 return main
-            loop = loop_at(pos, main)
+            if edges is not None and pos == edges.tap:    # the tap loop written out, one copy per value
+                var = info.loop_vars[st.iters[pos].name].name
+                loop = seq(*[map_stmt_exprs(loop_at(pos, main, r).body, fixed(var, k), {})
+                             for k, r in enumerate(edges.ranges) if r is not None])
+            else:
+                loop = loop_at(pos, main, rng)
             if version is not None and version[0] == pos:   # a copy without the selects it decides
-                loop = seq(IfThenElse(version[1], loop_at(pos, version[2])), IfThenElse(Logic("!", version[1]), loop))
+                loop = seq(IfThenElse(version[1], loop_at(pos, version[2], rng)),
+                           IfThenElse(Logic("!", version[1]), loop))
             return self.skip_wrap(loop, skips.get(pos), st.iters[:pos], info)
 
         out = nest(0, main)
@@ -356,6 +370,10 @@ class _Lowerer:
 
     def skip_guards(self, name: str, value: Expr, r0: int) -> dict:
         """{loop position: conditions} outside which the reduction step adds nothing (ir/skip.py)."""
+        return guard_levels(self.skip_conditions(name, value), self.stage_loops(name), r0,
+                            lambda e: simplify(e, self.bounds, self.memo))
+
+    def skip_conditions(self, name: str, value: Expr) -> list:
         st = self.stages[name]
 
         def producer(read_name):
@@ -365,8 +383,7 @@ class _Lowerer:
             return [a.name for a in other.op.axes], self.body[read_name]
         conds = contribution_conditions(value, _identity(st.op.combiner, st.op.dtype).value, producer)
         conds = [self.concrete(simplify(c, self.bounds, self.memo)) for c in conds]
-        conds = [c for c in conds if not isinstance(c, Const)]
-        return guard_levels(conds, self.stage_loops(name), r0, lambda e: simplify(e, self.bounds, self.memo))
+        return [c for c in conds if not isinstance(c, Const)]
 
     @staticmethod
     def skip_wrap(loop: For, conds, outer_iters, info: _StageInfo):

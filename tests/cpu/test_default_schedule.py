@@ -432,3 +432,16 @@ def test_a_reduction_to_one_value_computes_partial_rows_in_parallel():
     check_kernel([a, m], state, rtol=0, atol=0)
     many = te.compute((64,), lambda i: te.sum(a[i % 2, k], axis=k), name="many")
     assert not default_cpu_schedule(ansorc.ComputeDAG([a, many]), hw=AVX2).has_stage("many.rf")
+
+
+@pytest.mark.parametrize("make", [workloads.c2d, workloads.dil])
+def test_taps_past_a_7_wide_tile_are_written_out_with_their_columns(make):
+    # a 7 x 7 conv's register tile is a whole output row: the 3 column taps are written out, the first and last
+    # with a tile one column shorter (the column that would read the zero padding); same results
+    from ansorc.codegen.pipeline import render
+    tensors = make(1, 7, 7, 32, 32, 3, 1, 1)
+    dag = ansorc.ComputeDAG(tensors)
+    state = default_cpu_schedule(dag, hw=AVX2)
+    code = render(dag, state, "k", "avx2").code
+    assert "conv_local_rw" not in code and "fmadd" in code
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)

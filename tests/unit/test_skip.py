@@ -9,6 +9,7 @@ from ansorc.ir.expr import Binary, Compare, Const, Read, Select, Var, free_vars,
 from ansorc.ir.lower import _Lowerer, lower
 from ansorc.ir.simplify import simplify
 from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, relaxed
+from ansorc.ir.tile_edges import tile_edges
 from ansorc.ir.stmt import THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, store_executions, walk_stmt
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.gpu_annotate import sample_gpu
@@ -191,3 +192,25 @@ def _stores_with_guards(s, guards=()):
     for child in getattr(s, "stmts", ()) or [getattr(s, "body", None) or getattr(s, "then", None)]:
         if child is not None:
             yield from _stores_with_guards(child, guards)
+
+
+def test_a_tap_loop_is_written_out_with_the_tile_columns_each_tap_feeds():
+    w, rw = Var("w"), Var("rw")
+    pad_col = Binary("+", w, rw, "int32")          # pad[w + rw]: columns 1..7 hold data
+    conds = [Compare(">=", pad_col, Const(1, "int32")), Compare("<", pad_col, Const(8, "int32"))]
+    loops = [("h", 7), ("rw", 3), ("rc", 64), ("w", 7)]
+    iters = [SimpleNamespace(kind=k, annotation="") for k in "SRRS"]
+    edges = tile_edges(conds, loops, iters, 1, simplify)
+    assert (edges.tap, edges.tile, edges.ranges) == (1, 3, ((1, 7), (0, 7), (0, 6)))
+    # dilation 2 (pad[w + 2 rw], 5 output columns): the first tap misses the first column, the last the last
+    col = Binary("+", w, Binary("*", rw, Const(2, "int32"), "int32"), "int32")
+    dil = [Compare(">=", col, Const(1, "int32")), Compare("<", col, Const(8, "int32"))]
+    assert tile_edges(dil, [("rw", 3), ("rc", 8), ("w", 5)], iters[1:], 0, simplify).ranges == \
+        ((1, 5), (0, 5), (0, 4))
+    # not when the tile loop is outside a reduction loop (the skip guards cover it), is vectorized, or every tap
+    # feeds every column
+    assert tile_edges(conds, [("h", 7), ("rw", 3), ("w", 7), ("rc", 64)], iters, 1, simplify) is None
+    vec = iters[:3] + [SimpleNamespace(kind="S", annotation="vectorize")]
+    assert tile_edges(conds, loops, vec, 1, simplify) is None
+    wide = [Compare(">=", pad_col, Const(0, "int32")), Compare("<", pad_col, Const(9, "int32"))]
+    assert tile_edges(wide, loops, iters, 1, simplify) is None
