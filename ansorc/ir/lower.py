@@ -22,7 +22,7 @@ from .skip import (all_of, contribution_conditions, guard_levels, index_selects,
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
                    store_executions, walk_stmt)
 from .te import _identity
-from .tile_edges import fixed, shifted, tile_edges
+from .tile_edges import shifted, tile_edges, written_out
 
 _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
          **{k: k for k in THREAD_KINDS}}
@@ -295,7 +295,7 @@ class _Lowerer:
         edges = None if r0 is None or not skip.ENABLED or version is not None or \
             any(self.state.attached_at(name, it.name) for it in st.iters[r0:]) else \
             tile_edges(self.skip_conditions(name, value_abs), self.stage_loops(name), st.iters, r0,
-                       lambda e: simplify(e, self.bounds, self.memo))
+                       lambda e: simplify(e, self.bounds, self.memo), {v: b[1] + 1 for v, b in self.bounds.items()})
 
         def loop_at(pos, main, rng=None):
             it = st.iters[pos]
@@ -318,9 +318,7 @@ class _Lowerer:
             if pos == len(st.iters):
                 return main
             if edges is not None and pos == edges.tap:    # the tap loop written out, one copy per value
-                var = info.loop_vars[st.iters[pos].name].name
-                loop = seq(*[map_stmt_exprs(loop_at(pos, main, r).body, fixed(var, k), {})
-                             for k, r in enumerate(edges.ranges) if r is not None])
+                loop = written_out(edges, info.loop_vars[st.iters[pos].name].name, lambda r: loop_at(pos, main, r).body)
             else:
                 loop = loop_at(pos, main, rng)
             if version is not None and version[0] == pos:   # a copy without the selects it decides

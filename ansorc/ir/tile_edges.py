@@ -7,63 +7,91 @@ is written out once per value, and in each copy the tile loop runs only over the
 something, written out too (so ir/pin.py keeps the weights vectors in registers): rw = 0 and 2 get a 6-column
 tile. Beside the skipped FLOPs (2 of 21 per row), a 6 x 2-vector tile fits AVX2's 16 registers where 7 x 2 does
 not (a weights vector is then read from memory by every FMA). The 300-trial best programs, side by side: C2D, CBR
-and GRP 7x7x512 -14% to -15% time, DIL 7x7x512 (dilation 2, 5-column tiles, 4 for the outer taps) -14%.
+and GRP 7x7x512 -14% to -15% time, DIL 7x7x512 (dilation 2, 5-column tiles, 4 for the outer taps) -14%, C2D
+14x14x256 (two 7-column tiles a row, a version each) -7%.
 
-Applies to a condition on exactly two loops: the tile loop `t`, inside every reduction loop and not vectorized,
-and a serial reduction loop `r` of at most MAX_COPIES steps outside it, with no stage computed inside `r`.
+Applies to conditions on the tile loop `t`, inside every reduction loop, not vectorized, with only vector loops
+inside it; a serial reduction loop `r` outside it; and possibly spatial loops outside the reduction (a row of 14
+in two tiles of 7: the tile's outer loop w.0), with no stage computed inside `r`. The copies then come in
+versions, one per value of those outer loops, each under a test of them; MAX_COPIES bounds taps x versions.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Binary, Const, Var, free_vars, substitute
+import itertools
+import math
+
+from .expr import Binary, Compare, Const, Var, free_vars, substitute
+from .passes import map_stmt_exprs
+from .skip import all_of
+from .stmt import IfThenElse, Stmt, seq
 
 ENABLED = True      # off only to measure what writing the taps out gains (side by side)
-MAX_COPIES = 7      # the most values of the tap loop written out (a 7 x 7 kernel's taps)
-MAX_TILE = 64       # the most steps of the tile loop tested one by one
+MAX_COPIES = 7      # the most copies of the tap loop's body (taps x versions: a 7 x 7 kernel's taps)
+MAX_TILE = 16       # the most columns of a tile (a register tile's rows)
+MAX_VERSIONS = 4    # the most value combinations of the outer loops a condition also reads
 
 
 @dataclass(frozen=True)
 class TileEdges:
     tap: int            # position of the tap loop r among the stage's loops
     tile: int           # position of the tile loop t
-    ranges: tuple       # per value of r: (lo, hi) of t whose steps can add something, or None for none
+    # ((outer loop values ((var, value), ...), per value of r: (lo, hi) of t whose steps can add something, or
+    # None for none), ...): one version per combination of the outer loops' values
+    versions: tuple
 
 
-def tile_edges(conditions: list, loops: list, iters, first_reduce: int, simplify) -> TileEdges | None:
+def tile_edges(conditions: list, loops: list, iters, first_reduce: int, simplify,
+               enclosing: dict | None = None) -> TileEdges | None:
     """The tap and tile loops of `conditions` (the conjuncts outside of which a reduction step adds nothing) among
-    a stage's loops (`loops`: (variable, extent), outermost first; `iters`: its iterators), else None."""
+    a stage's loops (`loops`: (variable, extent), outermost first; `iters`: its iterators; `enclosing`: {variable:
+    extent} of the loops of the stages it is computed inside), else None."""
     if not ENABLED:
         return None
     kinds = [it.kind if it.annotation in ("", "unroll") else "-" for it in iters]
     position = {v: i for i, (v, _) in enumerate(loops)}
+    loops = list(loops)
+    for v, extent in (enclosing or {}).items():   # outside all of the stage's own loops
+        if v not in position:
+            position[v] = -1 - len(loops)
+            loops.append((v, extent))
     last_reduce = max((i for i, k in enumerate(kinds) if k == "R"), default=-1)
-    pairs: dict = {}
+    groups: dict = {}
     for c in conditions:
-        vs = free_vars(c)
-        if len(vs) != 2 or not vs <= position.keys():
+        vs = sorted(free_vars(c), key=lambda v: position.get(v, -1))
+        if len(vs) < 2 or not set(vs) <= position.keys() or any(position[v] >= first_reduce for v in vs[:-2]):
             continue
-        r, t = sorted(vs, key=position.get)
-        pairs.setdefault((r, t), []).append(c)
-    for (r, t), conds in pairs.items():
+        groups.setdefault((vs[-2], vs[-1]), []).append(c)
+    for (r, t), conds in groups.items():
         pr, pt = position[r], position[t]
-        (_, r_ext), (_, t_ext) = loops[pr], loops[pt]
-        if kinds[pr] != "R" or pr < first_reduce or pt <= last_reduce or kinds[pt] != "S" or \
-                r_ext > MAX_COPIES or t_ext > MAX_TILE:
+        if pr < first_reduce or pt <= last_reduce or kinds[pr] != "R" or kinds[pt] != "S":
             continue
-        ranges = tuple(_live(conds, r, k, t, t_ext, simplify) for k in range(r_ext))
+        extent = dict(loops)
+        outer = sorted({v for c in conds for v in free_vars(c)} - {r, t}, key=position.get)
+        versions_n = math.prod(extent[v] for v in outer)
+        if extent[r] * versions_n > MAX_COPIES or versions_n > MAX_VERSIONS or extent[t] > MAX_TILE or \
+                any(kinds[i] != "-" and extent[loops[i][0]] > 1 for i in range(pt + 1, len(kinds))):
+            continue    # too many copies, or a tile whose columns are more than vectors (code size)
+        r_ext, t_ext = extent[r], extent[t]
+        versions = []
+        for values in itertools.product(*[range(extent[v]) for v in outer]):
+            at = tuple(zip(outer, values))
+            versions.append((at, tuple(_live(conds, {**dict(at), r: k}, t, t_ext, simplify) for k in range(r_ext))))
+        ranges = [x for _, rs in versions for x in rs]
         if any(x is False for x in ranges) or all(x == (0, t_ext) for x in ranges):
             continue
-        return TileEdges(pr, pt, ranges)
+        return TileEdges(pr, pt, tuple(versions))
     return None
 
 
-def _live(conds: list, r: str, k: int, t: str, extent: int, simplify):
-    """(lo, hi): the values of t where every condition holds with r = k, None where none does, False where they
-    are not one interval or do not fold to constants."""
+def _live(conds: list, at: dict, t: str, extent: int, simplify):
+    """(lo, hi): the values of t where every condition holds with the loops of `at` at those values, None where
+    none does, False where they are not one interval or do not fold to constants."""
     live = []
+    fixed_at = {v: Const(k, "int32") for v, k in at.items()}
     for v in range(extent):
-        values = [simplify(substitute(c, {r: Const(k, "int32"), t: Const(v, "int32")})) for c in conds]
+        values = [simplify(substitute(c, {**fixed_at, t: Const(v, "int32")})) for c in conds]
         if not all(isinstance(x, Const) for x in values):
             return False
         if all(x.value for x in values):
@@ -74,6 +102,19 @@ def _live(conds: list, r: str, k: int, t: str, extent: int, simplify):
     return (lo, hi) if hi - lo == len(live) else False
 
 
+def written_out(edges: TileEdges, tap: str, body_of) -> Stmt:
+    """The tap loop `tap` replaced by its copies: per version, under a test of its outer loops' values, the body
+    body_of(range) of each tap value that feeds any column (range: those columns), with the values fixed."""
+    parts = []
+    for at, ranges in edges.versions:
+        copies = seq(*[map_stmt_exprs(body_of(rng), _fixed({tap: k, **dict(at)}), {})
+                       for k, rng in enumerate(ranges) if rng is not None])
+        if at:
+            copies = IfThenElse(all_of([Compare("==", Var(v), Const(k, "int32")) for v, k in at]), copies)
+        parts.append(copies)
+    return seq(*parts)
+
+
 def shifted(var: str, lo: int):
     """An expression map that runs loop `var` from lo: var -> var + lo."""
     if not lo:
@@ -81,9 +122,10 @@ def shifted(var: str, lo: int):
     return lambda e, b: substitute(e, {var: Binary("+", Var(var), Const(lo, "int32"), "int32")})
 
 
-def fixed(var: str, value: int):
-    """An expression map that fixes loop `var` at value."""
-    return lambda e, b: substitute(e, {var: Const(value, "int32")})
+def _fixed(values: dict):
+    """An expression map that fixes loops at values."""
+    mapping = {v: Const(k, "int32") for v, k in values.items()}
+    return lambda e, b: substitute(e, mapping)
 
 
-__all__ = ["MAX_COPIES", "TileEdges", "fixed", "shifted", "tile_edges"]
+__all__ = ["MAX_COPIES", "MAX_VERSIONS", "TileEdges", "shifted", "tile_edges", "written_out"]

@@ -201,12 +201,19 @@ def test_a_tap_loop_is_written_out_with_the_tile_columns_each_tap_feeds():
     loops = [("h", 7), ("rw", 3), ("rc", 64), ("w", 7)]
     iters = [SimpleNamespace(kind=k, annotation="") for k in "SRRS"]
     edges = tile_edges(conds, loops, iters, 1, simplify)
-    assert (edges.tap, edges.tile, edges.ranges) == (1, 3, ((1, 7), (0, 7), (0, 6)))
+    assert (edges.tap, edges.tile, edges.versions) == (1, 3, (((), ((1, 7), (0, 7), (0, 6))),))
     # dilation 2 (pad[w + 2 rw], 5 output columns): the first tap misses the first column, the last the last
     col = Binary("+", w, Binary("*", rw, Const(2, "int32"), "int32"), "int32")
     dil = [Compare(">=", col, Const(1, "int32")), Compare("<", col, Const(8, "int32"))]
-    assert tile_edges(dil, [("rw", 3), ("rc", 8), ("w", 5)], iters[1:], 0, simplify).ranges == \
-        ((1, 5), (0, 5), (0, 4))
+    assert tile_edges(dil, [("rw", 3), ("rc", 8), ("w", 5)], iters[1:], 0, simplify).versions == \
+        (((), ((1, 5), (0, 5), (0, 4))),)
+    # a row of 14 in two tiles of 7 (pad[7 w0 + w + rw]): one version per tile, the first tile's first column
+    # and the second tile's last skip a tap
+    row = Binary("+", Binary("*", Var("w0"), Const(7, "int32"), "int32"), pad_col, "int32")
+    two = [Compare(">=", row, Const(1, "int32")), Compare("<", row, Const(15, "int32"))]
+    edges = tile_edges(two, [("w0", 2), ("rw", 3), ("rc", 8), ("w", 7)], iters, 1, simplify)
+    first, second = (("w0", 0),), (("w0", 1),)
+    assert edges.versions == ((first, ((1, 7), (0, 7), (0, 7))), (second, ((0, 7), (0, 7), (0, 6))))
     # not when the tile loop is outside a reduction loop (the skip guards cover it), is vectorized, or every tap
     # feeds every column
     assert tile_edges(conds, [("h", 7), ("rw", 3), ("w", 7), ("rc", 64)], iters, 1, simplify) is None
