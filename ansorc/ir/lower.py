@@ -288,14 +288,16 @@ class _Lowerer:
         if init is not None and r0 is None:   # a reduction over no loop (rfactor of its only axis): one step
             main, init = seq(init, main), None
         pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
-        skips = self.skip_guards(name, value_abs, r0) if r0 is not None and skip.ENABLED else {}
+        simple = lambda e: simplify(e, self.bounds, self.memo)  # noqa: E731
+        conds = self.skip_conditions(name, value_abs) if r0 is not None and skip.ENABLED else []
+        skips = guard_levels(conds, self.stage_loops(name), r0, simple) if conds else {}
 
         version = self.versioning(name, value, r0, guards_all, store_idx) \
             if r0 is not None and skip.ENABLED else None
-        edges = None if r0 is None or not skip.ENABLED or version is not None or \
+        edges = None if not conds or version is not None or \
             any(self.state.attached_at(name, it.name) for it in st.iters[r0:]) else \
-            tile_edges(self.skip_conditions(name, value_abs), self.stage_loops(name), st.iters, r0,
-                       lambda e: simplify(e, self.bounds, self.memo), {v: b[1] + 1 for v, b in self.bounds.items()})
+            tile_edges(conds, self.stage_loops(name), st.iters, r0, simple,
+                       {v: b[1] + 1 for v, b in self.bounds.items()})
 
         def loop_at(pos, main, rng=None):
             it = st.iters[pos]
@@ -366,12 +368,8 @@ class _Lowerer:
         info = self.stage_info(name)
         return [(info.loop_vars[it.name].name, info.ext[it.name]) for it in self.stages[name].iters]
 
-    def skip_guards(self, name: str, value: Expr, r0: int) -> dict:
-        """{loop position: conditions} outside which the reduction step adds nothing (ir/skip.py)."""
-        return guard_levels(self.skip_conditions(name, value), self.stage_loops(name), r0,
-                            lambda e: simplify(e, self.bounds, self.memo))
-
     def skip_conditions(self, name: str, value: Expr) -> list:
+        """The conditions outside which the reduction step adds nothing (ir/skip.py), on the loops."""
         st = self.stages[name]
 
         def producer(read_name):

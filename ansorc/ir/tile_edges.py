@@ -17,10 +17,9 @@ versions, one per value of those outer loops, each under a test of them; MAX_COP
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import itertools
 import math
+from dataclasses import dataclass
 
 from .expr import Binary, Compare, Const, Var, free_vars, substitute
 from .passes import map_stmt_exprs
