@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 from .expr import Binary, Const, Expr, Logic, Read, Var, free_vars, substitute, transform, walk
 from .names import NameTable
@@ -288,7 +289,7 @@ class _Lowerer:
         if init is not None and r0 is None:   # a reduction over no loop (rfactor of its only axis): one step
             main, init = seq(init, main), None
         pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
-        simple = lambda e: simplify(e, self.bounds, self.memo)  # noqa: E731
+        simple = partial(simplify, bounds=self.bounds, memo=self.memo)
         conds = self.skip_conditions(name, value_abs) if r0 is not None and skip.ENABLED else []
         skips = guard_levels(conds, self.stage_loops(name), r0, simple) if conds else {}
 
@@ -296,8 +297,7 @@ class _Lowerer:
             if r0 is not None and skip.ENABLED else None
         edges = None if not conds or version is not None or \
             any(self.state.attached_at(name, it.name) for it in st.iters[r0:]) else \
-            tile_edges(conds, self.stage_loops(name), st.iters, r0, simple,
-                       {v: b[1] + 1 for v, b in self.bounds.items()})
+            tile_edges(conds, self.stage_loops(name), st.iters, r0, simple, self.bounds)
 
         def loop_at(pos, main, rng=None):
             it = st.iters[pos]

@@ -42,43 +42,39 @@ class TileEdges:
 
 
 def tile_edges(conditions: list, loops: list, iters, first_reduce: int, simplify,
-               enclosing: dict | None = None) -> TileEdges | None:
+               bounds: dict | None = None) -> TileEdges | None:
     """The tap and tile loops of `conditions` (the conjuncts outside of which a reduction step adds nothing) among
-    a stage's loops (`loops`: (variable, extent), outermost first; `iters`: its iterators; `enclosing`: {variable:
-    extent} of the loops of the stages it is computed inside), else None."""
+    a stage's loops (`loops`: (variable, extent), outermost first; `iters`: its iterators; `bounds`: {variable:
+    (0, last)} of every loop, those of the stages it is computed inside among them), else None."""
     if not ENABLED:
         return None
     kinds = [it.kind if it.annotation in ("", "unroll") else "-" for it in iters]
-    position = {v: i for i, (v, _) in enumerate(loops)}
-    loops = list(loops)
-    for v, extent in (enclosing or {}).items():   # outside all of the stage's own loops
-        if v not in position:
-            position[v] = -1 - len(loops)
-            loops.append((v, extent))
+    position = {v: i for i, (v, _) in enumerate(loops)}     # a loop of an enclosing stage counts as -1
+    extent = {v: last + 1 for v, (_, last) in (bounds or {}).items()}
+    extent.update(loops)
     last_reduce = max((i for i, k in enumerate(kinds) if k == "R"), default=-1)
     groups: dict = {}
     for c in conditions:
         vs = sorted(free_vars(c), key=lambda v: position.get(v, -1))
-        if len(vs) < 2 or not set(vs) <= position.keys() or any(position[v] >= first_reduce for v in vs[:-2]):
+        if len(vs) < 2 or not set(vs) <= extent.keys() or any(position.get(v, -1) >= first_reduce for v in vs[:-2]):
             continue
         groups.setdefault((vs[-2], vs[-1]), []).append(c)
     for (r, t), conds in groups.items():
-        pr, pt = position[r], position[t]
+        pr, pt = position.get(r, -1), position.get(t, -1)
         if pr < first_reduce or pt <= last_reduce or kinds[pr] != "R" or kinds[pt] != "S":
             continue
-        extent = dict(loops)
-        outer = sorted({v for c in conds for v in free_vars(c)} - {r, t}, key=position.get)
+        outer = sorted({v for c in conds for v in free_vars(c)} - {r, t}, key=lambda v: position.get(v, -1))
         versions_n = math.prod(extent[v] for v in outer)
         if extent[r] * versions_n > MAX_COPIES or versions_n > MAX_VERSIONS or extent[t] > MAX_TILE or \
-                any(kinds[i] != "-" and extent[loops[i][0]] > 1 for i in range(pt + 1, len(kinds))):
+                any(kinds[i] != "-" and loops[i][1] > 1 for i in range(pt + 1, len(kinds))):
             continue    # too many copies, or a tile whose columns are more than vectors (code size)
-        r_ext, t_ext = extent[r], extent[t]
         versions = []
         for values in itertools.product(*[range(extent[v]) for v in outer]):
             at = tuple(zip(outer, values))
-            versions.append((at, tuple(_live(conds, {**dict(at), r: k}, t, t_ext, simplify) for k in range(r_ext))))
+            versions.append((at, tuple(_live(conds, {**dict(at), r: k}, t, extent[t], simplify)
+                                       for k in range(extent[r]))))
         ranges = [x for _, rs in versions for x in rs]
-        if any(x is False for x in ranges) or all(x == (0, t_ext) for x in ranges):
+        if any(x is False for x in ranges) or all(x == (0, extent[t]) for x in ranges):
             continue
         return TileEdges(pr, pt, tuple(versions))
     return None
