@@ -50,8 +50,9 @@ def tile_edges(conditions: list, loops: list, iters, first_reduce: int, simplify
         return None
     kinds = [it.kind if it.annotation in ("", "unroll") else "-" for it in iters]
     position = {v: i for i, (v, _) in enumerate(loops)}     # a loop of an enclosing stage counts as -1
-    extent = {v: last + 1 for v, (_, last) in (bounds or {}).items()}
-    extent.update(loops)
+    extent = dict(loops)
+    for c in conditions:     # the enclosing loops the conditions read, not every loop lowered so far
+        extent.update({v: bounds[v][1] + 1 for v in free_vars(c) if v not in extent and v in (bounds or {})})
     last_reduce = max((i for i, k in enumerate(kinds) if k == "R"), default=-1)
     groups: dict = {}
     for c in conditions:
