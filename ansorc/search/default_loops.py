@@ -4,6 +4,7 @@ parallel loop; and the read-pattern tests those choices rest on."""
 from __future__ import annotations
 
 from ..ir.expr import Binary, Const, Read, Select, Var, free_vars, reads
+from ..ir.skip import contribution_conditions
 from ..ir.state import State
 from ..ir.steps import Annotate, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams
@@ -136,5 +137,19 @@ def _window_only(reader, name: str) -> bool:
                if any(uses(i, a.name) for a in reader.reduce_axes))
 
 
+def taps_past_edges(state: State, op, axis: str) -> bool:
+    """Whether some tap of a sum reads the zero padding along `axis` (a conv's pad[w + rw], pad = select(in
+    bounds, x, 0)): a skip condition of ir/skip.py reads the axis and a reduce axis. Lowering then writes the tap
+    loop out around a register tile that covers the axis (ir/tile_edges.py)."""
+    if op.combiner != "sum":
+        return False
+
+    def producer(name):
+        stage = next((s for s in state.stages if s.name == name), None)
+        return None if stage is None or stage.op.combiner else ([a.name for a in stage.op.axes], stage.op.body)
+    reduce = {a.name for a in op.reduce_axes}
+    return any(axis in free_vars(c) and free_vars(c) & reduce for c in contribution_conditions(op.body, 0, producer))
+
+
 __all__ = ["block_size", "contiguous_along", "divisor", "padding_of_depthwise", "parallel", "row_vector",
-           "schedule_root", "uses", "vector_factor"]
+           "schedule_root", "taps_past_edges", "uses", "vector_factor"]
