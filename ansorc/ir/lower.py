@@ -418,6 +418,12 @@ def _streamed(state: State, low: _Lowerer) -> tuple:
     return tuple(out)
 
 
+def _ranged(state: State, low: _Lowerer) -> tuple:
+    """The outermost loops of root stages with the parallel_ranges pragma."""
+    return tuple(low.stage_info(st.name).loop_vars[st.iters[0].name].name for st in state.stages
+                 if st.compute_at == "root" and dict(st.pragmas).get("parallel_ranges") and st.iters)
+
+
 def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     """With passes=False the loop tree comes back before unrolling and the final simplification: what the cost
     model's feature extraction reads (annotations are still on the loops), at a fraction of the cost."""
@@ -432,7 +438,8 @@ def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
             body = Allocate(buf, body)
     constants = tuple(low.buffers[t.name].name for t in state.dag.inputs if t.name in state.dag.constants)
     prepared = tuple((low.stage_info(n).buffer.name, stale[n]) for n in roots if n in stale)
-    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low), constants, prepared)
+    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low), constants, prepared,
+                    _ranged(state, low))
     if not passes:
         return func
     from .passes import default_passes

@@ -342,8 +342,10 @@ class Annotate:
 
 # auto_unroll_max_step: loops of at most this many steps inside the stage unroll; store_stream (1 or 0): a root
 # stage that writes a kernel output stores its vectors with streaming stores, which skip the read of each line
-# before it is written (a large output that the kernel does not read back)
-PRAGMAS = ("auto_unroll_max_step", "store_stream")
+# before it is written (a large output that the kernel does not read back); parallel_ranges (1 or 0): the stage's
+# parallel loop gives each thread one range of iterations unless skip guards make their work uneven (without it,
+# any skip guard reading the loop deals its iterations out round-robin)
+PRAGMAS = ("auto_unroll_max_step", "store_stream", "parallel_ranges")
 
 
 @dataclass(frozen=True)

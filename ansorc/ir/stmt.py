@@ -91,6 +91,7 @@ class PrimFunc:
     stream: tuple = ()   # names of output buffers whose vector stores bypass the caches (pragma store_stream)
     constants: tuple = ()   # names of the input buffers declared constant (ComputeDAG.constants)
     prepared: tuple = ()    # (buffer, stale flag) of each prepared stage (ir/prepared.py), in computing order
+    ranges: tuple = ()      # parallel loops dealt out in ranges unless skips make them uneven (parallel_ranges)
 
 
 def seq(*stmts) -> Stmt:

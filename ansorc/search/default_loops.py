@@ -41,8 +41,10 @@ def schedule_root(state: State, name: str, hw: HardwareParams) -> State:
     return state
 
 
-def parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
-    """Fuse the leading outer loops until there are enough iterations for the cores, and parallelize them."""
+def parallel(state: State, name: str, outer: list, hw: HardwareParams, ranges: bool = False) -> State:
+    """Fuse the leading outer loops until there are enough iterations for the cores, and parallelize them; with
+    `ranges`, in one range per thread unless skipped work makes the ranges uneven (pragma parallel_ranges,
+    ir/skip.py; without it, a skip guard reading the loop deals its iterations out round-robin)."""
     st = state.stage(name)
     take, prod = [], 1
     for n in outer:
@@ -54,7 +56,8 @@ def parallel(state: State, name: str, outer: list, hw: HardwareParams) -> State:
         return state
     if len(take) > 1:
         state = state.apply(Fuse(name, tuple(take)))
-    return state.apply(Annotate(name, "@".join(take), "parallel"))
+    state = state.apply(Annotate(name, "@".join(take), "parallel"))
+    return state.apply(Pragma(name, "@".join(take), "parallel_ranges", 1)) if ranges else state
 
 
 def row_vector(op, axis: str, extent: int, hw: HardwareParams) -> int | None:

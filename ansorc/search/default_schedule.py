@@ -239,6 +239,7 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None
     if axes is None:
         return None
     vec, vf, row, rf = axes
+    windows = next(a.extent for a in state.stage(name).op.axes if a.name == row) % rf != 0
     local = f"{name}.local"
     blocks = _row_blocks(state.stage(name).op, vec, vf, row, rf, hw)
     state = state.apply(CacheWrite(name, "local"))
@@ -276,7 +277,8 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None
         state = state.apply(ComputeAt(local, target, outer[-1]))
     if blocks:
         state = _pack_panel(state, local, row, vec, vf, (sweep or [None])[-1])  # a slice, not a whole panel
-    state = parallel(state, target, outer, hw)
+    # tiles that overlap the row's end (shifted windows) would write the overlap from two threads, round-robin
+    state = parallel(state, target, outer, hw, ranges=windows)
     state = state.apply(Annotate(local, state.stage(local).iters[-1].name, "vectorize"))
     state = state.apply(Annotate(target, inner[-1], "vectorize"))
     state = state.apply(Pragma(local, state.stage(local).iters[0].name, "auto_unroll_max_step", TILE_UNROLL))

@@ -8,7 +8,7 @@ from ansorc.ir.dag import ComputeDAG
 from ansorc.ir.expr import Binary, Compare, Const, Read, Select, Var, free_vars, substitute, walk
 from ansorc.ir.lower import _Lowerer, lower
 from ansorc.ir.simplify import simplify
-from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, relaxed
+from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, relaxed, skips_along, skips_unevenly
 from ansorc.ir.tile_edges import tile_edges
 from ansorc.ir.stmt import THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, store_executions, walk_stmt
 from ansorc.search.default_schedule import default_cpu_schedule
@@ -159,6 +159,35 @@ def test_iterations_that_skip_unevenly_are_dealt_out_round_robin():
     dag = ComputeDAG(plain)
     code = render(dag, default_cpu_schedule(dag), target="avx2").code
     assert "schedule(static)" in code and "schedule(static, 1)" not in code
+
+
+def _guarded_loop(cond, extent=12, inner=3):
+    """A parallel loop i over a loop r with a skip guard `cond` (on i and r) around a store."""
+    body = IfThenElse(cond, Store("o", (Var("i"),), Const(1.0, "float32")), skip=True)
+    return For("i", extent, "parallel", For("r", inner, "serial", body))
+
+
+def test_only_skips_that_leave_parallel_ranges_uneven_are_dealt_out_round_robin():
+    i, r = Var("i"), Var("r")
+    # a padded conv's first row skips one tap of three: two, four or eight ranges of rows stay even
+    padding = Compare(">=", Binary("+", i, r, "int32"), Const(1, "int32"))
+    assert skips_along(_guarded_loop(padding)) and not skips_unevenly(_guarded_loop(padding))
+    # a causal mask skips more the earlier the row: the first range does a fraction of the last one's work
+    causal = Compare("<=", r, Binary("//", i, Const(4, "int32"), "int32"))
+    assert skips_unevenly(_guarded_loop(causal, inner=3))
+    # a condition not evaluated there (a read) keeps round-robin
+    assert skips_unevenly(_guarded_loop(Compare(">", Read("m", (i,), "int32"), r)))
+
+
+def test_a_default_program_whose_tiles_overlap_the_rows_end_gives_each_thread_one_range():
+    from ansorc.codegen.pipeline import render
+    # GRP 56x56x64 stride 2: 28 output columns in 6-column windows (the last overlaps the one before), a skip guard
+    # on the parallel loop (the top padding row): round-robin would have two threads write the overlap
+    dag = ComputeDAG(workloads.make("GRP", 0))
+    state = default_cpu_schedule(dag)
+    assert any(type(s).__name__ == "Pragma" and s.key == "parallel_ranges" for s in state.steps)
+    code = render(dag, state, target="avx2").code
+    assert "schedule(static, 1)" not in code and "ansorc_min_i32" in code
 
 
 def test_every_relaxation_holds_only_where_all_inner_values_satisfy():
