@@ -145,23 +145,9 @@ def guard_levels(conditions: list, loops: list, first_reduce: int, simplify) -> 
     return out
 
 
-def skips_along(loop: For) -> bool:
-    """Whether a skip guard inside `loop` reads its variable: then its iterations may differ in work (a causal
-    mask's row blocks skip more the earlier they are), and a parallel loop deals them out round-robin."""
-    stack = [loop.body]
-    while stack:
-        s = stack.pop()
-        if isinstance(s, IfThenElse) and s.skip and loop.var in free_vars(s.cond):
-            return True
-        stack.extend(stmt_kids(s))
-    return False
-
-
-def skips_unevenly(loop: For) -> bool:
-    """Whether skip guards inside `loop` that read its variable make one contiguous range of iterations per thread
-    differ in work (the causal mask's row blocks do; a conv's padding skips taps of its edge rows only): where the
-    ranges stay even, a thread's range keeps reading what the same thread's range of an earlier stage wrote (GRP
-    56x56x64 stride 2, default program after its padded copy: round-robin 237 us, ranges 205, side by side)."""
+def _guards_reading(loop: For) -> list:
+    """(condition, {variable: extent} of `loop` and the loops between) of each skip guard inside `loop` that reads
+    its variable."""
     guards, stack = [], [(loop.body, {loop.var: loop.extent})]
     while stack:
         s, loops = stack.pop()
@@ -169,6 +155,21 @@ def skips_unevenly(loop: For) -> bool:
             guards.append((s.cond, loops))
         inner = {**loops, s.var: s.extent} if isinstance(s, For) else loops
         stack.extend((k, inner) for k in stmt_kids(s))
+    return guards
+
+
+def skips_along(loop: For) -> bool:
+    """Whether a skip guard inside `loop` reads its variable: then its iterations may differ in work (a causal
+    mask's row blocks skip more the earlier they are), and a parallel loop deals them out round-robin."""
+    return bool(_guards_reading(loop))
+
+
+def skips_unevenly(loop: For) -> bool:
+    """Whether skip guards inside `loop` that read its variable make one contiguous range of iterations per thread
+    differ in work (the causal mask's row blocks do; a conv's padding skips taps of its edge rows only): where the
+    ranges stay even, a thread's range keeps reading what the same thread's range of an earlier stage wrote (GRP
+    56x56x64 stride 2, default program after its padded copy: round-robin 237 us, ranges 205, side by side)."""
+    guards = _guards_reading(loop)
     if not guards:
         return False
     work = np.zeros(loop.extent)

@@ -147,9 +147,10 @@ def taps_past_edges(state: State, op, axis: str) -> bool:
     if op.combiner != "sum":
         return False
 
-    def producer(name):
-        stage = next((s for s in state.stages if s.name == name), None)
-        return None if stage is None or stage.op.combiner else ([a.name for a in stage.op.axes], stage.op.body)
+    def producer(name):   # a materialized stage's body, as lowering's skip conditions chase it
+        if not state.has_stage(name) or state.stage(name).op.combiner:
+            return None
+        return [a.name for a in state.stage(name).op.axes], state.stage(name).op.body
     reduce = {a.name for a in op.reduce_axes}
     return any(axis in free_vars(c) and free_vars(c) & reduce for c in contribution_conditions(op.body, 0, producer))
 
