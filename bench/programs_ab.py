@@ -4,9 +4,11 @@ checked equal, timed in alternating rounds (medians).
     python bench/programs_ab.py C3D 3 OLD_LOG.jsonl NEW_LOG.jsonl     # two logs' best programs
     python bench/programs_ab.py C3D 3 - LOG.jsonl                     # the default program against a log's best
     python bench/programs_ab.py GRP 0 - --round-robin                 # with and without the parallel_ranges pragma
+    python bench/programs_ab.py SFM 3 LOG.jsonl --prefetch            # with and without the prefetch pragma
 
 --round-robin adds, for each program, the same program with its parallel_ranges pragmas dropped (its parallel loops
-then deal out their iterations round-robin wherever a skip guard reads them, as before that pragma).
+then deal out their iterations round-robin wherever a skip guard reads them, as before that pragma). --prefetch
+adds the same program with the prefetch pragma (distance 1) on each root stage, or dropped where it is set.
 """
 from __future__ import annotations
 
@@ -43,12 +45,21 @@ def without_ranges(dag, state):
     return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == "parallel_ranges")])
 
 
+def toggled_prefetch(dag, state):
+    """The same program with the prefetch pragma on each root stage (distance 1), or without it where it is set."""
+    if any(isinstance(s, Pragma) and s.key == "prefetch" for s in state.steps):
+        return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == "prefetch")])
+    roots = [st for st in state.stages if st.compute_at == "root" and st.iters and st.iters[0].extent > 1]
+    return replay(dag, [*state.steps, *[Pragma(st.name, st.iters[0].name, "prefetch", 1) for st in roots]])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("op", type=str.upper)
     ap.add_argument("idx", type=int)
     ap.add_argument("programs", nargs="+", help="logs (their best program) or - (the default program)")
     ap.add_argument("--round-robin", action="store_true")
+    ap.add_argument("--prefetch", action="store_true")
     ap.add_argument("--rounds", type=int, default=7)
     a = ap.parse_args(argv)
     dag = row_dag(a.op, a.idx)
@@ -58,6 +69,8 @@ def main(argv=None) -> int:
         states[label] = program(dag, src)
         if a.round_robin:
             states[label + " round-robin"] = without_ranges(dag, states[label])
+        if a.prefetch:
+            states[label + " prefetch toggled"] = toggled_prefetch(dag, states[label])
     target = Target.from_name("native")
     kernels = {label: build_spec(KernelSpec.of(dag, s, target), f"p{i}") for i, (label, s) in enumerate(states.items())}
     values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]

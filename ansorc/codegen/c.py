@@ -1,10 +1,11 @@
 """C renderer: PrimFunc -> C99 text with OpenMP loops, `restrict` pointers and SIMD intrinsics.
 
 `codegen_c(func, target)` first runs the target-dependent passes (CODEGEN_PASSES: vectorize_loops,
-promote_registers, pin_operands, transpose_copies), then renders. ISA differences live in data tables (this file's
-type/function maps; vector intrinsics in simd.py), not in branches. Integer // and % are floor semantics; they
-compile to plain C `/` and `%` when the numerator is provably non-negative and the divisor positive, otherwise to
-small inline helpers that follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1 wraps to INT_MIN.
+promote_registers, pin_operands, transpose_copies, prefetch_loads), then renders. ISA differences live in data
+tables (this file's type/function maps; vector intrinsics in simd.py), not in branches. Integer // and % are floor
+semantics; they compile to plain C `/` and `%` when the numerator is provably non-negative and the divisor
+positive, otherwise to small inline helpers that follow numpy where C traps: x // 0 == x % 0 == 0, and INT_MIN // -1
+wraps to INT_MIN.
 
 A checked index (an index read from data, ir/expr.CheckedIndex) renders as `ansorc_checked_index`: out of
 range, it stores the status of the tensor it indexes (race-free: an atomic store, as OpenMP threads may report at
@@ -19,6 +20,7 @@ import re
 from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
 from ..ir.passes import run_passes
 from ..ir.pin import pin_operands
+from ..ir.prefetch import prefetch_loads
 from ..ir.regblock import promote_registers
 from ..ir.simplify import bound, simplify
 from ..ir.skip import skips_along, skips_unevenly
@@ -26,7 +28,7 @@ from ..ir.transpose import transpose_copies
 from ..ir.dtypes import C_TYPE, ITEMSIZE
 from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                         VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
+                         VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
 from ..ir.vectorize import CMP_NAMES
 from ..ir.vectorize import vectorize_loops
 from . import pool, prepared, simd
@@ -235,6 +237,8 @@ class CRenderer:
         elif isinstance(s, VTranspose):
             self.emit(self.intr("transpose", s, p=f"({s.src} + {self.expr(s.src_index)})", a=s.src_stride,
                                 q=f"({s.buffer} + {self.expr(s.index)})", b=s.stride) + ";", ind)
+        elif isinstance(s, VPrefetch):   # read, keep in all cache levels (gcc and clang, every ISA)
+            self.emit(f"__builtin_prefetch({s.buffer} + {self.subscript(s.buffer, s.index)}, 0, 3);", ind)
         elif isinstance(s, VAssign):
             self.emit(f"{s.var.name} = {self.expr(s.value)};", ind)
         elif isinstance(s, VDecl):
@@ -380,7 +384,11 @@ def transpose(func: PrimFunc, target: Target) -> PrimFunc:
     return transpose_copies(func, simd.caps(target.isa))
 
 
-CODEGEN_PASSES = (vectorize, promote, pin, transpose)
+def prefetch(func: PrimFunc, target: Target) -> PrimFunc:
+    return prefetch_loads(func)
+
+
+CODEGEN_PASSES = (vectorize, promote, pin, transpose, prefetch)
 
 
 def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> PrimFunc:

@@ -398,12 +398,7 @@ class _Lowerer:
 
 
 def _guarded(s, guards):
-    if not guards:
-        return s
-    cond = guards[0]
-    for g in guards[1:]:
-        cond = Logic("&&", cond, g)
-    return IfThenElse(cond, s)
+    return IfThenElse(all_of(guards), s) if guards else s
 
 
 def _streamed(state: State, low: _Lowerer) -> tuple:
@@ -418,10 +413,10 @@ def _streamed(state: State, low: _Lowerer) -> tuple:
     return tuple(out)
 
 
-def _ranged(state: State, low: _Lowerer) -> tuple:
-    """The outermost loops of root stages with the parallel_ranges pragma."""
-    return tuple(low.stage_info(st.name).loop_vars[st.iters[0].name].name for st in state.stages
-                 if st.compute_at == "root" and dict(st.pragmas).get("parallel_ranges") and st.iters)
+def _outer_loops(state: State, low: _Lowerer, key: str) -> tuple:
+    """(outermost loop, extent, pragma value) of the root stages where pragma `key` is set (not 0)."""
+    return tuple((low.stage_info(st.name).loop_vars[st.iters[0].name].name, st.iters[0].extent, v)
+                 for st in state.stages if st.compute_at == "root" and st.iters and (v := dict(st.pragmas).get(key)))
 
 
 def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
@@ -438,8 +433,10 @@ def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
             body = Allocate(buf, body)
     constants = tuple(low.buffers[t.name].name for t in state.dag.inputs if t.name in state.dag.constants)
     prepared = tuple((low.stage_info(n).buffer.name, stale[n]) for n in roots if n in stale)
+    ranges = tuple(var for var, _, _ in _outer_loops(state, low, "parallel_ranges"))
+    ahead = tuple((var, k) for var, n, k in _outer_loops(state, low, "prefetch") if 0 < k < (n or 0))
     func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low), constants, prepared,
-                    _ranged(state, low))
+                    ranges, ahead)
     if not passes:
         return func
     from .passes import default_passes

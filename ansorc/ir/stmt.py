@@ -92,6 +92,7 @@ class PrimFunc:
     constants: tuple = ()   # names of the input buffers declared constant (ComputeDAG.constants)
     prepared: tuple = ()    # (buffer, stale flag) of each prepared stage (ir/prepared.py), in computing order
     ranges: tuple = ()      # parallel loops dealt out in ranges unless skips make them uneven (parallel_ranges)
+    prefetch: tuple = ()    # (loop, distance): its input vector loads prefetch `distance` iterations ahead
 
 
 def seq(*stmts) -> Stmt:

@@ -163,6 +163,14 @@ class VTranspose(Stmt):
 
 
 @dataclass(frozen=True)
+class VPrefetch(Stmt):
+    """A hint that buffer[index] is read soon: its cache line is fetched (no access is made, nothing faults);
+    ir/prefetch.py puts these before the vector loads of a loop with the prefetch pragma."""
+    buffer: str
+    index: Expr
+
+
+@dataclass(frozen=True)
 class VAssign(Stmt):
     var: VVar
     value: Expr
@@ -256,6 +264,8 @@ def map_top(s: Stmt, fn: Callable[[Expr], Expr]) -> Stmt:
         return VScatter(s.buffer, tuple(fn(i) for i in s.indices), fn(s.value))
     if isinstance(s, VTranspose):
         return replace(s, index=fn(s.index), src_index=fn(s.src_index))
+    if isinstance(s, VPrefetch):
+        return VPrefetch(s.buffer, fn(s.index))
     if isinstance(s, VAssign):
         return VAssign(s.var, fn(s.value))
     if isinstance(s, VDecl):
@@ -285,6 +295,8 @@ def top_exprs(s: Stmt) -> tuple:
         return (*s.indices, s.value)
     if isinstance(s, VTranspose):
         return (s.index, s.src_index)
+    if isinstance(s, VPrefetch):
+        return (s.index,)
     if isinstance(s, VAssign):
         return (s.value,)
     if isinstance(s, VDecl):

@@ -23,8 +23,8 @@ from .simplify import _from_linear, _linear, bound, simplify
 from .state import ScheduleError
 from .stmt import Allocate, For, IfThenElse, PrimFunc, Store
 from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                     VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs, vchildren,
-                     vtransform)
+                     VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs,
+                     vchildren, vtransform)
 
 
 class VerifyError(ScheduleError):
@@ -295,6 +295,8 @@ def stmt_accesses(s):
         yield from (Access("store", s.buffer, (i,), 1, True, ()) for i in s.indices)
     elif isinstance(s, VTranspose):
         yield from (Access(kind, b, (i,), s.lanes, True, ()) for kind, b, i in s.rows())
+    elif isinstance(s, VPrefetch):     # no access, but kept inside its buffer all the same
+        yield Access("read", s.buffer, (s.index,), 1, True, ())
     seen: set = set()
     for e in top_exprs(s):
         yield from expr_accesses(e, (), seen)

@@ -1,7 +1,9 @@
 """The default schedule of a chain of row-wise stages (a softmax: row max, exp, row sum, divide): every producer
 is computed inside the output's parallel row loop, so one row's intermediates stay in L1 instead of a round trip
 through memory between four parallel loops, and each row reduction keeps ROW_ACCUMULATORS vector accumulators
-(rfactor over a split of that many vectors), folded once per row.
+(rfactor over a split of that many vectors), folded once per row. Where the rows come from memory
+(annotate.prefetch_pays), each row's loads prefetch the next row's and the output rows are written with streaming
+stores.
 
 A chain qualifies when the output's outermost axis is its parallel loop, unsplit, and every producer upstream
 (compute stages, up to the placeholders; inlined ones are read through) is read only inside the chain, row by
@@ -14,7 +16,8 @@ import math
 from ..ir.dtypes import itemsize
 from ..ir.expr import Var, reads
 from ..ir.state import ScheduleError, State
-from ..ir.steps import Annotate, ComputeAt, Reorder, Rfactor, Split
+from ..ir.steps import Annotate, ComputeAt, Pragma, Reorder, Rfactor, Split
+from .annotate import prefetch_pays
 from .default_loops import schedule_root
 from .task import HardwareParams
 
@@ -36,6 +39,10 @@ def row_fused(state: State, name: str, hw: HardwareParams) -> tuple | None:
             out = _fused_producer(out, producer, name, row, hw)
             if out is None:
                 return None
+        if prefetch_pays(out, name):   # rows from memory: the next row's loads overlap this row's compute
+            out = out.apply(Pragma(name, row, "prefetch", 1))
+            if not out.stage(name).op.combiner:   # and a row written goes to memory without being read first
+                out = out.apply(Pragma(name, row, "store_stream", 1))
     except ScheduleError:
         return None
     return out, set(chain) | {name} | {f"{p}.rf" for p in chain}

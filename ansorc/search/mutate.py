@@ -54,7 +54,8 @@ def mutate_tile_size(task, state: State, rng: random.Random) -> State | None:
 
 def mutate_unroll(task, state: State, rng: random.Random, candidates: tuple = UNROLL_CANDIDATES) -> State | None:
     steps = list(state.steps)
-    cands = [i for i, s in enumerate(steps) if isinstance(s, Pragma)]
+    # only the unroll pragma: the others' values are switches and distances, not unroll steps
+    cands = [i for i, s in enumerate(steps) if isinstance(s, Pragma) and s.key == "auto_unroll_max_step"]
     if not cands:
         return None
     i = rng.choice(cands)

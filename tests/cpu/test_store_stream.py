@@ -37,3 +37,21 @@ def test_streamed_softmax_matches_numpy_aligned_and_not():
     np.testing.assert_allclose(shifted, want, rtol=1e-5, atol=1e-7)
     if Target.from_name("native").isa in ("avx2", "avx512"):
         assert "_stream_ps(" in kern.source
+
+
+def test_prefetched_softmax_matches_numpy():
+    """The prefetch pragma (ir/prefetch.py) on a softmax's row loop, two rows ahead: the same values, the last rows'
+    prefetches clamped into the input."""
+    tensors = workloads.make("SFM", 0)
+    dag = ComputeDAG(tensors)
+    base = default_state(SearchTask(dag, "native"))
+    out = dag.outputs[0].name
+    state = replay(dag, tuple(base.steps) + (Pragma(out, base.stage(out).iters[0].name, "prefetch", 2),))
+    kern = ansorc.build(tensors, state, name="sfm_prefetch")
+    x = ansorc.array(np.random.default_rng(1).standard_normal(dag.inputs[0].shape, dtype=np.float32))
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    got = ansorc.empty(e.shape, np.float32)
+    kern(x, got)
+    np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    if Target.from_name("native").isa in ("avx2", "avx512", "neon"):
+        assert "__builtin_prefetch(A + ansorc_min_i32(" in kern.source
