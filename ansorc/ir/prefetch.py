@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .expr import Binary, Const, Var, free_vars, substitute
+from .simplify import bound
 from .stmt import For, IfThenElse, PrimFunc, Stmt, seq
 from .vector import VLoad, VPrefetch, stmt_kids, top_exprs, vwalk, with_kids
 
@@ -27,22 +28,25 @@ def prefetch_loads(func: PrimFunc) -> PrimFunc:
     inputs = {b.name: b for b in func.args[:func.n_inputs]}
     ahead = dict(func.prefetch)
 
-    def visit(s: Stmt, active: dict) -> Stmt:
-        if isinstance(s, For) and s.var in ahead:
-            active = {**active, s.var: ahead[s.var]}
+    def visit(s: Stmt, active: dict, bounds: dict) -> Stmt:
+        if isinstance(s, For):
+            bounds = {**bounds, s.var: (0, s.extent - 1)}
+            if s.var in ahead:
+                active = {**active, s.var: ahead[s.var]}
         kids = stmt_kids(s)
         if kids:
-            s = with_kids(s, tuple(visit(k, active) for k in kids))
+            s = with_kids(s, tuple(visit(k, active, bounds) for k in kids))
         if not active or isinstance(s, IfThenElse):
             return s
-        hints = _hints(s, active, inputs)
+        hints = _hints(s, active, inputs, bounds)
         return seq(*hints, s) if hints else s
 
-    return replace(func, body=visit(func.body, {}))
+    return replace(func, body=visit(func.body, {}, {}))
 
 
-def _hints(s: Stmt, active: dict, inputs: dict) -> list:
-    """The prefetches for the input loads that statement s itself evaluates, one per distinct address."""
+def _hints(s: Stmt, active: dict, inputs: dict, bounds: dict) -> list:
+    """The prefetches for the input loads that statement s itself evaluates, one per distinct address, clamped
+    into the buffer where the loop bounds do not prove it (a padded read's index can fall below 0)."""
     out, seen = [], set()
     for e in top_exprs(s):
         for ld in vwalk(e):
@@ -55,8 +59,13 @@ def _hints(s: Stmt, active: dict, inputs: dict) -> list:
             dtype = getattr(ld.index, "dtype", "int32")
             later = substitute(ld.index, {v: Binary("+", Var(v), Const(k, "int32"), "int32")
                                           for v, k in moving.items()})
-            last = Const(inputs[ld.buffer].size - 1, dtype)
-            out.append(VPrefetch(ld.buffer, Binary("min", later, last, dtype)))
+            last = inputs[ld.buffer].size - 1
+            lo, hi = bound(later, bounds) or (None, None)
+            if hi is None or hi > last:
+                later = Binary("min", later, Const(last, dtype), dtype)
+            if lo is None or lo < 0:
+                later = Binary("max", later, Const(0, dtype), dtype)
+            out.append(VPrefetch(ld.buffer, later))
     return out
 
 

@@ -104,3 +104,13 @@ def test_unroll_mutation_leaves_other_pragmas_alone():
         child = mutate_unroll(task, state, rng)
         assert child is not None and _pragmas(child)[("B", "prefetch")] == 1
         assert _pragmas(child)[("B", "auto_unroll_max_step")] != 16
+
+
+def test_a_padded_read_prefetches_inside_the_buffer_from_below_too():
+    a = te.placeholder((64, 256), name="A")
+    shifted = te.compute((64, 256), lambda i, j: te.if_then_else(i >= 2, a[i - 2, j], 0.0), name="B")
+    state = replay(ComputeDAG([a, shifted]), _steps(1))
+    code = render([a, shifted], state, "k", "avx2").code
+    assert code.count("__builtin_prefetch(") == 1
+    # row i - 2 + 1 of A: below row 0 at i = 0, where the load itself is not made
+    assert "__builtin_prefetch(A + ansorc_max_i32(((((B_i + 1) * 256) + (B_j_0 * 8)) - 512), 0), 0, 3);" in code
