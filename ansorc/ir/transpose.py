@@ -47,6 +47,8 @@ def transpose_copies(func: PrimFunc, caps: VectorCaps) -> PrimFunc:
 def _visit(s: Stmt, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt:
     if isinstance(s, For):
         blocks = _as_blocks(s, shapes, caps, bounds)
+        if blocks is None:
+            blocks = _as_blocks_down(s, shapes, caps, bounds)
         if blocks is not None:
             return blocks
         bounds = {**bounds, s.var: (0, s.extent - 1)}
@@ -89,7 +91,33 @@ def _as_blocks(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | N
     return For(f.var, n, f.kind, body, f.auto_unroll) if n > 1 else body
 
 
-def _block(store: VStore, f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> VTranspose | None:
+def _as_blocks_down(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt | None:
+    """A loop along the source rows around a loop down the source column whose body is one gathering store (an
+    unsplit copy, the column loop in vector pieces: K' computed per head inside its consumer's loop) as blocks in
+    the order that gains at any stride: for each `lanes` rows of f, the blocks down the column, each completing
+    the same destination lines. The pieces must write disjoint elements of a destination row."""
+    g = f.body
+    if f.kind not in ("serial", "unroll") or not isinstance(g, For) or g.kind not in ("serial", "unroll") or \
+            not isinstance(g.body, VStore):
+        return None
+    inner = {**bounds, g.var: (0, g.extent - 1)}
+    block = _block(g.body, f, shapes, caps, inner, check_conflicts=False)
+    if block is None or block.lanes >= f.extent:
+        return None
+    step = lane_stride(block.index, g.var)
+    if step is None or step < block.lanes or (g.extent - 1) * step + block.lanes > abs(block.stride) or \
+            lane_stride(block.src_index, g.var) is None or block.src == block.buffer:
+        return None
+    n = f.extent // block.lanes
+    first = {f.var: Binary("*", Var(f.var), Const(block.lanes, "int32"), "int32")}
+    rows = {**inner, f.var: (0, n - 1)}
+    blocked = replace(block, index=simplify(substitute(block.index, first), rows),
+                      src_index=simplify(substitute(block.src_index, first), rows))
+    return For(f.var, n, f.kind, For(g.var, g.extent, g.kind, blocked, g.auto_unroll), f.auto_unroll)
+
+
+def _block(store: VStore, f: For, shapes: dict, caps: VectorCaps, bounds: dict,
+           check_conflicts: bool = True) -> VTranspose | None:
     """The store as one block (indices still in terms of f's variable), or None."""
     if not isinstance(store.value, VLanes):
         return None
@@ -102,7 +130,7 @@ def _block(store: VStore, f: For, shapes: dict, caps: VectorCaps, bounds: dict) 
     src, src_index, src_stride = column
     stride = lane_stride(store.index, f.var)
     if lane_stride(src_index, f.var) != 1 or stride is None or \
-            f.extent > lanes and _conflicts(stride, src_stride, lanes, ITEMSIZE[dtype]):
+            check_conflicts and f.extent > lanes and _conflicts(stride, src_stride, lanes, ITEMSIZE[dtype]):
         return None
     return VTranspose(store.buffer, store.index, stride, src, src_index, src_stride, lanes, dtype)
 

@@ -83,3 +83,24 @@ def test_the_default_program_of_a_transpose_copies_tile_blocks_at_any_stride(sha
     assert "ansorc_transpose_m256((" in kern.source
     x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
     np.testing.assert_array_equal(kern(x), np.transpose(x, perm))
+
+
+@pytest.mark.parametrize("seq,heads,hidden", [(128, 4, 64), (24, 2, 16)])
+def test_a_copy_computed_per_head_inside_its_consumer_is_blocked(seq, heads, hidden):
+    """TBG's K' computed at the scores' head loop, unsplit, its j loop vectorized in pieces: blocks down the source
+    column (which gain at any stride, even with K's rows 4 KB apart), checked against numpy."""
+    from ansorc import workloads
+    from ansorc.ir.steps import ComputeAt, ComputeInline, Fuse
+    tensors = workloads.tbg(1, seq, heads, hidden)
+    st = State.initial(ansorc.ComputeDAG(tensors))
+    for step in (ComputeInline("query_T"), Fuse("scores", ("b", "h")), ComputeAt("key_T", "scores", "b@h"),
+                 Annotate("scores", "b@h", "parallel"), Annotate("key_T", "j", "vectorize"),
+                 Annotate("scores", "j", "vectorize")):
+        st = st.apply(step)
+    isa = VECTOR_ISAS[0] if VECTOR_ISAS else "avx2"
+    code = generate_source(tensors, st, "t", isa).code
+    assert "ansorc_transpose_m" in code.split("int t(")[1]
+    if VECTOR_ISAS:
+        q, k = (np.random.default_rng(s).standard_normal((1, seq, heads, hidden)).astype(np.float32) for s in (1, 2))
+        got = ansorc.build(tensors, st, target=isa, name=f"kt_{seq}_{heads}")(q, k)
+        np.testing.assert_allclose(got, np.einsum("bihd,bjhd->bhij", q, k), rtol=1e-4, atol=1e-4)
