@@ -14,21 +14,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import ansorc  # noqa: E402
-from programs_ab import program  # noqa: E402
+from programs_ab import checked_calls, program  # noqa: E402
 from suite_timing import WARM, peer_calls, row_dag  # noqa: E402  (sets OMP_PROC_BIND)
 from ansorc import workloads  # noqa: E402
-from ansorc.api import build_spec  # noqa: E402
-from ansorc.codegen.target import Target  # noqa: E402
 from ansorc.ir.state import replay  # noqa: E402
 from ansorc.ir.steps import Annotate, ComputeAt, FollowSplit, Fuse, Pragma, Reorder, Split  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
-from ansorc.spec import KernelSpec  # noqa: E402
 
 
 def per_head(dag, best, d_split: int | None):
@@ -63,16 +58,7 @@ def main(argv=None) -> int:
     dag = row_dag("TBG", a.idx)
     best = program(dag, a.log)
     states = {"best": best, "per head": per_head(dag, best, None), "per head, d split 8": per_head(dag, best, 8)}
-    target = Target.from_name("native")
-    kernels = {k: build_spec(KernelSpec.of(dag, s, target), f"p{i}") for i, (k, s) in enumerate(states.items())}
-    values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
-    ins = [ansorc.array(v) for v in values]
-    outs = {k: [ansorc.empty(t.shape, t.dtype) for t in dag.outputs] for k in kernels}
-    fns = {k: (lambda k=k: kernels[k](*ins, *outs[k])) for k in kernels}
-    for fn in fns.values():
-        fn()
-    for k in kernels:
-        np.testing.assert_allclose(outs[k][0], outs["best"][0], rtol=1e-4, atol=1e-3, err_msg=k)
+    fns, values = checked_calls(dag, states)
     peers = peer_calls("TBG", workloads.WORKLOADS["TBG"][1][a.idx], values)
     fns.update({k: call for k, (call, _) in peers.items() if k == "torch"})
     med = median_alternating(fns, rounds=a.rounds, min_time=0.05, warm=WARM)

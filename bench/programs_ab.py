@@ -53,6 +53,23 @@ def toggled_prefetch(dag, state):
     return replay(dag, [*state.steps, *[Pragma(st.name, st.iters[0].name, "prefetch", 1) for st in roots]])
 
 
+def checked_calls(dag, states: dict) -> tuple:
+    """({label: a call of that program on shared random inputs}, the input values), every program built and
+    checked equal to the first."""
+    target = Target.from_name("native")
+    kernels = {label: build_spec(KernelSpec.of(dag, s, target), f"p{i}") for i, (label, s) in enumerate(states.items())}
+    values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
+    ins = [ansorc.array(v) for v in values]
+    outs = {k: [ansorc.empty(t.shape, t.dtype) for t in dag.outputs] for k in kernels}
+    fns = {k: (lambda k=k: kernels[k](*ins, *outs[k])) for k in kernels}
+    for fn in fns.values():
+        fn()
+    first = next(iter(outs.values()))[0]
+    for k, o in outs.items():
+        np.testing.assert_allclose(o[0], first, rtol=1e-4, atol=1e-3, err_msg=k)
+    return fns, values
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("op", type=str.upper)
@@ -71,17 +88,7 @@ def main(argv=None) -> int:
             states[label + " round-robin"] = without_ranges(dag, states[label])
         if a.prefetch:
             states[label + " prefetch toggled"] = toggled_prefetch(dag, states[label])
-    target = Target.from_name("native")
-    kernels = {label: build_spec(KernelSpec.of(dag, s, target), f"p{i}") for i, (label, s) in enumerate(states.items())}
-    values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
-    ins = [ansorc.array(v) for v in values]
-    outs = {k: [ansorc.empty(t.shape, t.dtype) for t in dag.outputs] for k in kernels}
-    fns = {k: (lambda k=k: kernels[k](*ins, *outs[k])) for k in kernels}
-    for fn in fns.values():
-        fn()
-    first = next(iter(outs.values()))[0]
-    for k, o in outs.items():
-        np.testing.assert_allclose(o[0], first, rtol=1e-4, atol=1e-3, err_msg=k)
+    fns, _ = checked_calls(dag, states)
     med = median_alternating(fns, rounds=a.rounds, min_time=0.05, warm=WARM)
     base = next(iter(med.values()))
     for k, v in med.items():

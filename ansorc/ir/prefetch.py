@@ -56,7 +56,7 @@ def _hints(s: Stmt, active: dict, inputs: dict, bounds: dict) -> list:
             if not moving or (ld.buffer, ld.index) in seen:
                 continue
             seen.add((ld.buffer, ld.index))
-            dtype = getattr(ld.index, "dtype", "int32")
+            dtype = ld.index.dtype
             later = substitute(ld.index, {v: Binary("+", Var(v), Const(k, "int32"), "int32")
                                           for v, k in moving.items()})
             last = inputs[ld.buffer].size - 1

@@ -106,7 +106,7 @@ def _as_blocks_down(f: For, shapes: dict, caps: VectorCaps, bounds: dict) -> Stm
         return None
     step = lane_stride(block.index, g.var)
     if step is None or step < block.lanes or (g.extent - 1) * step + block.lanes > abs(block.stride) or \
-            lane_stride(block.src_index, g.var) is None or block.src == block.buffer:
+            lane_stride(block.src_index, g.var) is None:
         return None
     n = f.extent // block.lanes
     first = {f.var: Binary("*", Var(f.var), Const(block.lanes, "int32"), "int32")}

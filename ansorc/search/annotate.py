@@ -239,14 +239,21 @@ def prefetch_pays(state: State, name: str) -> bool:
     which the next row's prefetches overlap). By hand, one row ahead: softmax 2048 x 2048 0.81-0.88 of the time;
     a norm's single pass 1.5 (4 KB steps; the hardware prefetcher keeps up, the extra loads cost), softmax 1024
     (4 MB, warm in L3) 1.17."""
-    dag, st = state.dag, state.stage(name)
-    size = sum(math.prod(t.shape) * ITEMSIZE[t.dtype] for t in dag.inputs)
+    st = state.stage(name)
     n = st.iters[0].extent if st.iters else None
-    if not (n and n > 1 and size >= PREFETCH_MIN_BYTES and size / n >= PREFETCH_MIN_STEP):
-        return False
+    size = _streamed_input_bytes(state.dag)
+    return bool(n and n > 1 and size and size / n >= PREFETCH_MIN_STEP)
+
+
+@lru_cache(maxsize=64)
+def _streamed_input_bytes(dag) -> int:
+    """The DAG's input bytes where its kernels may prefetch them (prefetch_pays, but for the step), else 0: a
+    property of the DAG, asked for each program the search samples."""
     ops = dag.compute_ops
+    size = sum(math.prod(t.shape) * ITEMSIZE[t.dtype] for t in dag.inputs)
     twice = any(sum(t.name in {i.name for i in op.inputs} for op in ops) > 1 for t in dag.inputs)
-    return twice and not any(needs_multi_level_tiling(op) for op in ops)
+    return size if size >= PREFETCH_MIN_BYTES and twice and not any(needs_multi_level_tiling(op) for op in ops) \
+        else 0
 
 
 def prefetch_large_inputs(task, state: State, rng: random.Random) -> State:

@@ -16,15 +16,20 @@ from ansorc.search.task import SearchTask
 from ansorc.ir.steps import Pragma
 
 
-def test_streamed_softmax_matches_numpy_aligned_and_not():
+def _softmax_with(key: str, value: int, name: str, seed: int):
+    """The default softmax program with pragma `key` on its output stage, built; random input; numpy's exps."""
     tensors = workloads.make("SFM", 0)
     dag = ComputeDAG(tensors)
     base = default_state(SearchTask(dag, "native"))
     out = dag.outputs[0].name
-    state = replay(dag, tuple(base.steps) + (Pragma(out, base.stage(out).iters[0].name, "store_stream", 1),))
-    kern = ansorc.build(tensors, state, name="sfm_stream")
-    x = ansorc.array(np.random.default_rng(0).standard_normal(dag.inputs[0].shape, dtype=np.float32))
-    e = np.exp(x - x.max(axis=1, keepdims=True))
+    state = replay(dag, tuple(base.steps) + (Pragma(out, base.stage(out).iters[0].name, key, value),))
+    kern = ansorc.build(tensors, state, name=name)
+    x = ansorc.array(np.random.default_rng(seed).standard_normal(dag.inputs[0].shape, dtype=np.float32))
+    return kern, x, np.exp(x - x.max(axis=1, keepdims=True))
+
+
+def test_streamed_softmax_matches_numpy_aligned_and_not():
+    kern, x, e = _softmax_with("store_stream", 1, "sfm_stream", 0)
     want = e / e.sum(axis=1, keepdims=True)
     aligned = ansorc.empty(want.shape, np.float32)
     kern(x, aligned)
@@ -42,14 +47,7 @@ def test_streamed_softmax_matches_numpy_aligned_and_not():
 def test_prefetched_softmax_matches_numpy():
     """The prefetch pragma (ir/prefetch.py) on a softmax's row loop, two rows ahead: the same values, the last rows'
     prefetches clamped into the input."""
-    tensors = workloads.make("SFM", 0)
-    dag = ComputeDAG(tensors)
-    base = default_state(SearchTask(dag, "native"))
-    out = dag.outputs[0].name
-    state = replay(dag, tuple(base.steps) + (Pragma(out, base.stage(out).iters[0].name, "prefetch", 2),))
-    kern = ansorc.build(tensors, state, name="sfm_prefetch")
-    x = ansorc.array(np.random.default_rng(1).standard_normal(dag.inputs[0].shape, dtype=np.float32))
-    e = np.exp(x - x.max(axis=1, keepdims=True))
+    kern, x, e = _softmax_with("prefetch", 2, "sfm_prefetch", 1)
     got = ansorc.empty(e.shape, np.float32)
     kern(x, got)
     np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
