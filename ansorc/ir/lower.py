@@ -29,6 +29,7 @@ _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll
          **{k: k for k in THREAD_KINDS}}
 # A shared-memory stage is computed by all threads of a block together: its region spans these loops.
 _SHARED_ACROSS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
+SHIFT_INWARD = True   # off only to measure what shifting pure stages' last tiles gains (bench/programs_ab.py)
 
 
 @dataclass
@@ -103,7 +104,10 @@ class _Lowerer:
         for it in st.iters:
             self.bounds[loop_vars[it.name].name] = (0, ext[it.name] - 1)
         parts = self._fused_parts(st, loop_vars, ext)
-        vals, guards = axis_values(st, loop_vars, ext, parts)
+        # a pure CPU stage's last partial tile moves back inside (no guard in its loops; a copy out of a register
+        # tile then reads the tile at fixed offsets, which the C compiler keeps in registers)
+        shift = SHIFT_INWARD and op.combiner is None and not any(it.annotation in THREAD_KINDS for it in st.iters)
+        vals, guards = axis_values(st, loop_vars, ext, parts, shift_inward=shift)
         axis_abs = {a.name: simplify(Binary("+", m, vals[a.name], "int32"), self.bounds, self.memo)
                     for a, (m, _) in zip(op.axes, region)}
         axis_abs.update({a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.reduce_axes})

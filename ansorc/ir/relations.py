@@ -2,7 +2,7 @@
 
 Extents are inferred top-down from the root axes (whose extents may be a compute_at region smaller than the
 op's shape); values are built bottom-up from the leaf loop variables. A split whose factors do not divide
-its parent's extent produces a guard `parent < extent`.
+its parent's extent produces a guard `parent < extent`, or for a pure stage its last tile shifted back inside.
 """
 from __future__ import annotations
 
@@ -45,24 +45,35 @@ def infer_extents(stage: Stage, root: dict | None = None) -> dict:
     return ext
 
 
-def axis_values(stage: Stage, leaf_vars: dict, ext: dict, parts: dict | None = None) -> tuple[dict, list]:
+def axis_values(stage: Stage, leaf_vars: dict, ext: dict, parts: dict | None = None,
+                shift_inward: bool = False) -> tuple[dict, list]:
     """({axis or iterator name: Expr over leaf vars}, guards) for the stage's relations.
 
     parts: {fused leaf iterator: {parent iterator: Var}}: those parents take the given variables instead of
-    `fused // inner % extent` (each parent as its own variable keeps index expressions affine for analysis)."""
+    `fused // inner % extent` (each parent as its own variable keeps index expressions affine for analysis).
+    shift_inward: a split whose tiles overrun its parent moves its last tile back inside instead of guarding it
+    (`min(outer * span, extent - span) + inner`), so that tile recomputes some of the one before it. Only for a
+    stage whose every point is a pure function of its inputs: the repeated points get the same values again."""
     parts = parts or {}
     val: dict[str, Expr] = {it.name: leaf_vars[it.name] for it in stage.iters}
     guards: list[Expr] = []
     for rel in reversed(stage.relations):
         if isinstance(rel, SplitRel):
             expr, stride = None, 1
-            for c in reversed(rel.children):
+            for c in reversed(rel.children[1:]):
                 term = val[c] if stride == 1 else Binary("*", val[c], Const(stride, "int32"), "int32")
                 expr = term if expr is None else Binary("+", term, expr, "int32")
                 stride *= ext[c]
-            val[rel.parent] = expr
-            if stride > ext[rel.parent]:
-                guards.append(Compare("<", expr, Const(ext[rel.parent], "int32")))
+            span, parent_ext = stride, ext[rel.parent]
+            outer = val[rel.children[0]] if span == 1 else \
+                Binary("*", val[rel.children[0]], Const(span, "int32"), "int32")
+            stride *= ext[rel.children[0]]
+            shift = shift_inward and stride > parent_ext >= span
+            if shift:
+                outer = Binary("min", outer, Const(parent_ext - span, "int32"), "int32")
+            val[rel.parent] = outer if expr is None else Binary("+", outer, expr, "int32")
+            if stride > parent_ext and not shift:
+                guards.append(Compare("<", val[rel.parent], Const(parent_ext, "int32")))
         elif rel.child in parts:
             val.update(parts[rel.child])
         else:

@@ -1,0 +1,41 @@
+"""Pure stages whose last tile shifts back inside their axis (ir/relations.py, shift_inward) compute what numpy does:
+a vectorized elementwise stage over 100 in parallel tiles of 16, and a matmul's copy out of clamped 6 x 16 register
+tiles over 130 rows (the tiles of two threads overlap, rewriting equal values)."""
+import numpy as np
+
+import ansorc
+from ansorc import te
+from ansorc.ir.state import State
+from ansorc.ir.steps import Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Reorder, Split
+
+
+def test_an_elementwise_stage_in_shifted_vector_tiles_matches_numpy():
+    a = te.placeholder((3, 100), "float32", "a")
+    b = te.compute((3, 100), lambda r, i: te.max(a[r, i], 0.0) * 2.0, name="b")
+    st = State.initial(ansorc.ComputeDAG([a, b]))
+    for step in (Split("b", "i", (16,)), Fuse("b", ("r", "i.0")), Annotate("b", "r@i.0", "parallel"),
+                 Annotate("b", "i.1", "vectorize")):
+        st = st.apply(step)
+    kern = ansorc.build([a, b], st, name="shift_relu")
+    x = np.random.default_rng(1).standard_normal((3, 100)).astype(np.float32)
+    np.testing.assert_array_equal(kern(x), np.maximum(x, 0) * 2)
+
+
+def test_a_matmul_copying_out_of_shifted_register_tiles_matches_numpy():
+    a = te.placeholder((130, 64), "float32", "a")
+    w = te.placeholder((64, 40), "float32", "w")
+    k = te.reduce_axis((0, 64), "k")
+    c = te.compute((130, 40), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k), name="c")
+    st = State.initial(ansorc.ComputeDAG([a, w, c]))
+    for step in (CacheWrite("c", "local"), Split("c.local", "i", (6,)), Split("c.local", "j", (16,)),
+                 Reorder("c.local", ("i.0", "j.0", "k", "i.1", "j.1")), FollowSplit("c", "i", 1, 1),
+                 FollowSplit("c", "j", 2, 1), Reorder("c", ("i.0", "j.0", "i.1", "j.1")),
+                 ComputeAt("c.local", "c", "j.0"), Annotate("c", "i.0", "parallel"),
+                 Annotate("c.local", "j.1", "vectorize"), Annotate("c", "j.1", "vectorize")):
+        st = st.apply(step)
+    kern = ansorc.build([a, w, c], st, name="shift_mm")
+    assert "ansorc_min_i32" in kern.source
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((130, 64)).astype(np.float32)
+    y = rng.standard_normal((64, 40)).astype(np.float32)
+    np.testing.assert_allclose(kern(x, y), x @ y, rtol=1e-4, atol=1e-4)
