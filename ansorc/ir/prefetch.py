@@ -52,7 +52,8 @@ def _hints(s: Stmt, active: dict, inputs: dict, bounds: dict) -> list:
         for ld in vwalk(e):
             if not isinstance(ld, VLoad) or ld.lanes < 2 or ld.buffer not in inputs:
                 continue
-            moving = {v: k for v, k in active.items() if v in free_vars(ld.index)}
+            used = free_vars(ld.index)
+            moving = {v: k for v, k in active.items() if v in used}
             if not moving or (ld.buffer, ld.index) in seen:
                 continue
             seen.add((ld.buffer, ld.index))

@@ -6,7 +6,8 @@ import numpy as np
 import ansorc
 from ansorc import te
 from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Reorder, Split
+from ansorc.ir.steps import Annotate, Fuse, Split
+from tests.unit.test_shift_inward import tiled_matmul
 
 
 def test_an_elementwise_stage_in_shifted_vector_tiles_matches_numpy():
@@ -22,18 +23,8 @@ def test_an_elementwise_stage_in_shifted_vector_tiles_matches_numpy():
 
 
 def test_a_matmul_copying_out_of_shifted_register_tiles_matches_numpy():
-    a = te.placeholder((130, 64), "float32", "a")
-    w = te.placeholder((64, 40), "float32", "w")
-    k = te.reduce_axis((0, 64), "k")
-    c = te.compute((130, 40), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k), name="c")
-    st = State.initial(ansorc.ComputeDAG([a, w, c]))
-    for step in (CacheWrite("c", "local"), Split("c.local", "i", (6,)), Split("c.local", "j", (16,)),
-                 Reorder("c.local", ("i.0", "j.0", "k", "i.1", "j.1")), FollowSplit("c", "i", 1, 1),
-                 FollowSplit("c", "j", 2, 1), Reorder("c", ("i.0", "j.0", "i.1", "j.1")),
-                 ComputeAt("c.local", "c", "j.0"), Annotate("c", "i.0", "parallel"),
-                 Annotate("c.local", "j.1", "vectorize"), Annotate("c", "j.1", "vectorize")):
-        st = st.apply(step)
-    kern = ansorc.build([a, w, c], st, name="shift_mm")
+    tensors, st = tiled_matmul(130, 40, vectorize=True)
+    kern = ansorc.build(tensors, st, name="shift_mm")
     assert "ansorc_min_i32" in kern.source
     rng = np.random.default_rng(2)
     x = rng.standard_normal((130, 64)).astype(np.float32)

@@ -58,20 +58,27 @@ def test_gpu_bound_stages_keep_their_guards():
     assert guards(lower(st))
 
 
-def test_the_copy_out_of_a_register_tile_reads_it_at_fixed_offsets():
-    """TBG's shape of program: the accumulator tile's window is clamped inside the 128 rows; the copy out of it
-    then runs over the same clamped rows, reading the tile from offset 0."""
-    a = te.placeholder((128, 64), "float32", "a")
-    w = te.placeholder((64, 32), "float32", "w")
+def tiled_matmul(rows: int, cols: int, vectorize: bool = False) -> tuple:
+    """([a, w, c], state): c = a @ w (reduction 64) in 6 x 16 register tiles (a cache-write stage computed at the
+    copy's column tile), the row tiles in parallel: TBG's shape of program, its rows not a multiple of 6."""
+    a = te.placeholder((rows, 64), "float32", "a")
+    w = te.placeholder((64, cols), "float32", "w")
     k = te.reduce_axis((0, 64), "k")
-    c = te.compute((128, 32), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k), name="c")
+    c = te.compute((rows, cols), lambda i, j: te.sum(a[i, k] * w[k, j], axis=k), name="c")
     st = State.initial(ansorc.ComputeDAG([a, w, c]))
+    vector = (Annotate("c.local", "j.1", "vectorize"), Annotate("c", "j.1", "vectorize")) if vectorize else ()
     for step in (CacheWrite("c", "local"), Split("c.local", "i", (6,)), Split("c.local", "j", (16,)),
                  Reorder("c.local", ("i.0", "j.0", "k", "i.1", "j.1")), FollowSplit("c", "i", 1, 1),
                  FollowSplit("c", "j", 2, 1), Reorder("c", ("i.0", "j.0", "i.1", "j.1")),
-                 ComputeAt("c.local", "c", "j.0"), Annotate("c", "i.0", "parallel")):
+                 ComputeAt("c.local", "c", "j.0"), Annotate("c", "i.0", "parallel"), *vector):
         st = st.apply(step)
-    f = lower(st)
+    return [a, w, c], st
+
+
+def test_the_copy_out_of_a_register_tile_reads_it_at_fixed_offsets():
+    """The accumulator tile's window is clamped inside the 128 rows; the copy out of it then runs over the same
+    clamped rows, reading the tile from offset 0."""
+    f = lower(tiled_matmul(128, 32)[1])
     copy = stores(f, "c")[0]
     assert not guards(f)
     local_reads = [r for r in walk(copy.value) if "local" in getattr(r, "name", "")]
