@@ -6,11 +6,13 @@ checked equal, timed in alternating rounds (medians).
     python bench/programs_ab.py GRP 0 - --round-robin                 # with and without the parallel_ranges pragma
     python bench/programs_ab.py SFM 3 LOG.jsonl --prefetch            # with and without the prefetch pragma
     python bench/programs_ab.py TBG 1 LOG.jsonl --guards              # with the last tiles guarded, as before
+    python bench/programs_ab.py C3D 2 LOG.jsonl --unpadded            # with workspace rows unpadded, as before
 
 --round-robin adds, for each program, the same program with its parallel_ranges pragmas dropped (its parallel loops
 then deal out their iterations round-robin wherever a skip guard reads them, as before that pragma). --prefetch
 adds the same program with the prefetch pragma (distance 1) on each root stage, or dropped where it is set.
 --guards adds each program rendered with its pure stages' last partial tiles guarded (ir/lower.SHIFT_INWARD off).
+--unpadded adds each program rendered with its workspaces' rows unpadded (ir/lower.PAD_ROWS off, ir/layout.py).
 """
 from __future__ import annotations
 
@@ -81,6 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--round-robin", action="store_true")
     ap.add_argument("--prefetch", action="store_true")
     ap.add_argument("--guards", action="store_true")
+    ap.add_argument("--unpadded", action="store_true")
     ap.add_argument("--rounds", type=int, default=7)
     a = ap.parse_args(argv)
     dag = row_dag(a.op, a.idx)
@@ -93,12 +96,13 @@ def main(argv=None) -> int:
         if a.prefetch:
             states[label + " prefetch toggled"] = toggled_prefetch(dag, states[label])
     fns, _ = checked_calls(dag, states)
-    if a.guards:
-        lower.SHIFT_INWARD = False
-        try:
-            fns.update(checked_calls(dag, {k + " guarded": s for k, s in states.items()})[0])
-        finally:
-            lower.SHIFT_INWARD = True
+    for flag, wanted, suffix in (("SHIFT_INWARD", a.guards, " guarded"), ("PAD_ROWS", a.unpadded, " unpadded")):
+        if wanted:
+            setattr(lower, flag, False)
+            try:
+                fns.update(checked_calls(dag, {k + suffix: s for k, s in states.items()})[0])
+            finally:
+                setattr(lower, flag, True)
     med = median_alternating(fns, rounds=a.rounds, min_time=0.05, warm=WARM)
     base = next(iter(med.values()))
     for k, v in med.items():

@@ -166,7 +166,7 @@ class CRenderer:
             self.indexing.pop()
 
     def flat_index(self, name: str, indices: tuple) -> str:
-        shape = self.buffers[name].shape
+        shape = self.buffers[name].storage
         flat, stride = None, 1
         for idx, n in zip(reversed(indices), reversed(shape)):
             term = idx if stride == 1 else Binary("*", idx, Const(stride, "int32"), "int32")

@@ -23,6 +23,7 @@ from .skip import (all_of, contribution_conditions, guard_levels, index_selects,
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
                    store_executions, walk_stmt)
 from .te import _identity
+from .layout import row_pad
 from .tile_edges import shifted, tile_edges, written_out
 
 _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
@@ -30,6 +31,7 @@ _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll
 # A shared-memory stage is computed by all threads of a block together: its region spans these loops.
 _SHARED_ACROSS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 SHIFT_INWARD = True   # off only to measure what shifting pure stages' last tiles gains (bench/programs_ab.py)
+PAD_ROWS = True       # off only to measure what padding aliasing workspace rows gains (ir/layout.py)
 
 
 @dataclass
@@ -63,6 +65,7 @@ class _Lowerer:
         self._expanded: dict = {}
         self.body = {n: self.expand(s.op.body) for n, s in self.stages.items()}
         self.prepared = prepared_stages(state, self.body)
+        self.gpu = any(it.annotation in THREAD_KINDS for s in state.stages for it in s.iters)
         self.info: dict[str, _StageInfo] = {}
         self.bounds: dict = {}
         self.memo: dict = {}     # simplify() results by node identity, for this lowering only
@@ -120,7 +123,8 @@ class _Lowerer:
             rel = {a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.axes}
         else:
             scope = "prepared" if name in self.prepared else "global"
-            buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, scope)
+            pad = row_pad(op.shape, op.dtype) if PAD_ROWS and scope == "global" and not self.gpu else 0
+            buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, scope, pad)
             offsets, rel = tuple(Const(0, "int32") for _ in op.axes), axis_abs
         self.buffers[name] = buf
         reduce_vars = {loop_vars[it.name].name for it in st.iters if it.kind == "R"}
@@ -408,13 +412,9 @@ def _guarded(s, guards):
 def _streamed(state: State, low: _Lowerer) -> tuple:
     """The output buffers written with streaming stores: those of root stages with the store_stream pragma that
     only write (a reduction reads its output back, which a streaming store would send to memory first)."""
-    out = []
-    for st in state.stages:
-        if st.compute_at == "root" and dict(st.pragmas).get("store_stream") and not st.op.combiner:
-            buf = low.stage_info(st.name).buffer
-            if buf.scope == "arg":
-                out.append(buf.name)
-    return tuple(out)
+    bufs = [low.stage_info(st.name).buffer for st in state.stages
+            if st.compute_at == "root" and dict(st.pragmas).get("store_stream") and not st.op.combiner]
+    return tuple(b.name for b in bufs if b.scope == "arg")
 
 
 def _outer_loops(state: State, low: _Lowerer, key: str) -> tuple:
@@ -431,10 +431,8 @@ def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     stale = {n: low.names.get(("stale", n), f"{low.stage_info(n).buffer.name}_stale") for n in low.prepared}
     body = seq(*[IfThenElse(Var(stale[n]), low.emit(n), prepare=True) if n in stale else low.emit(n)
                  for n in roots])
-    for n in reversed(roots):
-        buf = low.stage_info(n).buffer
-        if buf.scope in ("global", "prepared"):
-            body = Allocate(buf, body)
+    for buf in reversed([low.stage_info(n).buffer for n in roots]):
+        body = Allocate(buf, body) if buf.scope in ("global", "prepared") else body
     constants = tuple(low.buffers[t.name].name for t in state.dag.inputs if t.name in state.dag.constants)
     prepared = tuple((low.stage_info(n).buffer.name, stale[n]) for n in roots if n in stale)
     ranges = tuple(var for var, _, _ in _outer_loops(state, low, "parallel_ranges"))

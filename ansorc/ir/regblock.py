@@ -43,7 +43,7 @@ class _Bad(Exception):
 class _Promoter:
     def __init__(self, func: PrimFunc, budget: int):
         self.budget = budget
-        self.shapes = {b.name: b.shape for b in func.args}
+        self.shapes = {b.name: b.storage for b in func.args}
         self.dtypes = {b.name: b.dtype for b in func.args}
         self.count = 0
         self.taken = identifiers(func)
@@ -222,7 +222,7 @@ class _Promoter:
     def run(self, s: Stmt) -> Stmt:
         """Promote every local buffer, starting at its allocation."""
         if isinstance(s, Allocate):
-            self.shapes[s.buffer.name] = s.buffer.shape
+            self.shapes[s.buffer.name] = s.buffer.storage
             self.dtypes[s.buffer.name] = s.buffer.dtype
             body = self.run(s.body)
             if s.buffer.scope == "local":

@@ -14,11 +14,21 @@ class Buffer:
     dtype: str
     scope: str      # "arg" (kernel argument) | "global" (workspace) | "local" (inside a loop body) | "prepared"
                     # (computed from constant inputs, kept between calls: ir/prepared.py)
+    row_pad: int = 0    # elements stored after each innermost row, never read or written (ir/layout.py)
+
+    @property
+    def storage(self) -> tuple:
+        """The shape as laid out in memory: `shape` with each innermost row `row_pad` elements longer. Flat
+        indices are taken over this shape; bounds over `shape`."""
+        if not self.row_pad:
+            return tuple(self.shape)
+        return (*self.shape[:-1], self.shape[-1] + self.row_pad)
 
     @property
     def size(self) -> int:
+        """Elements allocated (the storage's)."""
         n = 1
-        for s in self.shape:
+        for s in self.storage:
             n *= s
         return n
 
@@ -147,7 +157,8 @@ def format_stmt(s: Stmt, indent: int = 0) -> str:
         return f"{pad}if {s.cond!r}:\n" + format_stmt(s.then, indent + 1)
     if isinstance(s, Allocate):
         b = s.buffer
-        return f"{pad}allocate {b.name}{list(b.shape)} {b.dtype} {b.scope}\n" + format_stmt(s.body, indent)
+        rows = f" rows+{b.row_pad}" if b.row_pad else ""
+        return f"{pad}allocate {b.name}{list(b.shape)}{rows} {b.dtype} {b.scope}\n" + format_stmt(s.body, indent)
     if isinstance(s, Barrier):
         return f"{pad}barrier"
     if isinstance(s, ThreadReduce):

@@ -40,7 +40,7 @@ def _conflicts(stride: int, src_stride: int, lanes: int, itemsize: int) -> bool:
 
 
 def transpose_copies(func: PrimFunc, caps: VectorCaps) -> PrimFunc:
-    shapes = {b.name: tuple(b.shape) for b in func.args}
+    shapes = {b.name: b.storage for b in func.args}
     return replace(func, body=_visit(func.body, shapes, caps, {}))
 
 
@@ -53,7 +53,7 @@ def _visit(s: Stmt, shapes: dict, caps: VectorCaps, bounds: dict) -> Stmt:
             return blocks
         bounds = {**bounds, s.var: (0, s.extent - 1)}
     if isinstance(s, Allocate):
-        shapes = {**shapes, s.buffer.name: tuple(s.buffer.shape)}
+        shapes = {**shapes, s.buffer.name: s.buffer.storage}
     return with_kids(s, tuple(_visit(c, shapes, caps, bounds) for c in stmt_kids(s)))
 
 

@@ -197,7 +197,7 @@ class _Piece:
 
     def store(self, s: Store) -> Stmt:
         buf = self.vec.buffers[s.buffer]
-        flat = simplify(flat_index(s.indices, buf.shape), self.bounds)
+        flat = simplify(flat_index(s.indices, buf.storage), self.bounds)
         value = simplify(s.value, self.bounds)
         self.need_type(buf.dtype)
         stride = lane_stride(flat, self.lane)
@@ -258,7 +258,7 @@ class _Vectorizer:
         self.names = identifiers(func)
 
     def shape(self, name: str) -> tuple:
-        return self.buffers[name].shape
+        return self.buffers[name].storage
 
     def fresh(self, base: str) -> str:
         name, k = base, 0

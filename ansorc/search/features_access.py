@@ -64,7 +64,7 @@ def _lin(e):
 def access(indices, buf, lin_cache: dict) -> Access:
     """The analysed access of `buf` at `indices`; lin_cache: id(index expr) -> analysis, shared per program."""
     a = Access()
-    shape = buf.shape
+    shape = buf.storage   # strides as laid out (a workspace's padded rows, ir/layout.py)
     a.shape, a.elem = shape, ITEMSIZE.get(buf.dtype, 4)
     var_map, flat, groups = {}, {}, []
     rs = 1
