@@ -6,13 +6,14 @@ checked equal, timed in alternating rounds (medians).
     python bench/programs_ab.py GRP 0 - --round-robin                 # with and without the parallel_ranges pragma
     python bench/programs_ab.py SFM 3 LOG.jsonl --prefetch            # with and without the prefetch pragma
     python bench/programs_ab.py TBG 1 LOG.jsonl --guards              # with the last tiles guarded, as before
-    python bench/programs_ab.py C3D 2 LOG.jsonl --unpadded            # with workspace rows unpadded, as before
+    python bench/programs_ab.py C3D 2 LOG.jsonl --row-pad             # with and without the row_pad pragma
 
 --round-robin adds, for each program, the same program with its parallel_ranges pragmas dropped (its parallel loops
 then deal out their iterations round-robin wherever a skip guard reads them, as before that pragma). --prefetch
 adds the same program with the prefetch pragma (distance 1) on each root stage, or dropped where it is set.
 --guards adds each program rendered with its pure stages' last partial tiles guarded (ir/lower.SHIFT_INWARD off).
---unpadded adds each program rendered with its workspaces' rows unpadded (ir/lower.PAD_ROWS off, ir/layout.py).
+--row-pad adds the same program with the row_pad pragma on each workspace whose rows alias (ir/layout.py), or
+dropped where it is set.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from ansorc.ir.state import replay  # noqa: E402
 from ansorc.ir.steps import Pragma, steps_from_json  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.measure.record import best, load  # noqa: E402
+from ansorc.search.annotate import row_pad_candidates  # noqa: E402
 from ansorc.search.default_schedule import default_cpu_schedule  # noqa: E402
 from ansorc.spec import KernelSpec  # noqa: E402
 
@@ -56,6 +58,14 @@ def toggled_prefetch(dag, state):
         return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == "prefetch")])
     roots = [st for st in state.stages if st.compute_at == "root" and st.iters and st.iters[0].extent > 1]
     return replay(dag, [*state.steps, *[Pragma(st.name, st.iters[0].name, "prefetch", 1) for st in roots]])
+
+
+def toggled_row_pad(dag, state):
+    """The same program with the row_pad pragma on each workspace whose rows alias, or without it where it is set."""
+    if any(isinstance(s, Pragma) and s.key == "row_pad" for s in state.steps):
+        return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == "row_pad")])
+    return replay(dag, [*state.steps, *[Pragma(st.name, st.iters[0].name, "row_pad", 1)
+                                        for st in row_pad_candidates(state)]])
 
 
 def checked_calls(dag, states: dict) -> tuple:
@@ -83,7 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--round-robin", action="store_true")
     ap.add_argument("--prefetch", action="store_true")
     ap.add_argument("--guards", action="store_true")
-    ap.add_argument("--unpadded", action="store_true")
+    ap.add_argument("--row-pad", action="store_true")
     ap.add_argument("--rounds", type=int, default=7)
     a = ap.parse_args(argv)
     dag = row_dag(a.op, a.idx)
@@ -95,14 +105,15 @@ def main(argv=None) -> int:
             states[label + " round-robin"] = without_ranges(dag, states[label])
         if a.prefetch:
             states[label + " prefetch toggled"] = toggled_prefetch(dag, states[label])
+        if a.row_pad:
+            states[label + " row_pad toggled"] = toggled_row_pad(dag, states[label])
     fns, _ = checked_calls(dag, states)
-    for flag, wanted, suffix in (("SHIFT_INWARD", a.guards, " guarded"), ("PAD_ROWS", a.unpadded, " unpadded")):
-        if wanted:
-            setattr(lower, flag, False)
-            try:
-                fns.update(checked_calls(dag, {k + suffix: s for k, s in states.items()})[0])
-            finally:
-                setattr(lower, flag, True)
+    if a.guards:
+        lower.SHIFT_INWARD = False
+        try:
+            fns.update(checked_calls(dag, {k + " guarded": s for k, s in states.items()})[0])
+        finally:
+            lower.SHIFT_INWARD = True
     med = median_alternating(fns, rounds=a.rounds, min_time=0.05, warm=WARM)
     base = next(iter(med.values()))
     for k, v in med.items():

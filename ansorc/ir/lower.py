@@ -31,7 +31,7 @@ _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll
 # A shared-memory stage is computed by all threads of a block together: its region spans these loops.
 _SHARED_ACROSS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 SHIFT_INWARD = True   # off only to measure what shifting pure stages' last tiles gains (bench/programs_ab.py)
-PAD_ROWS = True       # off only to measure what padding aliasing workspace rows gains (ir/layout.py)
+PAD_ROWS = True       # off: the row_pad pragma is ignored (bench/programs_ab.py --unpadded; ir/layout.py)
 
 
 @dataclass
@@ -123,7 +123,8 @@ class _Lowerer:
             rel = {a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.axes}
         else:
             scope = "prepared" if name in self.prepared else "global"
-            pad = row_pad(op.shape, op.dtype) if PAD_ROWS and scope == "global" and not self.gpu else 0
+            asked = PAD_ROWS and dict(st.pragmas).get("row_pad") and scope == "global" and not self.gpu
+            pad = row_pad(op.dtype) if asked else 0
             buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, scope, pad)
             offsets, rel = tuple(Const(0, "int32") for _ in op.axes), axis_abs
         self.buffers[name] = buf

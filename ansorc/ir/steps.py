@@ -346,7 +346,7 @@ class Annotate:
 # parallel loop gives each thread one range of iterations unless skip guards make their work uneven (without it,
 # any skip guard reading the loop deals its iterations out round-robin); prefetch (0, or a distance d >= 1): the
 # vector loads of kernel inputs in the stage's outermost loop also prefetch what they read d iterations later
-PRAGMAS = ("auto_unroll_max_step", "store_stream", "parallel_ranges", "prefetch")
+PRAGMAS = ("auto_unroll_max_step", "store_stream", "parallel_ranges", "prefetch", "row_pad")
 
 
 @dataclass(frozen=True)

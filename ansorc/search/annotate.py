@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from ..ir.dag import needs_multi_level_tiling
 from ..ir.dtypes import ITEMSIZE
+from ..ir.layout import aliasing_rows
 from ..ir.state import ScheduleError, State
 from ..ir.steps import (Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split, steps_to_json)
 from .rules import consumers
@@ -265,8 +266,28 @@ def prefetch_large_inputs(task, state: State, rng: random.Random) -> State:
     return state
 
 
+ROW_PAD_PROB = 0.5
+
+
+def row_pad_candidates(state: State) -> list:
+    """Root stages that are not kernel outputs and whose workspace rows alias in L1 (ir/layout.aliasing_rows)."""
+    outputs = {t.name for t in state.dag.outputs}
+    return [st for st in state.stages if st.compute_at == "root" and st.name not in outputs and st.iters and
+            aliasing_rows(st.op.shape, st.op.dtype)]
+
+
+def pad_aliasing_rows(task, state: State, rng: random.Random) -> State:
+    """Each workspace whose rows alias in L1 is stored, at random, with its rows one cache line longer (the
+    row_pad pragma, ir/layout.py): it wins or loses by the program, so measurement picks. No random draw where
+    nothing qualifies."""
+    for st in row_pad_candidates(state):
+        if rng.random() < ROW_PAD_PROB:
+            state = state.apply(Pragma(st.name, st.iters[0].name, "row_pad", 1))
+    return state
+
+
 INIT_RULES = (change_compute_location, parallelize, add_unroll, vectorize, stream_large_outputs,
-              prefetch_large_inputs)
+              prefetch_large_inputs, pad_aliasing_rows)
 CPU_INIT_RULES = (fill_tile_sizes,) + INIT_RULES
 
 

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from ..ir.state import ScheduleError, State
 from ..ir.steps import Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split
-from .annotate import UNROLL_CANDIDATES, divisors, location_options
+from .annotate import UNROLL_CANDIDATES, divisors, location_options, row_pad_candidates
 
-WEIGHTS = {"tile_size": 0.90, "compute_location": 0.05, "unroll": 0.04, "parallel": 0.01}
+WEIGHTS = {"tile_size": 0.88, "compute_location": 0.05, "unroll": 0.04, "parallel": 0.01, "row_pad": 0.02}
 
 
 def _replay(task, steps) -> State | None:
@@ -118,8 +118,21 @@ def _rename(step, stage: str, old: str, new: str):
     return step
 
 
+def mutate_row_pad(task, state: State, rng: random.Random) -> State | None:
+    """Switch the row_pad pragma (ir/layout.py) of one workspace whose rows alias: a tuned program gets to try its
+    own tiles with the other layout."""
+    cands = row_pad_candidates(state)
+    if not cands:
+        return None
+    name = rng.choice(cands).name
+    steps = [s for s in state.steps if not (isinstance(s, Pragma) and s.stage == name and s.key == "row_pad")]
+    if len(steps) == len(state.steps):
+        steps.append(Pragma(name, state.stage(name).iters[0].name, "row_pad", 1))
+    return _replay(task, steps)
+
+
 MUTATORS = {"tile_size": mutate_tile_size, "compute_location": mutate_compute_location, "unroll": mutate_unroll,
-            "parallel": mutate_parallel}
+            "parallel": mutate_parallel, "row_pad": mutate_row_pad}
 
 
 def mutate(task, state: State, rng: random.Random, weights: dict = WEIGHTS) -> State | None:
