@@ -345,7 +345,8 @@ class Annotate:
 # before it is written (a large output that the kernel does not read back); parallel_ranges (1 or 0): the stage's
 # parallel loop gives each thread one range of iterations unless skip guards make their work uneven (without it,
 # any skip guard reading the loop deals its iterations out round-robin); prefetch (0, or a distance d >= 1): the
-# vector loads of kernel inputs in the stage's outermost loop also prefetch what they read d iterations later
+# vector loads of kernel inputs in the stage's outermost loop also prefetch what they read d iterations later;
+# row_pad (1 or 0): a root stage's workspace stores each innermost row one cache line longer (ir/layout.py)
 PRAGMAS = ("auto_unroll_max_step", "store_stream", "parallel_ranges", "prefetch", "row_pad")
 
 
