@@ -52,20 +52,23 @@ def without_ranges(dag, state):
     return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == "parallel_ranges")])
 
 
+def toggled(dag, state, key: str, stages: list):
+    """The same program with pragma `key` (value 1) on each of `stages`' outermost loops, or without it where it is
+    set."""
+    if any(isinstance(s, Pragma) and s.key == key for s in state.steps):
+        return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == key)])
+    return replay(dag, [*state.steps, *[Pragma(st.name, st.iters[0].name, key, 1) for st in stages]])
+
+
 def toggled_prefetch(dag, state):
     """The same program with the prefetch pragma on each root stage (distance 1), or without it where it is set."""
-    if any(isinstance(s, Pragma) and s.key == "prefetch" for s in state.steps):
-        return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == "prefetch")])
     roots = [st for st in state.stages if st.compute_at == "root" and st.iters and st.iters[0].extent > 1]
-    return replay(dag, [*state.steps, *[Pragma(st.name, st.iters[0].name, "prefetch", 1) for st in roots]])
+    return toggled(dag, state, "prefetch", roots)
 
 
 def toggled_row_pad(dag, state):
     """The same program with the row_pad pragma on each workspace whose rows alias, or without it where it is set."""
-    if any(isinstance(s, Pragma) and s.key == "row_pad" for s in state.steps):
-        return replay(dag, [s for s in state.steps if not (isinstance(s, Pragma) and s.key == "row_pad")])
-    return replay(dag, [*state.steps, *[Pragma(st.name, st.iters[0].name, "row_pad", 1)
-                                        for st in row_pad_candidates(state)]])
+    return toggled(dag, state, "row_pad", row_pad_candidates(state))
 
 
 def checked_calls(dag, states: dict) -> tuple:

@@ -30,7 +30,7 @@ from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, St
 from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
                          VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
 from ..ir.vectorize import CMP_NAMES
-from ..ir.vectorize import vectorize_loops
+from ..ir.vectorize import flat_index, vectorize_loops
 from . import pool, prepared, simd
 from .source import ArgSpec, Source
 from .target import Target
@@ -166,15 +166,9 @@ class CRenderer:
             self.indexing.pop()
 
     def flat_index(self, name: str, indices: tuple) -> str:
-        shape = self.buffers[name].storage
-        flat, stride = None, 1
-        for idx, n in zip(reversed(indices), reversed(shape)):
-            term = idx if stride == 1 else Binary("*", idx, Const(stride, "int32"), "int32")
-            flat = term if flat is None else Binary("+", term, flat, "int32")
-            stride *= n
-        if flat is None:
+        if not indices:
             return "0"
-        return self.subscript(name, simplify(flat, self.bounds))
+        return self.subscript(name, simplify(flat_index(indices, self.buffers[name].storage), self.bounds))
 
     # ------------------------------------------------------------------ vector expressions (simd.py tables)
     def intr(self, op: str, like, **kw) -> str:   # like: anything with a dtype and lanes (an Expr, a VTranspose)

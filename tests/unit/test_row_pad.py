@@ -17,6 +17,7 @@ from ansorc.ir.stmt import Allocate, Buffer, walk_stmt
 from ansorc.ir.verify import check_in_bounds
 from ansorc.search.annotate import pad_aliasing_rows, row_pad_candidates
 from ansorc.search.mutate import mutate_row_pad
+from ansorc.search.task import SearchTask
 from ansorc.spec import KernelSpec
 
 
@@ -72,11 +73,6 @@ def test_the_switch_arguments_and_gpu_programs_ignore_the_pragma(monkeypatch):
     assert allocations(lower(conv_state(512)))["pad"].row_pad == 0
 
 
-class _Task:
-    def __init__(self, dag):
-        self.dag = dag
-
-
 def test_annotation_sets_the_pragma_at_random_only_where_rows_alias():
     aliasing = conv_state(512, pad_rows=False)
     assert [s.name for s in row_pad_candidates(aliasing)] == ["pad"]
@@ -90,7 +86,7 @@ def test_annotation_sets_the_pragma_at_random_only_where_rows_alias():
 
 def test_the_mutation_switches_the_pragma_on_and_off():
     st = conv_state(512, pad_rows=False)
-    task = _Task(st.dag)
+    task = SearchTask(st.dag)
     on = mutate_row_pad(task, st, random.Random(0))
     assert allocations(lower(on))["pad"].row_pad == 16
     off = mutate_row_pad(task, on, random.Random(0))
