@@ -47,6 +47,7 @@ class _Promoter:
         self.dtypes = {b.name: b.dtype for b in func.args}
         self.count = 0
         self.taken = identifiers(func)
+        self.mentioned: dict = {}   # id(stmt) -> (stmt, the buffers it accesses)
 
     # ------------------------------------------------------------------ analysis
     def access(self, buf: str, index, lanes: int) -> _Access:
@@ -106,7 +107,25 @@ class _Promoter:
         return [groups[k] for k in keys] if len(keys) <= self.budget else None
 
     # ------------------------------------------------------------------ rewriting
+    def mentions(self, s: Stmt) -> frozenset:
+        """The buffers that s or a statement inside it accesses (cached: process visits a subtree once per
+        enclosing level and local buffer)."""
+        hit = self.mentioned.get(id(s))
+        if hit is not None and hit[0] is s:
+            return hit[1]
+        names = {getattr(s, "buffer", None)}
+        for e in top_exprs(s):
+            for n in vwalk(e):
+                names.add(n.name if isinstance(n, Read) else getattr(n, "buffer", None))
+        for c in stmt_kids(s):
+            names |= self.mentions(c)
+        out = frozenset(names - {None})
+        self.mentioned[id(s)] = (s, out)
+        return out
+
     def process(self, s: Stmt, buf: str) -> Stmt:
+        if buf not in self.mentions(s):   # nothing to promote in it: as it is
+            return s
         stmts = list(s.stmts) if isinstance(s, Seq) else [s]
         out, run = [], []
         for c in stmts + [None]:

@@ -208,9 +208,48 @@ _ARITH = {"+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x 
 def simplify(e: Expr, bounds: Bounds | None = None, memo: dict | None = None) -> Expr:
     """memo (id -> (expr, result)) lets one caller skip subtrees it has simplified before; it is only valid
     while the bounds of already-seen variables do not change (lowering only ever adds variables)."""
-    if memo is None:
-        return _simplify(e, bounds or {})
-    return _simplify_memo(e, bounds or {}, memo)
+    bounds = bounds or {}
+    if memo is not None:
+        return _simplify_memo(e, bounds, memo)
+    key = _index_key(e, bounds)
+    if key is None:
+        return _simplify(e, bounds)
+    out = _INDEX_MEMO.get(key)
+    if out is None:
+        if len(_INDEX_MEMO) >= INDEX_MEMO_SIZE:
+            _INDEX_MEMO.clear()
+        out = _INDEX_MEMO[key] = _simplify(e, bounds)
+    return out
+
+
+# Integer index arithmetic (Vars, integer Consts, + - * // % min max) simplifies to the same tree wherever it
+# recurs with the same bounds on its variables: lowering and the codegen passes simplify the same indices again
+# and again (each pass, each unrolled copy, each candidate of a search), two thirds of the calls for the
+# fingerprint programs. Only such expressions are keyed: their equality is exact (no float or bool constants that
+# compare equal to ints, no Read whose uncompared producer link would be swapped).
+INDEX_MEMO_SIZE = 1 << 17
+_INDEX_MEMO: dict = {}
+
+
+def _index_key(e: Expr, bounds: Bounds) -> tuple | None:
+    names = set()
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is Binary:
+            if n.dtype not in _INT_DTYPES:
+                return None
+            stack.append(n.a)
+            stack.append(n.b)
+        elif t is Var:
+            names.add(n.name)
+        elif t is not Const or type(n.value) is not int:
+            return None
+    return e, tuple((v, bounds.get(v)) for v in sorted(names))
+
+
+_INT_DTYPES = frozenset(("int32", "int64"))
 
 
 def _simplify_memo(e: Expr, bounds: Bounds, memo: dict) -> Expr:
@@ -230,7 +269,10 @@ def _simplify_memo(e: Expr, bounds: Bounds, memo: dict) -> Expr:
 def _simplify(e: Expr, bounds: Bounds) -> Expr:
     kids = children(e)
     if kids:
-        e = rebuild(e, tuple(_simplify(k, bounds) for k in kids))
+        if type(e) is Binary and e.dtype in _INT_DTYPES:
+            e = rebuild(e, tuple(_simplify(k, bounds) for k in kids))
+        else:   # the integer subtrees of other nodes (a Read's indices, a guard's sides) go through the memo
+            e = rebuild(e, tuple(simplify(k, bounds) if type(k) is Binary else _simplify(k, bounds) for k in kids))
     return _simplify_node(e, bounds)
 
 
