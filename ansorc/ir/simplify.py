@@ -227,7 +227,7 @@ def simplify(e: Expr, bounds: Bounds | None = None, memo: dict | None = None) ->
 # and again (each pass, each unrolled copy, each candidate of a search), two thirds of the calls for the
 # fingerprint programs. Only such expressions are keyed: their equality is exact (no float or bool constants that
 # compare equal to ints, no Read whose uncompared producer link would be swapped).
-INDEX_MEMO_SIZE = 1 << 17
+INDEX_MEMO_SIZE = 1 << 13   # about 2 KB an entry; hits are local (4096 entries save as much as 131072)
 _INDEX_MEMO: dict = {}
 
 
