@@ -119,7 +119,7 @@ class _Promoter:
                 names.add(n.name if isinstance(n, Read) else getattr(n, "buffer", None))
         for c in stmt_kids(s):
             names |= self.mentions(c)
-        out = frozenset(names - {None})
+        out = frozenset(n for n in names if isinstance(n, str))   # an Allocate's `buffer` is a Buffer, not a name
         self.mentioned[id(s)] = (s, out)
         return out
 
