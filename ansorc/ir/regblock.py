@@ -124,7 +124,7 @@ class _Promoter:
         return out
 
     def process(self, s: Stmt, buf: str) -> Stmt:
-        if buf not in self.mentions(s):   # nothing to promote in it: as it is
+        if s is not None and buf not in self.mentions(s):   # nothing to promote in it: as it is (None: Seq(()))
             return s
         stmts = list(s.stmts) if isinstance(s, Seq) else [s]
         out, run = [], []
