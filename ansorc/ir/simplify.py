@@ -229,9 +229,11 @@ def simplify(e: Expr, bounds: Bounds | None = None, memo: dict | None = None) ->
 # compare equal to ints, no Read whose uncompared producer link would be swapped).
 INDEX_MEMO_SIZE = 1 << 13   # about 2 KB an entry; hits are local (4096 entries save as much as 131072)
 _INDEX_MEMO: dict = {}
+_INT_DTYPES = frozenset(("int32", "int64"))
 
 
 def _index_key(e: Expr, bounds: Bounds) -> tuple | None:
+    """(e, the bounds of its variables by name) when e is integer index arithmetic, else None (not memoized)."""
     names = set()
     stack = [e]
     while stack:
@@ -247,9 +249,6 @@ def _index_key(e: Expr, bounds: Bounds) -> tuple | None:
         elif t is not Const or type(n.value) is not int:
             return None
     return e, tuple((v, bounds.get(v)) for v in sorted(names))
-
-
-_INT_DTYPES = frozenset(("int32", "int64"))
 
 
 def _simplify_memo(e: Expr, bounds: Bounds, memo: dict) -> Expr:
