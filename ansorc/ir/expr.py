@@ -347,7 +347,8 @@ def rebuild(e: Expr, kids: tuple) -> Expr:
 def transform(e: Expr, fn: Callable[[Expr], Expr | None], kids_of=children, rebuild_with=rebuild) -> Expr:
     """Bottom-up rewrite: fn returns a replacement or None to keep the rebuilt node. kids_of/rebuild_with extend
     it to other node families (the vector IR passes its own)."""
-    new = rebuild_with(e, tuple(transform(c, fn, kids_of, rebuild_with) for c in kids_of(e)))
+    kids = kids_of(e)
+    new = rebuild_with(e, tuple([transform(c, fn, kids_of, rebuild_with) for c in kids])) if kids else e
     out = fn(new)
     return new if out is None else out
 

@@ -255,11 +255,14 @@ def _simplify_memo(e: Expr, bounds: Bounds, memo: dict) -> Expr:
     hit = memo.get(id(e))
     if hit is not None and hit[0] is e:
         return hit[1]
-    kids = children(e)
-    out = e
-    if kids:
-        out = rebuild(e, tuple(_simplify_memo(k, bounds, memo) for k in kids))
-    out = _simplify_node(out, bounds)
+    if type(e) is Binary and e.dtype in _INT_DTYPES:
+        out = simplify(e, bounds)   # index arithmetic: the memo across programs (a search's tiles recur)
+    else:
+        kids = children(e)
+        out = e
+        if kids:
+            out = rebuild(e, tuple([_simplify_memo(k, bounds, memo) for k in kids]))
+        out = _simplify_node(out, bounds)
     memo[id(e)] = (e, out)
     memo[id(out)] = (out, out)
     return out
@@ -269,9 +272,9 @@ def _simplify(e: Expr, bounds: Bounds) -> Expr:
     kids = children(e)
     if kids:
         if type(e) is Binary and e.dtype in _INT_DTYPES:
-            e = rebuild(e, tuple(_simplify(k, bounds) for k in kids))
+            e = rebuild(e, tuple([_simplify(k, bounds) for k in kids]))
         else:   # the integer subtrees of other nodes (a Read's indices, a guard's sides) go through the memo
-            e = rebuild(e, tuple(simplify(k, bounds) if type(k) is Binary else _simplify(k, bounds) for k in kids))
+            e = rebuild(e, tuple([simplify(k, bounds) if type(k) is Binary else _simplify(k, bounds) for k in kids]))
     return _simplify_node(e, bounds)
 
 
