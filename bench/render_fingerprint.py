@@ -37,11 +37,13 @@ def _digest(task, state, name: str) -> str:
     return hashlib.sha256(render(task.dag, state, name, TARGET).code.encode()).hexdigest()
 
 
-def sampled() -> dict:
+def sampled(ops=None) -> dict:
     from ansorc import workloads
     from ansorc.search.annotate import sample
     out = {}
     for op, (fn, shapes) in workloads.WORKLOADS.items():
+        if ops is not None and op not in ops:
+            continue
         task = _task(fn(*shapes[0]))
         for k, state in enumerate(sample(task, SAMPLES, seed=1000 + k_seed(op))):
             out[f"{op}/sample{k:02d}"] = _digest(task, state, f"{op.lower()}_{k}")
@@ -53,18 +55,27 @@ def k_seed(op: str) -> int:
     return sum(ord(c) * 31 ** i for i, c in enumerate(op)) % 10007
 
 
-def from_logs() -> dict:
+def _log_paths() -> list:
+    return sorted((ROOT / "bench" / "results").glob("*.jsonl*"))   # the logs are kept gzipped
+
+
+def _dags() -> dict:
     from ansorc import workloads
-    from ansorc.ir.state import replay
-    from ansorc.ir.steps import steps_from_json
-    from ansorc.measure.record import best, load
     dags = {}
     for op, (fn, shapes) in workloads.WORKLOADS.items():
         for shape in shapes + ([LOG_SHAPES[op]] if op in LOG_SHAPES else []):
             task = _task(fn(*shape))
             dags.setdefault(task.workload_key, (f"{op}{shape}", task))
+    return dags
+
+
+def from_logs(paths=None, dags=None) -> dict:
+    from ansorc.ir.state import replay
+    from ansorc.ir.steps import steps_from_json
+    from ansorc.measure.record import best, load
+    dags = dags or _dags()
     out = {}
-    for path in sorted((ROOT / "bench" / "results").glob("*.jsonl*")):   # the logs are kept gzipped
+    for path in _log_paths() if paths is None else paths:
         records = load(path)
         for wk, tgt in sorted({(r.workload_key, r.target) for r in records}):
             if wk not in dags:
@@ -77,8 +88,33 @@ def from_logs() -> dict:
     return out
 
 
-def fingerprints() -> dict:
-    return dict(sorted({**sampled(), **from_logs()}.items()))
+_FORKED_DAGS: dict = {}   # what forked workers inherit
+
+
+def _job(job) -> dict:
+    kind, what = job
+    return sampled([what]) if kind == "sample" else from_logs([what], _FORKED_DAGS)
+
+
+def fingerprints(workers: int | None = None) -> dict:
+    """{name: sha256}; the programs are rendered by `workers` forked processes (default: this machine's cores,
+    at most 4), each job one operator's samples or one log."""
+    import multiprocessing
+    import os
+
+    from ansorc import workloads
+    n = workers or min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    jobs = [("sample", op) for op in workloads.WORKLOADS] + [("log", p) for p in _log_paths()]
+    if n < 2:
+        parts = [sampled(), from_logs()]
+    else:
+        _FORKED_DAGS.update(_dags())
+        with multiprocessing.get_context("fork").Pool(n) as pool:
+            parts = pool.map(_job, jobs, chunksize=1)
+    out: dict = {}
+    for part in parts:
+        out.update(part)
+    return dict(sorted(out.items()))
 
 
 def main(argv=None) -> int:

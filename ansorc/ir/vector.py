@@ -305,9 +305,12 @@ def top_exprs(s: Stmt) -> tuple:
 
 
 def walk_all(s: Stmt):
-    yield s
-    for c in stmt_kids(s):
-        yield from walk_all(c)
+    """Every statement under s, pre-order (an explicit stack: no recursion through deep nests)."""
+    stack = [s]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(stmt_kids(n)))
 
 
 def identifiers(func) -> set:

@@ -1,10 +1,8 @@
 """IR invariants, one named `check_*` function each, for the lowered program at any stage (scalar or vector IR).
 
     check_no_nested_parallel    no parallel loop inside another
-    check_allocated_before_use  every buffer accessed is an argument or allocated around the access; every
-                                register is declared around its use
-    check_loop_vars_scoped      every variable an expression uses is the variable of an enclosing loop, and no
-                                loop reuses the variable of a loop around it
+    check_allocated_before_use  every buffer accessed is an argument or allocated around it, every register declared
+    check_loop_vars_scoped      every variable used is an enclosing loop's; no loop reuses an outer loop's variable
     check_in_bounds             every access is provably inside its buffer, from the loop extents alone or
                                 from the conditions guarding it (an enclosing `if`, or the taken arm of a select)
     check_vector_lanes          vector operands agree on their lane counts; scalars stay scalar
@@ -52,8 +50,10 @@ class Scope:
 
 
 def scoped(func: PrimFunc):
-    """Every statement of func with the scope it runs in, in program order."""
-    def visit(s, sc: Scope):
+    """Every statement of func with the scope it runs in, in program order (an explicit stack: no recursion)."""
+    stack = [(func.body, Scope({f: (0, 1) for _, f in func.prepared}, (), {b.name: b for b in func.args}))]
+    while stack:
+        s, sc = stack.pop()
         yield s, sc
         if isinstance(s, For):
             sc = Scope({**sc.bounds, s.var: (0, s.extent - 1)}, sc.guards, sc.buffers, sc.registers,
@@ -64,9 +64,7 @@ def scoped(func: PrimFunc):
             sc = Scope(sc.bounds, sc.guards, {**sc.buffers, s.buffer.name: s.buffer}, sc.registers, sc.parallel)
         elif isinstance(s, VDecl):
             sc = Scope(sc.bounds, sc.guards, sc.buffers, sc.registers | {v.name for v, _ in s.decls}, sc.parallel)
-        for c in stmt_kids(s):
-            yield from visit(c, sc)
-    yield from visit(func.body, Scope({f: (0, 1) for _, f in func.prepared}, (), {b.name: b for b in func.args}))
+        stack.extend((c, sc) for c in reversed(stmt_kids(s)))
 
 
 @lru_cache(maxsize=4096)
@@ -268,21 +266,23 @@ def expr_accesses(e: Expr, facts: tuple = (), seen: set | None = None):
     """Every buffer access e evaluates, with the select conditions that guard it. Expressions are DAGs (an
     unrolled body shares subtrees): a node is visited once per guard context."""
     seen = set() if seen is None else seen
-    key = (id(e), id(facts))
-    if key in seen:
-        return
-    seen.add(key)
-    if isinstance(e, (Select, VSelect)):
-        yield from expr_accesses(e.cond, facts, seen)
-        yield from expr_accesses(e.t, facts + facts_of(e.cond), seen)  # only the taken arm is evaluated
-        yield from expr_accesses(e.f, facts, seen)
-        return
-    if isinstance(e, Read):
-        yield Access("read", e.name, tuple(e.indices), 1, False, facts)
-    elif isinstance(e, VLoad):
-        yield Access("read", e.buffer, (e.index,), e.lanes, True, facts)
-    for c in vchildren(e):
-        yield from expr_accesses(c, facts, seen)
+    # a guard context is named by the select conditions above it (alive with e), not the id of a freed facts tuple
+    stack = [(e, facts, (id(facts),))]
+    while stack:
+        e, facts, where = stack.pop()
+        key = (id(e), where)
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(e, (Select, VSelect)):  # only the taken arm is evaluated: its accesses hold the condition
+            taken = (e.t, facts + facts_of(e.cond), (*where, id(e.cond)))
+            stack += [(e.f, facts, where), taken, (e.cond, facts, where)]
+            continue
+        if isinstance(e, Read):
+            yield Access("read", e.name, tuple(e.indices), 1, False, facts)
+        elif isinstance(e, VLoad):
+            yield Access("read", e.buffer, (e.index,), e.lanes, True, facts)
+        stack.extend((c, facts, where) for c in reversed(vchildren(e)))
 
 
 def stmt_accesses(s):
@@ -420,14 +420,14 @@ def _lanes_agree(e: Expr, want: int, s, seen: set | None = None) -> None:
 
 
 def _walk(e: Expr, seen: set | None = None):
-    """Every distinct node of e (shared subtrees once)."""
-    seen = set() if seen is None else seen
-    if id(e) in seen:
-        return
-    seen.add(id(e))
-    yield e
-    for c in vchildren(e):
-        yield from _walk(c, seen)
+    """Every distinct node of e (shared subtrees once), pre-order."""
+    seen, stack = (set() if seen is None else seen), [e]
+    while stack:
+        n = stack.pop()
+        if id(n) not in seen:
+            seen.add(id(n))
+            yield n
+            stack.extend(reversed(vchildren(n)))
 
 
 CHECKS = (check_no_nested_parallel, check_allocated_before_use, check_loop_vars_scoped, check_in_bounds,
