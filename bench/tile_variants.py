@@ -5,7 +5,8 @@
 
 C3D 7x7x512 (its best: a 7-column x 2-vector tile over 256 channels, depth outermost): depth split so that one
 16 KB weights chunk serves 2 or 4 depths; the channel-chunk loop outside depth (the weights chunk then stays in
-L2); and C3D 14x14x256's best structure (a 4-depth x 2-vector tile) replayed on this shape. DIL 224 stem (109
+L2); and C3D 14x14x256's best structure (a 4-depth x 2-vector tile) replayed on this shape, also with its
+reduction over channels split by 256 / 128, and a 2-depth x 4-vector tile (session s47). DIL 224 stem (109
 output columns in 6-column tiles, 114 computed): 5-, 4- and 7-column tiles. Each variant is checked equal to the
 best; per round, each variant's time is divided by the best's time of the same round (the VM's phases last
 longer than a round), and the median and quartiles of those ratios are printed (session s46, suite_notes.md).
@@ -57,10 +58,22 @@ def c3d_channels_outside(dag, steps, rc1: int):
     return replay(dag, [swap(s) for s in steps])
 
 
-def c3d_depth_tile(dag, c3d2_steps):
-    lengths = {"w": (7,), "d": (1, 4), "co": (16,)}
-    return replay(dag, [Split(LOCAL, s.iter, lengths[s.iter]) if isinstance(s, Split) and s.stage == LOCAL else s
-                        for s in c3d2_steps])
+def c3d_depth_tile(dag, c3d2_steps, rc1: int = 0, depths: int = 4, co: int = 16):
+    """C3D 14x14x256's best structure (a depths x co/8-vector tile, 0.75 loads a FMA at 4 x 2), its reduction over
+    the channels split by rc1 when given (a 512-channel tap's 32 KB weights panel then fits L1 in 16 KB pieces)."""
+    lengths = {"w": (7,), "d": (1, depths), "co": (co,)}
+    out = []
+    for s in c3d2_steps:
+        if isinstance(s, Split) and s.stage == LOCAL:
+            out.append(Split(LOCAL, s.iter, lengths[s.iter]))
+            if s.iter == "co" and rc1:   # inserted after the last split: the FollowSplits' step indices hold
+                out.append(Split(LOCAL, "rc", (rc1,)))
+        elif isinstance(s, Reorder) and s.stage == LOCAL and rc1:
+            out.append(Reorder(LOCAL, ("co.0", "n", "d.0", "h", "w.0", "rd", "rh", "rw", "rc.0", "w.1", "d.1",
+                                       "rc.1", "d.2", "co.1")))
+        else:
+            out.append(s)
+    return replay(dag, out)
 
 
 def columns(dag, steps, w: int):
@@ -97,7 +110,10 @@ def main(argv=None) -> int:
         states.update({f"depth split {d}": c3d_depth_split(dag, best.steps, d) for d in (2, 4)})
         states.update({f"channels outside depth, {c}": c3d_channels_outside(dag, best.steps, c) for c in (128, 64)})
         if a.c3d_2_log:
-            states["4-depth tile"] = c3d_depth_tile(dag, program(row_dag("C3D", 2), a.c3d_2_log).steps)
+            c3d2 = program(row_dag("C3D", 2), a.c3d_2_log).steps
+            states["4-depth tile"] = c3d_depth_tile(dag, c3d2)
+            states.update({f"4-depth tile, channels by {c}": c3d_depth_tile(dag, c3d2, c) for c in (256, 128)})
+            states["2-depth x 4-vector tile, channels by 256"] = c3d_depth_tile(dag, c3d2, 256, 2, 32)
     else:
         states.update({f"{w} columns": columns(dag, best.steps, w) for w in (5, 4, 7)})
     fns, _ = checked_calls(dag, states)
