@@ -100,16 +100,16 @@ def fingerprints(workers: int | None = None) -> dict:
     """{name: sha256}; the programs are rendered by `workers` forked processes (default: this machine's cores,
     at most 4), each job one operator's samples or one log."""
     import multiprocessing
-    import os
 
     from ansorc import workloads
-    n = workers or min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    from ansorc.measure.affinity import all_process_cpus, process_cpus
+    n = workers or min(4, len(process_cpus()) or 1)   # not this thread's mask: OpenMP may have bound it to one CPU
     jobs = [("sample", op) for op in workloads.WORKLOADS] + [("log", p) for p in _log_paths()]
     if n < 2:
         parts = [sampled(), from_logs()]
     else:
         _FORKED_DAGS.update(_dags())
-        with multiprocessing.get_context("fork").Pool(n) as pool:
+        with all_process_cpus(), multiprocessing.get_context("fork").Pool(n) as pool:   # the workers on every CPU
             parts = pool.map(_job, jobs, chunksize=1)
     out: dict = {}
     for part in parts:
