@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ from programs_ab import checked_calls, program  # noqa: E402
 from suite_timing import WARM, row_dag  # noqa: E402
 from ansorc.ir.state import replay  # noqa: E402
 from ansorc.ir.steps import ComputeAt, FollowSplit, Reorder, Split  # noqa: E402
-from ansorc.measure.alternate import _run_for  # noqa: E402
+from ansorc.measure.alternate import alternating_rounds  # noqa: E402
 
 LOCAL = "conv.local"
 
@@ -81,20 +80,6 @@ def columns(dag, steps, w: int):
                         else s for s in steps])
 
 
-def paired(fns: dict, rounds: int, min_time: float = 0.05) -> dict:
-    """{name: per-round seconds}, every fn timed once per round in turn after WARM seconds untimed."""
-    calls = {k: _run_for(fn, min_time) for k, fn in fns.items()}
-    times: dict = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            _run_for(fn, WARM)
-            t0 = time.perf_counter()
-            for _ in range(calls[k]):
-                fn()
-            times[k].append((time.perf_counter() - t0) / calls[k])
-    return times
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("op", choices=("C3D", "DIL"))
@@ -117,7 +102,7 @@ def main(argv=None) -> int:
     else:
         states.update({f"{w} columns": columns(dag, best.steps, w) for w in (5, 4, 7)})
     fns, _ = checked_calls(dag, states)
-    times = paired(fns, a.rounds)
+    times = alternating_rounds(fns, a.rounds, min_time=0.05, warm=WARM)
     base = np.array(times["best"])
     for k, v in times.items():
         r = np.array(v) / base

@@ -24,9 +24,10 @@ def _run_for(fn, seconds: float) -> int:
             return n
 
 
-def median_alternating(fns: dict, rounds: int, min_time: float, warm: float) -> dict:
-    """Median seconds per call of each fn. Each round runs every fn untimed for `warm` seconds, then times a block
-    of calls sized once to last `min_time`."""
+def alternating_rounds(fns: dict, rounds: int, min_time: float, warm: float) -> dict:
+    """{name: seconds per call in each round}. Each round runs every fn untimed for `warm` seconds, then times a
+    block of calls sized once to last `min_time`; round k of every fn saw the same stretch of the machine, so
+    per-round ratios pair them."""
     calls = {}
     for name, fn in fns.items():
         fn()
@@ -39,4 +40,9 @@ def median_alternating(fns: dict, rounds: int, min_time: float, warm: float) -> 
             for _ in range(calls[name]):
                 fn()
             times[name].append((time.perf_counter() - t0) / calls[name])
-    return {k: float(np.median(v)) for k, v in times.items()}
+    return times
+
+
+def median_alternating(fns: dict, rounds: int, min_time: float, warm: float) -> dict:
+    """Median seconds per call of each fn over alternating_rounds."""
+    return {k: float(np.median(v)) for k, v in alternating_rounds(fns, rounds, min_time, warm).items()}
