@@ -34,11 +34,16 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(BIN)/python -m ansorc.demo
 
+# The tests run in parallel processes (pytest-xdist; tests/conftest.py caps how many), a test file to a process:
+# a file's tests keep their order and share its fixtures. XDIST=0 runs them in this process, one by one.
+XDIST ?= auto
+PYTEST := $(BIN)/python -m pytest -q $(if $(filter 0,$(XDIST)),,-n $(XDIST) --dist loadfile)
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=30 tests
+	$(PYTEST) --durations=30 tests
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q tests -m "not slow"
+	$(PYTEST) tests -m "not slow"
 
 # ruff (pinned in setup.py's dev extra, rules in ruff.toml) and no tracked .py file over MAX_LINES lines
 lint: $(STAMP)

@@ -37,7 +37,7 @@ setup(
     ],
     extras_require={
         # ruff pinned: `make lint` must not start failing when a new release adds checks
-        "dev": ["pytest>=7,<10", "hypothesis>=6.50,<7", "matplotlib>=3.5,<4", "ruff==0.17.5"],
+        "dev": ["pytest>=7,<10", "pytest-xdist>=3.5,<4", "hypothesis>=6.50,<7", "matplotlib>=3.5,<4", "ruff==0.17.5"],
         "gpu": ["pycuda>=2022.1"],
         # distributed tuning (ansorc.measure.ray_backend), pinned
         "ray": ["ray[client]==2.60.0"],   # [client]: ray://HOST:PORT addresses (grpcio)
