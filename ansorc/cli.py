@@ -13,7 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from .cli_checks import CliError, check_compiler, check_kernel_name, check_log, check_output_dir, printable
+from .cli_checks import (CliError, check_compiler, check_kernel_name, check_log, check_output_dir, gflops_text,
+                         printable, significant)
 from .errors import AnsorcError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -251,7 +252,7 @@ def cmd_tune(args) -> dict:
     if res.best_state is None:
         raise CliError("no valid program was measured; see the log for the errors", EXIT_FAILED)
     return {"log": args.log, "trials": res.trials, "best_seconds": res.best_seconds,
-            "best_gflops": round(res.best_gflops, 2)}
+            "best_gflops": significant(res.best_gflops)}
 
 
 def cmd_show(args) -> dict:
@@ -283,7 +284,7 @@ def cmd_show(args) -> dict:
     out = []
     for row in rows.values():
         ok = math.isfinite(row["best_seconds"])
-        row["best_gflops"] = round(row["flop"] / row["best_seconds"] / 1e9, 2) if ok and row["flop"] else None
+        row["best_gflops"] = significant(row["flop"] / row["best_seconds"] / 1e9) if ok and row["flop"] else None
         row["best_seconds"] = row["best_seconds"] if ok else None
         out.append(row)
     return {"workloads": out}
@@ -296,7 +297,7 @@ def _print_human(command: str, result: dict) -> None:
         print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}")
         for r in result["workloads"]:
             ms = f"{r['best_seconds'] * 1e3:.3f}" if r["best_seconds"] else "-"
-            gf = f"{r['best_gflops']:.1f}" if r["best_gflops"] else "-"
+            gf = gflops_text(r["best_gflops"]) if r["best_gflops"] else "-"
             wk, target = printable(r["workload_key"]), printable(r["target"])  # a log may hold escape sequences
             print(f"{wk:34} {target:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}")
     elif command == "compile":

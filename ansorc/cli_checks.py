@@ -1,5 +1,5 @@
 """The command line's checks of what a user names: output folder, log, kernel name, compiler; and what `show`
-prints. Each failure is one line (CliError, exit 2) before any work starts."""
+prints (escaped, GFLOP/s rounded). Each failure is one line (CliError, exit 2) before any work starts."""
 from __future__ import annotations
 
 import os
@@ -96,4 +96,15 @@ def printable(text) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
-__all__ = ["CliError", "check_output_dir", "check_log", "check_kernel_name", "check_compiler", "printable"]
+def significant(x: float, digits: int = 4) -> float:
+    """x to `digits` significant digits, for GFLOP/s in JSON: a 64-element kernel's 0.003 GFLOP/s is not 0.0."""
+    return float(f"{x:.{digits}g}")
+
+
+def gflops_text(x: float) -> str:
+    """GFLOP/s for a table column: one decimal, two significant digits below 0.1."""
+    return f"{x:.1f}" if x >= 0.1 else f"{x:.2g}"
+
+
+__all__ = ["CliError", "check_output_dir", "check_log", "check_kernel_name", "check_compiler", "printable",
+           "significant", "gflops_text"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..cli_checks import significant
 from .network import NetError
 
 _SHAPE = re.compile(r"^([^=]+)=([0-9]+(?:[x,][0-9]+)*)$", re.ASCII)
@@ -76,7 +77,7 @@ def tune_model(args) -> dict:
         plot = curve_png({run.net.name: run.result.curve}, str(Path(args.log).with_suffix(".latency.png")),
                          title=f"{run.net.name}: estimated end-to-end latency while tuning")
     return {"log": args.log, "trials": sum(r.trials for r in run.result.results),
-            "best_gflops": round(max(best), 2) if best else 0.0, "tasks": len(run.tasks),
+            "best_gflops": significant(max(best)) if best else 0.0, "tasks": len(run.tasks),
             "estimated_latency_ms": round(est * 1e3, 4) if est < 1e9 else None, "plot": plot}
 
 

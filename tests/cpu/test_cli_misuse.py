@@ -136,3 +136,15 @@ def test_show_escapes_terminal_control_characters(tmp_path, capsys):
     assert main(["show", str(log), "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["workloads"][0]
     assert row["workload_key"] == rec["workload_key"]  # JSON escapes them itself and keeps the data exact
+
+
+def test_show_keeps_a_tiny_kernels_gflops_above_zero(tmp_path, capsys):
+    # 128 FLOPs in 45 us: 0.0028 GFLOP/s, which two decimals printed as 0.0 (a JSON reader saw a dead kernel)
+    log = tmp_path / "tiny.jsonl"
+    rec = {"v": 1, "workload_key": "tiny", "target": "native", "steps": [], "costs": [4.5e-5], "error_code": 0,
+           "error_msg": "", "all_cost": 0.1, "timestamp": 1.0, "flop": 128}
+    log.write_text(json.dumps(rec) + "\n")
+    assert main(["show", str(log), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workloads"][0]["best_gflops"] == 0.002844
+    assert main(["show", str(log)]) == 0
+    assert " 0.0028\n" in capsys.readouterr().out
