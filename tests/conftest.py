@@ -1,3 +1,5 @@
+import contextlib
+import fcntl
 import os
 import sys
 
@@ -18,6 +20,32 @@ def pytest_xdist_auto_num_workers(config):
     except (AttributeError, OSError):   # not Linux
         cpus = os.cpu_count() or 1
     return max(1, min(MAX_TEST_PROCESSES, cpus))
+
+
+@contextlib.contextmanager
+def _locked(root, alone: bool):
+    """A shared lock for a test, an exclusive one for a test marked alone; a test waiting to run alone holds the
+    gate, so that the other processes' next tests wait behind it instead of starving it."""
+    with open(root / "tests.gate", "a") as gate, open(root / "tests.lock", "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            if not alone:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        yield   # closing the files releases both locks
+
+
+@pytest.fixture(autouse=True)
+def _alone_when_marked(request, tmp_path_factory):
+    """Under pytest-xdist (make test), a test marked alone runs while no other test process runs a test: a tiny
+    OpenMP kernel runs several times slower while another process holds a core, so timings mean nothing there."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    root = tmp_path_factory.getbasetemp().parent   # the run's folder, shared by its worker processes
+    with _locked(root, request.node.get_closest_marker("alone") is not None):
+        yield
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from ansorc.measure.errors import MeasureErrorNo as E
 from ansorc.measure.runner import Runner, RunnerConfig
 from ansorc.measure.task import MeasureTask
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+# alone: the runner tests assert on timings (early cuts, kill deadlines), which another test process would skew
+pytestmark = [pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc"), pytest.mark.alone]
 
 N = 256
 ADD_ARGS = (ArgSpec("A", (N,), "float32", False), ArgSpec("B", (N,), "float32", False),
