@@ -8,23 +8,14 @@ from ansorc.errors import AnsorcError
 from ansorc.ir.expr import DTYPES
 from ansorc.net.network import UnsupportedError
 
+from . import onnx_node_harness
 from .nn_harness import attrs_of, lower_and_run
 
 
 def node_cases(ops) -> list:
     """The single-node cases of onnx's node test suite whose op type is in `ops` (default domain only)."""
-    import warnings
-
-    from onnx.backend.test.loader import load_model_tests
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the case builders overflow casts on purpose
-        cases = load_model_tests(kind="node")
-    out = []
-    for case in cases:
-        g = case.model.graph
-        if len(g.node) == 1 and g.node[0].op_type in ops and g.node[0].domain in ("", "ai.onnx"):
-            out.append(case)
-    return out
+    return [c for c in onnx_node_harness.node_cases()
+            if c.model.graph.node[0].op_type in ops and c.model.graph.node[0].domain in ("", "ai.onnx")]
 
 
 def _opset(model) -> int:
