@@ -7,11 +7,14 @@ checked equal, timed in alternating rounds (medians).
     python bench/programs_ab.py SFM 3 LOG.jsonl --prefetch            # with and without the prefetch pragma
     python bench/programs_ab.py TBG 1 LOG.jsonl --guards              # with the last tiles guarded, as before
     python bench/programs_ab.py C3D 2 LOG.jsonl --row-pad             # with and without the row_pad pragma
+    python bench/programs_ab.py DIL 0 LOG.jsonl --no-peel             # last tiles peeled (default) or shifted
 
 --round-robin adds, for each program, the same program with its parallel_ranges pragmas dropped (its parallel loops
 then deal out their iterations round-robin wherever a skip guard reads them, as before that pragma). --prefetch
 adds the same program with the prefetch pragma (distance 1) on each root stage, or dropped where it is set.
---guards adds each program rendered with its pure stages' last partial tiles guarded (ir/lower.SHIFT_INWARD off).
+--guards adds each program rendered with its pure stages' last partial tiles guarded (ir/lower.SHIFT_INWARD and
+ir/peel.ENABLED off). --no-peel adds each program with its pure stages' last partial tiles shifted back inside,
+recomputing part of the tile before, instead of peeled into a narrower copy (ir/peel.py).
 --row-pad adds the same program with the row_pad pragma on each workspace whose rows alias (ir/layout.py), or
 dropped where it is set.
 """
@@ -29,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ansorc  # noqa: E402
 from suite_timing import WARM, row_dag  # noqa: E402  (sets OMP_PROC_BIND as the table's timing does)
 import ansorc.ir.lower as lower  # noqa: E402
+import ansorc.ir.peel as peel  # noqa: E402
 from ansorc.api import build_spec  # noqa: E402
 from ansorc.codegen.target import Target  # noqa: E402
 from ansorc.ir.state import replay  # noqa: E402
@@ -97,6 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--prefetch", action="store_true")
     ap.add_argument("--guards", action="store_true")
     ap.add_argument("--row-pad", action="store_true")
+    ap.add_argument("--no-peel", action="store_true")
     ap.add_argument("--rounds", type=int, default=7)
     a = ap.parse_args(argv)
     dag = row_dag(a.op, a.idx)
@@ -112,11 +117,17 @@ def main(argv=None) -> int:
             states[label + " row_pad toggled"] = toggled_row_pad(dag, states[label])
     fns, _ = checked_calls(dag, states)
     if a.guards:
-        lower.SHIFT_INWARD = False
+        lower.SHIFT_INWARD = peel.ENABLED = False
         try:
             fns.update(checked_calls(dag, {k + " guarded": s for k, s in states.items()})[0])
         finally:
-            lower.SHIFT_INWARD = True
+            lower.SHIFT_INWARD = peel.ENABLED = True
+    if a.no_peel:
+        peel.ENABLED = False
+        try:
+            fns.update(checked_calls(dag, {k + " shifted": s for k, s in states.items()})[0])
+        finally:
+            peel.ENABLED = True
     med = median_alternating(fns, rounds=a.rounds, min_time=0.05, warm=WARM)
     base = next(iter(med.values()))
     for k, v in med.items():

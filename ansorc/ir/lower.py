@@ -17,11 +17,11 @@ from .simplify import _from_linear, _linear, bound, simplify
 from .state import FuseRel, ScheduleError, State
 from . import skip
 from .passes import map_stmt_exprs
+from .peel import lower_peeled
 from .prepared import prepared_stages
-from .skip import (all_of, contribution_conditions, guard_levels, index_selects, take_true_branches,
+from .skip import (all_of, contribution_conditions, guard_levels, index_selects, skip_wrap, take_true_branches,
                    version_condition)
-from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, ThreadReduce, seq,
-                   store_executions, walk_stmt)
+from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, seq)
 from .te import _identity
 from .layout import row_pad
 from .tile_edges import shifted, tile_edges, written_out
@@ -335,7 +335,7 @@ class _Lowerer:
             if version is not None and version[0] == pos:   # a copy without the selects it decides
                 loop = seq(IfThenElse(version[1], loop_at(pos, version[2], rng)),
                            IfThenElse(Logic("!", version[1]), loop))
-            return self.skip_wrap(loop, skips.get(pos), st.iters[:pos], info)
+            return skip_wrap(loop, skips.get(pos), st.iters[:pos], info.reduce_vars)
 
         out = nest(0, main)
         if init is not None and r0 == 0:
@@ -390,21 +390,6 @@ class _Lowerer:
         conds = [self.concrete(simplify(c, self.bounds, self.memo)) for c in conds]
         return [c for c in conds if not isinstance(c, Const)]
 
-    @staticmethod
-    def skip_wrap(loop: For, conds, outer_iters, info: _StageInfo):
-        """loop under `if (conds)` where that skips a reduction loop and enough work to pay for the test, outside
-        any vector loop, around no GPU thread loop or barrier (threads must reach those together)."""
-        if not conds or any(it.annotation == "vectorize" for it in outer_iters):
-            return loop
-        inner = list(walk_stmt(loop))
-        if not any(isinstance(s, For) and s.var in info.reduce_vars for s in inner) or \
-                store_executions(loop, vector_once=True) < skip.MIN_GUARDED_STEPS:
-            return loop
-        if any(isinstance(s, (Barrier, ThreadReduce)) or (isinstance(s, For) and s.kind in THREAD_KINDS)
-               for s in inner):
-            return loop
-        return IfThenElse(all_of(conds), loop, skip=True)
-
 
 def _guarded(s, guards):
     return IfThenElse(all_of(guards), s) if guards else s
@@ -427,6 +412,14 @@ def _outer_loops(state: State, low: _Lowerer, key: str) -> tuple:
 def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     """With passes=False the loop tree comes back before unrolling and the final simplification: what the cost
     model's feature extraction reads (annotations are still on the loops), at a fraction of the cost."""
+    if not passes:
+        return _lowered(state, name)[0]
+    from .passes import default_passes
+    return default_passes(lower_peeled(state, lambda st: _lowered(st, name))[0])
+
+
+def _lowered(state: State, name: str) -> tuple:
+    """(the function, loop_var(stage, iterator): the loop variable it uses for that iterator)."""
     low = _Lowerer(state, name)
     roots = [s.name for s in state.stages if s.compute_at == "root"]
     stale = {n: low.names.get(("stale", n), f"{low.stage_info(n).buffer.name}_stale") for n in low.prepared}
@@ -438,12 +431,8 @@ def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     prepared = tuple((low.stage_info(n).buffer.name, stale[n]) for n in roots if n in stale)
     ranges = tuple(var for var, _, _ in _outer_loops(state, low, "parallel_ranges"))
     ahead = tuple((var, k) for var, n, k in _outer_loops(state, low, "prefetch") if 0 < k < (n or 0))
-    func = PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low), constants, prepared,
-                    ranges, ahead)
-    if not passes:
-        return func
-    from .passes import default_passes
-    return default_passes(func)
+    return PrimFunc(name, tuple(low.args), len(state.dag.inputs), body, _streamed(state, low), constants, prepared,
+                    ranges, ahead), lambda stage, it: low.stage_info(stage).loop_vars[it].name
 
 
 __all__ = ["lower"]

@@ -21,7 +21,7 @@ import numpy as np
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
                    substitute, transform, walk)
 from .simplify import _from_linear, _linear
-from .stmt import For, IfThenElse
+from .stmt import THREAD_KINDS, Barrier, For, IfThenElse, ThreadReduce, store_executions, walk_stmt
 from .vector import stmt_kids
 
 ENABLED = True  # off only to measure what skipping gains (bench/default_variants.py --unskipped)
@@ -239,5 +239,20 @@ def all_of(conditions: list) -> Expr:
     return cond
 
 
+def skip_wrap(loop: For, conds, outer_iters, reduce_vars: set):
+    """loop under `if (conds)` where that skips a reduction loop and enough work to pay for the test, outside
+    any vector loop, around no GPU thread loop or barrier (threads must reach those together)."""
+    if not conds or any(it.annotation == "vectorize" for it in outer_iters):
+        return loop
+    inner = list(walk_stmt(loop))
+    if not any(isinstance(s, For) and s.var in reduce_vars for s in inner) or \
+            store_executions(loop, vector_once=True) < MIN_GUARDED_STEPS:
+        return loop
+    if any(isinstance(s, (Barrier, ThreadReduce)) or (isinstance(s, For) and s.kind in THREAD_KINDS)
+           for s in inner):
+        return loop
+    return IfThenElse(all_of(conds), loop, skip=True)
+
+
 __all__ = ["contribution_conditions", "relaxed", "index_selects", "version_condition", "take_true_branches",
-           "guard_levels", "skips_along", "skips_unevenly", "all_of"]
+           "guard_levels", "skips_along", "skips_unevenly", "all_of", "skip_wrap"]

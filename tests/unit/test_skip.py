@@ -6,9 +6,10 @@ from types import SimpleNamespace
 from ansorc import te, workloads
 from ansorc.ir.dag import ComputeDAG
 from ansorc.ir.expr import Binary, Compare, Const, Read, Select, Var, free_vars, substitute, walk
-from ansorc.ir.lower import _Lowerer, lower
+from ansorc.ir.lower import lower
 from ansorc.ir.simplify import simplify
-from ansorc.ir.skip import MIN_GUARDED_STEPS, contribution_conditions, relaxed, skips_along, skips_unevenly
+from ansorc.ir.skip import (MIN_GUARDED_STEPS, contribution_conditions, relaxed, skip_wrap, skips_along,
+                            skips_unevenly)
 from ansorc.ir.tile_edges import tile_edges
 from ansorc.ir.stmt import THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, store_executions, walk_stmt
 from ansorc.search.default_schedule import default_cpu_schedule
@@ -81,17 +82,17 @@ def test_small_reductions_get_no_guard():
 
 
 def test_no_guard_encloses_gpu_threads_or_barriers():
-    info = SimpleNamespace(reduce_vars={"r"})
+    info = {"r"}
     cond = [Compare(">=", Var("h"), Const(1, "int32"))]
     update = Store("acc", (Const(0, "int32"),), Const(1.0, "float32"))
     plain = For("r", 512, "serial", update)
-    assert isinstance(_Lowerer.skip_wrap(plain, cond, (), info), IfThenElse), "the control is not guarded"
+    assert isinstance(skip_wrap(plain, cond, (), info), IfThenElse), "the control is not guarded"
     with_barrier = For("r", 512, "serial", Seq((Barrier(), update)))
     on_threads = For("r", 512, "serial", For("tx", 32, "threadIdx.x", update))
     for loop in (with_barrier, on_threads):
-        assert _Lowerer.skip_wrap(loop, cond, (), info) is loop
+        assert skip_wrap(loop, cond, (), info) is loop
     small = For("r", 3, "serial", update)
-    assert _Lowerer.skip_wrap(small, cond, (), info) is small
+    assert skip_wrap(small, cond, (), info) is small
 
 
 def test_gpu_programs_keep_guards_off_threads():

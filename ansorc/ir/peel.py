@@ -1,0 +1,202 @@
+"""lower_peeled: a pure stage's last partial tile computed by a copy of the program lowered with that tile narrower,
+instead of shifted back over the tile before it.
+
+A split of an axis of E points into tiles of f points, E % f = r != 0, leaves a last tile that overruns the axis.
+Lowering moves it back inside (relations.axis_values, shift_inward): it recomputes f - r points of the tile
+before, and everything attached inside the tile with them. DIL's 224 stem has 109 output columns (prime) in
+6-column register tiles, 114 computed (4.6%, 5 of 6 columns in the last tile). Here the program is lowered a second
+time with that split's tile r points wide (the Split step that sets it, the stage's own or the one its FollowSplit
+follows, gets lengths (1, ..., 1, r)), and that lowering's last tile takes the place of the shifted one: the loop
+over the tiles runs n - 1 times and the copy follows it; a parallel loop, or one carrying the stage's unroll
+pragma, keeps its n iterations, the last running the copy. The copy's loop variables and local buffers are renamed.
+
+Applies to the MAX_PEELS splits that recompute the most, each of a root stage that computes no reduction, on no
+GPU loop, whose tile loop is a leaf run serially or in parallel, where every stage whose split follows the changed
+step is that stage or computed inside the tile. Any other program, or a replay that fails, is left as it was. The
+cost model's features read the program before this (lower(passes=False)). Side by side: bench/programs_ab.py
+ROW LOG --no-peel.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .expr import Compare, Const, Read, Var, substitute, transform, walk
+from .names import fresh_name
+from .passes import map_stmt_exprs
+from .relations import infer_extents
+from .simplify import simplify
+from .state import ScheduleError, SplitRel, State, replay
+from .stmt import THREAD_KINDS, Allocate, For, IfThenElse, Seq, Stmt, Store, seq, walk_stmt
+
+ENABLED = True   # off only to measure what peeling gains (bench/programs_ab.py --no-peel)
+MAX_PEELS = 2    # splits peeled per program (each doubles the lowerings)
+
+
+def peel_candidates(state: State) -> list:
+    """(stage, tile loop iterator, index of the Split step to narrow, remainder r, share of the axis recomputed) of
+    every split whose shifted last tile the peel fits."""
+    out = []
+    for st in state.stages:
+        if st.compute_at != "root" or st.op.combiner is not None or \
+                any(it.annotation in THREAD_KINDS for it in st.iters):
+            continue
+        ext, leaves = infer_extents(st), {it.name: it for it in st.iters}
+        for rel in st.relations:
+            if not isinstance(rel, SplitRel) or leaves.get(rel.children[0]) is None or \
+                    leaves[rel.children[0]].annotation not in ("", "parallel"):
+                continue
+            span, size, tiles = math.prod(ext[c] for c in rel.children[1:]), ext[rel.parent], ext[rel.children[0]]
+            if not tiles * span > size >= span:
+                continue
+            src, r = _source_split(state, st.name, rel.parent), size - (tiles - 1) * span
+            if src is not None and _followers_inside(state, src, st.name, rel.children[0]):
+                out.append((st.name, rel.children[0], src, r, (span - r) / size))
+    return out
+
+
+def peel_keys(state: State) -> list:
+    """(stage, iterator) of the MAX_PEELS splits recomputing the largest shares, outermost loop first."""
+    best = sorted(peel_candidates(state), key=lambda c: -c[4])[:MAX_PEELS] if ENABLED else []
+    order = {st.name: k for k, st in enumerate(state.stages)}
+    return [c[:2] for c in sorted(best, key=lambda c: (order[c[0]], state.stage(c[0]).iter_index(c[1])))]
+
+
+def _source_split(state: State, stage: str, axis: str):
+    """Index of the Split step that sets the split of stage.axis: its own, or the one its FollowSplit follows."""
+    from .steps import FollowSplit, Split   # steps.py imports the modules this one does
+    for i in reversed(range(len(state.steps))):
+        s = state.steps[i]
+        if getattr(s, "stage", None) == stage and getattr(s, "iter", None) == axis:
+            if isinstance(s, Split):
+                return i
+            if isinstance(s, FollowSplit) and isinstance(state.steps[s.src_step], Split):
+                return s.src_step
+            return None
+    return None
+
+
+def _followers_inside(state: State, src: int, stage: str, tile_iter: str) -> bool:
+    """Whether every stage whose split is set by step `src` is `stage` or computed inside its loop `tile_iter`."""
+    from .steps import FollowFusedSplit, FollowSplit
+    names = {state.steps[src].stage} | {
+        s.stage for s in state.steps if (isinstance(s, FollowSplit) and s.src_step == src) or
+        (isinstance(s, FollowFusedSplit) and src in s.src_steps)}
+    pos = state.stage(stage).iter_index(tile_iter)
+
+    def inside(name: str) -> bool:
+        st = state.stage(name)
+        while st.compute_at == "attached":
+            target, it = st.attach
+            if target == stage:
+                return state.stage(stage).iter_index(it) >= pos
+            st = state.stage(target)
+        return False
+    return all(n == stage or inside(n) for n in names)
+
+
+def narrowed(state: State, src: int, r: int) -> State:
+    """The same program with Split step `src` giving tiles of r points (lengths 1, ..., 1, r)."""
+    steps = list(state.steps)
+    steps[src] = replace(steps[src], lengths=(1,) * (len(steps[src].lengths) - 1) + (r,))
+    return replay(state.dag, steps)
+
+
+def lower_peeled(state: State, lower_once, keys: list | None = None) -> tuple:
+    """lower_once(state) -> (func, loop_var(stage, iterator) -> its loop variable), with the shifted last tiles of
+    the splits `keys` (peel_keys by default) replaced by narrower copies. The outer split's copy is taken from a
+    lowering with that split narrowed and the inner ones peeled too: 2^k lowerings for k splits."""
+    keys = peel_keys(state) if keys is None else keys
+    if not keys:
+        return lower_once(state)
+    main = lower_peeled(state, lower_once, keys[1:])
+    cand = next((c for c in peel_candidates(state) if c[:2] == keys[0]), None)
+    if cand is None:
+        return main
+    stage, tile_iter, src, r, _ = cand
+    try:
+        func2, loop_var2 = lower_peeled(narrowed(state, src, r), lower_once, keys[1:])
+    except ScheduleError:
+        return main
+    func, loop_var = main
+    loop, other = _loop(func.body, loop_var(stage, tile_iter)), _loop(func2.body, loop_var2(stage, tile_iter))
+    if loop is None or other is None:
+        return main
+    return replace(func, body=_replaced(func.body, loop, _with_copy(loop, other, func))), loop_var
+
+
+def _with_copy(main: For, other: For, func) -> Stmt:
+    """main's loop over tiles without its last iteration, and other's last iteration in its place."""
+    last = Const(other.extent - 1, "int32")
+    tail = map_stmt_exprs(other.body, lambda e, b: substitute(e, {other.var: last}), {})
+    tail = _renamed(tail, _identifiers(func.body) | {b.name for b in func.args})
+    n, var = main.extent, main.var
+    if main.kind == "parallel" or main.auto_unroll:   # the full tiles' starts need no min() then
+        full = map_stmt_exprs(main.body, lambda e, b: simplify(e, {**b, var: (0, n - 2)}), {})
+        return replace(main, body=seq(IfThenElse(Compare("<", Var(var), Const(n - 1, "int32")), full),
+                                      IfThenElse(Compare("==", Var(var), Const(n - 1, "int32")), tail)))
+    return seq(replace(main, extent=n - 1), tail)
+
+
+def _loop(s: Stmt, var: str):
+    return next((x for x in walk_stmt(s) if isinstance(x, For) and x.var == var), None)
+
+
+def _replaced(s: Stmt, old: Stmt, new: Stmt) -> Stmt:
+    if s is old:
+        return new
+    if isinstance(s, (For, Allocate)):
+        return replace(s, body=_replaced(s.body, old, new))
+    if isinstance(s, IfThenElse):
+        return replace(s, then=_replaced(s.then, old, new))
+    if isinstance(s, Seq):
+        return seq(*[_replaced(c, old, new) for c in s.stmts])
+    return s
+
+
+def _identifiers(s: Stmt) -> set:
+    out = set()
+    for x in walk_stmt(s):
+        exprs = ()
+        if isinstance(x, For):
+            out.add(x.var)
+        elif isinstance(x, Allocate):
+            out.add(x.buffer.name)
+        elif isinstance(x, Store):
+            out.add(x.buffer)
+            exprs = (*x.indices, x.value)
+        elif isinstance(x, IfThenElse):
+            exprs = (x.cond,)
+        for e in exprs:
+            out |= {n.name for n in walk(e) if isinstance(n, (Var, Read))}
+    return out
+
+
+def _renamed(s: Stmt, taken: set) -> Stmt:
+    """s with its loop variables and the buffers it allocates given names not in `taken`."""
+    inner = [x for x in walk_stmt(s) if isinstance(x, (For, Allocate))]
+    names = {}
+    for x in inner:
+        old = x.var if isinstance(x, For) else x.buffer.name
+        names[old] = fresh_name(old + "_tail", taken)
+
+    def expr(e):
+        return transform(e, lambda n: replace(n, name=names[n.name])
+                         if isinstance(n, (Var, Read)) and n.name in names else None)
+
+    def visit(x: Stmt) -> Stmt:
+        if isinstance(x, For):
+            return replace(x, var=names[x.var], body=visit(x.body))
+        if isinstance(x, Allocate):
+            return Allocate(replace(x.buffer, name=names[x.buffer.name]), visit(x.body))
+        if isinstance(x, Seq):
+            return seq(*[visit(c) for c in x.stmts])
+        if isinstance(x, IfThenElse):
+            return replace(x, cond=expr(x.cond), then=visit(x.then))
+        if isinstance(x, Store):
+            return Store(names.get(x.buffer, x.buffer), tuple(expr(i) for i in x.indices), expr(x.value))
+        return x
+    return visit(s)
+
+
+__all__ = ["lower_peeled", "peel_candidates", "peel_keys", "narrowed", "ENABLED", "MAX_PEELS"]

@@ -1,0 +1,91 @@
+"""A pure stage's overrunning last tile is computed by a narrower copy (ir/peel.py) instead of shifted back over the
+tile before it: no point is computed twice, no min() is left in the full tiles' indices, every access stays
+provably in bounds, and programs the peel does not fit are lowered as before."""
+from ansorc.ir.expr import walk
+from ansorc.ir.lower import lower
+from ansorc.ir.peel import peel_candidates, peel_keys
+from ansorc.ir.state import replay
+from ansorc.ir.steps import Annotate, Split
+from ansorc.ir.stmt import For, IfThenElse, store_executions, walk_stmt
+from ansorc.ir.verify import check_in_bounds
+from tests.unit.test_shift_inward import relu, row_sums, stores, tiled_matmul
+
+
+def loops(func) -> dict:
+    return {s.var: s for s in walk_stmt(func.body) if isinstance(s, For)}
+
+
+def no_min(func, buffer: str) -> bool:
+    return all("min" not in repr(i) for s in stores(func, buffer) for i in s.indices)
+
+
+def test_a_serial_tile_loop_runs_the_full_tiles_then_the_narrow_copy():
+    state = relu(100).apply(Split("b", "i", (16,)))
+    assert peel_candidates(state) == [("b", "i.0", 0, 4, 12 / 100)]
+    f = lower(state)
+    assert store_executions(f.body) == 100          # shifted: 7 tiles of 16 = 112
+    assert loops(f)["b_i_0"].extent == 6 and loops(f)["b_i_1_tail"].extent == 4
+    assert no_min(f, "b") and not any(isinstance(s, IfThenElse) for s in walk_stmt(f.body))
+    check_in_bounds(f)
+
+
+def test_a_parallel_tile_loop_runs_the_copy_as_its_last_iteration():
+    f = lower(relu(100).apply(Split("b", "i", (16,))).apply(Annotate("b", "i.0", "parallel")))
+    outer = loops(f)["b_i_0"]
+    assert outer.kind == "parallel" and outer.extent == 7
+    conds = sorted(repr(s.cond) for s in walk_stmt(outer.body) if isinstance(s, IfThenElse))
+    assert conds == ["(b_i_0 < 6)", "(b_i_0 == 6)"]
+    assert no_min(f, "b")
+    check_in_bounds(f)
+
+
+def test_a_register_tile_followed_by_its_copy_out_is_peeled_through_the_split_it_follows():
+    # 130 rows in 6-row register tiles (c.local's split, which the copy c follows): the last tile is 4 rows
+    _, state = tiled_matmul(130, 32)
+    [(stage, tile, src, r, _)] = peel_candidates(state)
+    assert (stage, tile, r) == ("c", "i.0", 4) and isinstance(state.steps[src], Split)
+    f = lower(state)
+    copies = stores(f, "c")
+    assert no_min(f, "c") and len(copies) >= 2
+    # the copy's accumulator tile has 4 rows: its local buffer is renamed and smaller
+    tails = [s for s in walk_stmt(f.body) if hasattr(s, "buffer") and getattr(s.buffer, "name", "").endswith("_tail")]
+    assert tails and tails[0].buffer.shape[0] == 4
+    check_in_bounds(f)
+
+
+def test_both_overrunning_splits_of_a_register_tile_are_peeled():
+    # 130 rows in 6-row tiles and 40 columns in 16-column vector tiles: 3 x 2 = 6 versions of the tile
+    _, state = tiled_matmul(130, 40, vectorize=True)
+    assert peel_keys(state) == [("c", "i.0"), ("c", "j.0")]
+    f = lower(state)
+    assert no_min(f, "c")
+    locals_ = {s.buffer.shape for s in walk_stmt(f.body) if hasattr(s, "buffer") and hasattr(s.buffer, "shape")}
+    assert {(6, 16), (6, 8), (4, 16), (4, 8)} <= locals_
+    check_in_bounds(f)
+
+
+def test_programs_the_peel_does_not_fit_keep_their_form():
+    assert not peel_candidates(relu(96).apply(Split("b", "i", (16,))))            # the split divides
+    assert not peel_candidates(row_sums(100, 8).apply(Split("s", "i", (16,))))    # a reduction: guarded
+    gpu = relu(100).apply(Split("b", "i", (32,))).apply(Annotate("b", "i.0", "blockIdx.x"))
+    assert not peel_candidates(gpu)
+    vector_tiles = relu(100).apply(Split("b", "i", (16,))).apply(Annotate("b", "i.0", "vectorize"))
+    assert not peel_candidates(vector_tiles)
+
+
+def test_a_split_followed_by_a_stage_outside_the_tile_is_not_peeled():
+    # c.local stays a root stage: narrowing the split it shares with c would change a buffer computed outside
+    # the tile loop
+    _, state = tiled_matmul(130, 32)
+    steps = [s for s in state.steps if type(s).__name__ != "ComputeAt"]
+    root_local = replay(state.dag, steps)
+    assert root_local.stage("c.local").compute_at == "root"
+    assert not peel_candidates(root_local)
+    assert any("min" in repr(n) for s in stores(lower(root_local), "c") for i in s.indices for n in walk(i))
+
+
+def test_the_features_read_the_program_before_the_peel():
+    state = relu(100).apply(Split("b", "i", (16,)))
+    unpeeled = lower(state, passes=False)
+    assert "b_i_1_tail" not in loops(unpeeled) and not no_min(unpeeled, "b")
+
