@@ -1,0 +1,44 @@
+"""Programs whose last partial tiles are peeled into narrower copies (ir/peel.py) compute what numpy does: the
+tuned programs of the table's rows where the peel applies (DIL 224 stem's 109 columns in 6-column tiles, DIL 56x56
+1x1's 56 in 6, CBR 224's 112 in 6; committed logs), and register-tiled matmuls with one or both axes overrunning,
+their tile loops serial or parallel. Built and run in the measurement worker, as tuning does."""
+from pathlib import Path
+
+import pytest
+
+import ansorc
+from ansorc import workloads
+from ansorc.api import generate_source
+from ansorc.ir.peel import peel_keys
+from ansorc.ir.state import replay
+from ansorc.ir.steps import Annotate, steps_from_json
+from ansorc.measure.record import best, load
+
+from tests.unit.test_shift_inward import tiled_matmul
+from .helpers import check_in_worker
+
+LOGS = Path(__file__).resolve().parents[2] / "bench" / "results" / "suite_zen3" / "t300_s36"
+FLAGS = ("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
+
+
+@pytest.mark.parametrize("op,idx", [("DIL", 0), ("DIL", 1), ("CBR", 0)])
+def test_the_tuned_programs_that_peel_match_numpy(op, idx):
+    dag = ansorc.ComputeDAG(workloads.make(op, idx))
+    records = best(load(LOGS / f"{op.lower()}_{idx}.jsonl.gz"), dag.workload_key, "native", k=4)
+    progs = [replay(dag, steps_from_json(r.steps)) for r in records]
+    progs = [p for p in progs if peel_keys(p)]
+    assert progs, f"{op} {idx}: none of the log's best programs has a last tile to peel"
+    sources = [generate_source(dag, p, name=f"{op.lower()}{idx}_peel_{k}") for k, p in enumerate(progs)]
+    assert all("_tail" in s.code for s in sources)
+    check_in_worker(dag, progs, sources, FLAGS, f"{op} {idx}")
+
+
+@pytest.mark.parametrize("rows,cols,parallel", [(130, 32, True), (130, 40, True), (131, 40, False)])
+def test_register_tiled_matmuls_with_peeled_tiles_match_numpy(rows, cols, parallel):
+    tensors, state = tiled_matmul(rows, cols, vectorize=True)
+    if not parallel:
+        state = replay(state.dag, [s for s in state.steps if not (isinstance(s, Annotate) and s.annotation ==
+                                                                  "parallel")])
+    assert len(peel_keys(state)) == 1 + (cols % 16 != 0)
+    source = generate_source(state.dag, state, name=f"peel_mm_{rows}_{cols}_{int(parallel)}")
+    check_in_worker(state.dag, [state], [source], FLAGS, f"matmul {rows}x{cols}")
