@@ -21,45 +21,51 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .expr import Compare, Const, Read, Var, substitute, transform, walk
+from .expr import Binary, Compare, Const, Read, Var, substitute, transform, walk
 from .names import fresh_name
 from .passes import map_stmt_exprs
 from .relations import infer_extents
 from .simplify import simplify
-from .state import ScheduleError, SplitRel, State, replay
+from .state import FuseRel, ScheduleError, SplitRel, State, replay
 from .stmt import THREAD_KINDS, Allocate, For, IfThenElse, Seq, Stmt, Store, seq, walk_stmt
 
 ENABLED = True   # off only to measure what peeling gains (bench/programs_ab.py --no-peel)
 MAX_PEELS = 2    # splits peeled per program (each doubles the lowerings)
+VECTOR_LANES = 4  # a narrowed vectorized loop keeps a multiple of this many lanes
 
 
 def peel_candidates(state: State) -> list:
-    """(stage, tile loop iterator, index of the Split step to narrow, remainder r, share of the axis recomputed) of
-    every split whose shifted last tile the peel fits."""
+    """(stage, the split's outer iterator, the loop that runs it, index of the Split step to narrow, remainder r,
+    share of the axis recomputed) of every split whose shifted last tile the peel fits. The loop is the outer
+    iterator itself, or the fused iterator it is the innermost part of (TBG's b@h@i.0)."""
     out = []
     for st in state.stages:
         if st.compute_at != "root" or st.op.combiner is not None or \
                 any(it.annotation in THREAD_KINDS for it in st.iters):
             continue
         ext, leaves = infer_extents(st), {it.name: it for it in st.iters}
+        fused_in = {rel.parents[-1]: rel.child for rel in st.relations if isinstance(rel, FuseRel)}
         for rel in st.relations:
-            if not isinstance(rel, SplitRel) or leaves.get(rel.children[0]) is None or \
-                    leaves[rel.children[0]].annotation not in ("", "parallel"):
+            if not isinstance(rel, SplitRel):
                 continue
-            span, size, tiles = math.prod(ext[c] for c in rel.children[1:]), ext[rel.parent], ext[rel.children[0]]
+            outer = rel.children[0]
+            loop = outer if outer in leaves else fused_in.get(outer)
+            if loop not in leaves or leaves[loop].annotation not in ("", "parallel"):
+                continue
+            span, size, tiles = math.prod(ext[c] for c in rel.children[1:]), ext[rel.parent], ext[outer]
             if not tiles * span > size >= span:
                 continue
             src, r = _source_split(state, st.name, rel.parent), size - (tiles - 1) * span
-            if src is not None and _followers_inside(state, src, st.name, rel.children[0]):
-                out.append((st.name, rel.children[0], src, r, (span - r) / size))
+            if src is not None and _followers_inside(state, src, st.name, loop) and _vectors_kept(state, src, r):
+                out.append((st.name, outer, loop, src, r, (span - r) / size))
     return out
 
 
 def peel_keys(state: State) -> list:
-    """(stage, iterator) of the MAX_PEELS splits recomputing the largest shares, outermost loop first."""
-    best = sorted(peel_candidates(state), key=lambda c: -c[4])[:MAX_PEELS] if ENABLED else []
+    """(stage, outer iterator) of the MAX_PEELS splits recomputing the largest shares, outermost loop first."""
+    best = sorted(peel_candidates(state), key=lambda c: -c[5])[:MAX_PEELS] if ENABLED else []
     order = {st.name: k for k, st in enumerate(state.stages)}
-    return [c[:2] for c in sorted(best, key=lambda c: (order[c[0]], state.stage(c[0]).iter_index(c[1])))]
+    return [c[:2] for c in sorted(best, key=lambda c: (order[c[0]], state.stage(c[0]).iter_index(c[2])))]
 
 
 def _source_split(state: State, stage: str, axis: str):
@@ -76,13 +82,17 @@ def _source_split(state: State, stage: str, axis: str):
     return None
 
 
-def _followers_inside(state: State, src: int, stage: str, tile_iter: str) -> bool:
-    """Whether every stage whose split is set by step `src` is `stage` or computed inside its loop `tile_iter`."""
+def _sharing(state: State, src: int) -> list:
+    """(stage, axis) of every split that Split step `src` sets: its own and those that follow it."""
     from .steps import FollowFusedSplit, FollowSplit
-    names = {state.steps[src].stage} | {
-        s.stage for s in state.steps if (isinstance(s, FollowSplit) and s.src_step == src) or
-        (isinstance(s, FollowFusedSplit) and src in s.src_steps)}
-    pos = state.stage(stage).iter_index(tile_iter)
+    return [(state.steps[src].stage, state.steps[src].iter)] + [
+        (s.stage, s.iter) for s in state.steps if (isinstance(s, FollowSplit) and s.src_step == src) or
+        (isinstance(s, FollowFusedSplit) and src in s.src_steps)]
+
+
+def _followers_inside(state: State, src: int, stage: str, loop: str) -> bool:
+    """Whether every stage whose split is set by step `src` is `stage` or computed inside its loop `loop`."""
+    pos = state.stage(stage).iter_index(loop)
 
     def inside(name: str) -> bool:
         st = state.stage(name)
@@ -92,7 +102,18 @@ def _followers_inside(state: State, src: int, stage: str, tile_iter: str) -> boo
                 return state.stage(stage).iter_index(it) >= pos
             st = state.stage(target)
         return False
-    return all(n == stage or inside(n) for n in names)
+    return all(n == stage or inside(n) for n, _ in _sharing(state, src))
+
+
+def _vectors_kept(state: State, src: int, r: int) -> bool:
+    """Whether the narrowed split leaves whole vectors: where its innermost loop is vectorized, r must be a
+    multiple of 4 lanes (a tail of 3 would run scalar where the shifted tile recomputes at full vector speed)."""
+    for name, axis in _sharing(state, src):
+        rel = next((x for x in state.stage(name).relations if isinstance(x, SplitRel) and x.parent == axis), None)
+        leaf = next((it for it in state.stage(name).iters if rel and it.name == rel.children[-1]), None)
+        if leaf is not None and leaf.annotation == "vectorize" and r % VECTOR_LANES:
+            return False
+    return True
 
 
 def narrowed(state: State, src: int, r: int) -> State:
@@ -113,29 +134,36 @@ def lower_peeled(state: State, lower_once, keys: list | None = None) -> tuple:
     cand = next((c for c in peel_candidates(state) if c[:2] == keys[0]), None)
     if cand is None:
         return main
-    stage, tile_iter, src, r, _ = cand
+    stage, _, loop_iter, src, r, _ = cand
     try:
         func2, loop_var2 = lower_peeled(narrowed(state, src, r), lower_once, keys[1:])
     except ScheduleError:
         return main
     func, loop_var = main
-    loop, other = _loop(func.body, loop_var(stage, tile_iter)), _loop(func2.body, loop_var2(stage, tile_iter))
+    loop, other = _loop(func.body, loop_var(stage, loop_iter)), _loop(func2.body, loop_var2(stage, loop_iter))
     if loop is None or other is None:
         return main
-    return replace(func, body=_replaced(func.body, loop, _with_copy(loop, other, func))), loop_var
+    tiles = infer_extents(state.stage(stage))[keys[0][1]]
+    return replace(func, body=_replaced(func.body, loop, _with_copy(loop, other, tiles, func))), loop_var
 
 
-def _with_copy(main: For, other: For, func) -> Stmt:
-    """main's loop over tiles without its last iteration, and other's last iteration in its place."""
-    last = Const(other.extent - 1, "int32")
-    tail = map_stmt_exprs(other.body, lambda e, b: substitute(e, {other.var: last}), {})
+def _with_copy(main: For, other: For, tiles: int, func) -> Stmt:
+    """main's loop without its last tile, and other's last tile in its place. `tiles`: main's tiles of the split;
+    a fused loop runs main.extent / tiles iterations per tile index (the innermost part of its index)."""
+    per = main.extent // tiles
+    n, var, m = tiles, main.var, other.extent // per
+    at = Const(m - 1, "int32") if per == 1 else \
+        Binary("+", Binary("*", Binary("//", Var(var), Const(n, "int32"), "int32"), Const(m, "int32"), "int32"),
+               Const(m - 1, "int32"), "int32")
+    tail = map_stmt_exprs(other.body, lambda e, b: simplify(substitute(e, {other.var: at}), b), {})
     tail = _renamed(tail, _identifiers(func.body) | {b.name for b in func.args})
-    n, var = main.extent, main.var
-    if main.kind == "parallel" or main.auto_unroll:   # the full tiles' starts need no min() then
-        full = map_stmt_exprs(main.body, lambda e, b: simplify(e, {**b, var: (0, n - 2)}), {})
-        return replace(main, body=seq(IfThenElse(Compare("<", Var(var), Const(n - 1, "int32")), full),
-                                      IfThenElse(Compare("==", Var(var), Const(n - 1, "int32")), tail)))
-    return seq(replace(main, extent=n - 1), tail)
+    if per == 1 and main.kind != "parallel" and not main.auto_unroll:
+        return seq(replace(main, extent=n - 1), tail)
+    tile = Var(var) if per == 1 else Binary("%", Var(var), Const(n, "int32"), "int32")
+    full = main.body if per > 1 else \
+        map_stmt_exprs(main.body, lambda e, b: simplify(e, {**b, var: (0, n - 2)}), {})  # no min() in the starts
+    return replace(main, body=seq(IfThenElse(Compare("<", tile, Const(n - 1, "int32")), full),
+                                  IfThenElse(Compare("==", tile, Const(n - 1, "int32")), tail)))
 
 
 def _loop(s: Stmt, var: str):

@@ -1,11 +1,13 @@
 """A pure stage's overrunning last tile is computed by a narrower copy (ir/peel.py) instead of shifted back over the
 tile before it: no point is computed twice, no min() is left in the full tiles' indices, every access stays
 provably in bounds, and programs the peel does not fit are lowered as before."""
+import ansorc
+from ansorc import te
 from ansorc.ir.expr import walk
 from ansorc.ir.lower import lower
 from ansorc.ir.peel import peel_candidates, peel_keys
-from ansorc.ir.state import replay
-from ansorc.ir.steps import Annotate, Split
+from ansorc.ir.state import State, replay
+from ansorc.ir.steps import Annotate, Fuse, Split
 from ansorc.ir.stmt import For, IfThenElse, store_executions, walk_stmt
 from ansorc.ir.verify import check_in_bounds
 from tests.unit.test_shift_inward import relu, row_sums, stores, tiled_matmul
@@ -21,7 +23,7 @@ def no_min(func, buffer: str) -> bool:
 
 def test_a_serial_tile_loop_runs_the_full_tiles_then_the_narrow_copy():
     state = relu(100).apply(Split("b", "i", (16,)))
-    assert peel_candidates(state) == [("b", "i.0", 0, 4, 12 / 100)]
+    assert peel_candidates(state) == [("b", "i.0", "i.0", 0, 4, 12 / 100)]
     f = lower(state)
     assert store_executions(f.body) == 100          # shifted: 7 tiles of 16 = 112
     assert loops(f)["b_i_0"].extent == 6 and loops(f)["b_i_1_tail"].extent == 4
@@ -42,7 +44,7 @@ def test_a_parallel_tile_loop_runs_the_copy_as_its_last_iteration():
 def test_a_register_tile_followed_by_its_copy_out_is_peeled_through_the_split_it_follows():
     # 130 rows in 6-row register tiles (c.local's split, which the copy c follows): the last tile is 4 rows
     _, state = tiled_matmul(130, 32)
-    [(stage, tile, src, r, _)] = peel_candidates(state)
+    [(stage, tile, _, src, r, _)] = peel_candidates(state)
     assert (stage, tile, r) == ("c", "i.0", 4) and isinstance(state.steps[src], Split)
     f = lower(state)
     copies = stores(f, "c")
@@ -89,3 +91,26 @@ def test_the_features_read_the_program_before_the_peel():
     unpeeled = lower(state, passes=False)
     assert "b_i_1_tail" not in loops(unpeeled) and not no_min(unpeeled, "b")
 
+
+
+def test_a_fused_parallel_loop_runs_the_copy_where_its_innermost_part_is_the_last_tile():
+    # TBG's shape of loop: (row block, tile) fused and parallel, the tile index its innermost part
+    a = te.placeholder((3, 100), "float32", "a")
+    b = te.compute((3, 100), lambda r, i: te.max(a[r, i], 0.0), name="b")
+    state = State.initial(ansorc.ComputeDAG([a, b]))
+    for step in (Split("b", "i", (16,)), Fuse("b", ("r", "i.0")), Annotate("b", "r@i.0", "parallel")):
+        state = state.apply(step)
+    assert [c[:3] for c in peel_candidates(state)] == [("b", "i.0", "r@i.0")]
+    f = lower(state)
+    outer = loops(f)["b_r_i_0"]
+    assert outer.kind == "parallel" and outer.extent == 21
+    conds = sorted(repr(s.cond) for s in walk_stmt(outer.body) if isinstance(s, IfThenElse))
+    assert conds == ["((b_r_i_0 % 7) < 6)", "((b_r_i_0 % 7) == 6)"]
+    check_in_bounds(f)
+
+
+def test_a_vector_tail_that_is_not_whole_vectors_keeps_the_shifted_tile():
+    def vector_tiles(n):
+        return relu(n).apply(Split("b", "i", (16,))).apply(Annotate("b", "i.1", "vectorize"))
+    assert not peel_candidates(vector_tiles(99))          # a tail of 3 lanes would run scalar
+    assert peel_candidates(vector_tiles(100))             # 4 lanes: a whole vector
