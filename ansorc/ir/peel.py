@@ -157,11 +157,13 @@ def _with_copy(main: For, other: For, tiles: int, func) -> Stmt:
                Const(m - 1, "int32"), "int32")
     tail = map_stmt_exprs(other.body, lambda e, b: simplify(substitute(e, {other.var: at}), b), {})
     tail = _renamed(tail, _identifiers(func.body) | {b.name for b in func.args})
-    if per == 1 and main.kind != "parallel" and not main.auto_unroll:
-        return seq(replace(main, extent=n - 1), tail)
-    tile = Var(var) if per == 1 else Binary("%", Var(var), Const(n, "int32"), "int32")
+    # the full tiles' starts need no min(): folded in indices and conditions alike (a condition that still read
+    # min() would no longer match the index it bounds)
     full = main.body if per > 1 else \
-        map_stmt_exprs(main.body, lambda e, b: simplify(e, {**b, var: (0, n - 2)}), {})  # no min() in the starts
+        map_stmt_exprs(main.body, lambda e, b: simplify(e, {**b, var: (0, n - 2)}), {})
+    if per == 1 and main.kind != "parallel" and not main.auto_unroll:
+        return seq(replace(main, extent=n - 1, body=full), tail)
+    tile = Var(var) if per == 1 else Binary("%", Var(var), Const(n, "int32"), "int32")
     return replace(main, body=seq(IfThenElse(Compare("<", tile, Const(n - 1, "int32")), full),
                                   IfThenElse(Compare("==", tile, Const(n - 1, "int32")), tail)))
 

@@ -14,6 +14,7 @@ from ansorc.ir.state import replay
 from ansorc.ir.steps import Annotate, steps_from_json
 from ansorc.measure.record import best, load
 
+from tests.unit.test_peel import depthwise_relu6
 from tests.unit.test_shift_inward import tiled_matmul
 from .helpers import check_in_worker
 
@@ -42,3 +43,11 @@ def test_register_tiled_matmuls_with_peeled_tiles_match_numpy(rows, cols, parall
     assert len(peel_keys(state)) == 1 + (cols % 16 != 0)
     source = generate_source(state.dag, state, name=f"peel_mm_{rows}_{cols}_{int(parallel)}")
     check_in_worker(state.dag, [state], [source], FLAGS, f"matmul {rows}x{cols}")
+
+
+@pytest.mark.parametrize("width", [20, 112])
+def test_a_depthwise_conv_with_a_versioned_reduction_matches_numpy(width):
+    state = depthwise_relu6(width)
+    assert peel_keys(state)
+    source = generate_source(state.dag, state, name=f"peel_dw_{width}")
+    check_in_worker(state.dag, [state], [source], FLAGS, f"depthwise {width}")

@@ -7,7 +7,8 @@ from ansorc.ir.expr import walk
 from ansorc.ir.lower import lower
 from ansorc.ir.peel import peel_candidates, peel_keys
 from ansorc.ir.state import State, replay
-from ansorc.ir.steps import Annotate, Fuse, Split
+from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder,
+                              Split)
 from ansorc.ir.stmt import For, IfThenElse, store_executions, walk_stmt
 from ansorc.ir.verify import check_in_bounds
 from tests.unit.test_shift_inward import relu, row_sums, stores, tiled_matmul
@@ -114,3 +115,39 @@ def test_a_vector_tail_that_is_not_whole_vectors_keeps_the_shifted_tile():
         return relu(n).apply(Split("b", "i", (16,))).apply(Annotate("b", "i.1", "vectorize"))
     assert not peel_candidates(vector_tiles(99))          # a tail of 3 lanes would run scalar
     assert peel_candidates(vector_tiles(100))             # 4 lanes: a whole vector
+
+
+def depthwise_relu6(width: int) -> State:
+    """MobileNet-v2's 3x3 depthwise conv + bias + ReLU6 over a zero-padded input, as its untuned default program
+    lays it out: 6-column register tiles computed at the ReLU6 copy's channel tile, the reduction versioned (a
+    copy without the padding's selects where the tile's taps are all inside)."""
+    x = te.placeholder((1, 8, width, 32), "float32", "x")
+    k = te.placeholder((3, 3, 1, 32), "float32", "k")
+    b = te.placeholder((32,), "float32", "b")
+    pad = te.compute((1, 10, width + 2, 32), lambda n, i, j, c: te.if_then_else(
+        te.all(i >= 1, i < 9, j >= 1, j < width + 1), x[n, i - 1, j - 1, c], 0.0), name="pad")
+    rh, rw = te.reduce_axis((0, 3), "rh"), te.reduce_axis((0, 3), "rw")
+    conv = te.compute((1, 8, width, 32), lambda n, i, j, c: te.sum(pad[n, i + rh, j + rw, c] * k[rh, rw, 0, c],
+                                                                  axis=[rh, rw]), name="conv")
+    bias = te.compute((1, 8, width, 32), lambda n, i, j, c: conv[n, i, j, c] + b[c], name="bias")
+    out = te.compute((1, 8, width, 32), lambda n, i, j, c: te.min(te.max(bias[n, i, j, c], 0.0), 6.0), name="out")
+    state = State.initial(ansorc.ComputeDAG([x, k, b, out]))
+    for step in (ComputeInline("pad"), ComputeInline("bias"), CacheWrite("conv", "local"),
+                 Split("conv.local", "j", (6,)), Split("conv.local", "c", (16,)),
+                 Reorder("conv.local", ("n", "i", "j.0", "c.0", "rh", "rw", "j.1", "c.1")), ComputeInline("conv"),
+                 FollowSplit("out", "j", 3, 1), FollowSplit("out", "c", 4, 1),
+                 Reorder("out", ("n", "i", "j.0", "c.0", "j.1", "c.1")), ComputeAt("conv.local", "out", "c.0"),
+                 Fuse("out", ("n", "i")), Annotate("out", "n@i", "parallel"),
+                 Annotate("conv.local", "c.1", "vectorize"), Annotate("out", "c.1", "vectorize")):
+        state = state.apply(step)
+    return state
+
+
+def test_a_versioned_reduction_in_the_full_tiles_stays_provably_in_bounds():
+    # The version test reads the tile's start min(j0 * 6, 14) as the index does; with j0 <= 2 the full tiles'
+    # indices fold it to j0 * 6, and so must the test, or the checker no longer ties one to the other
+    state = depthwise_relu6(20)
+    assert peel_keys(state) == [("out", "j.0")]
+    f = lower(state)
+    assert "min((out_j_0" not in repr(f.body)   # (ReLU6 has a min of its own)
+    check_in_bounds(f)
