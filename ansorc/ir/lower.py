@@ -411,7 +411,8 @@ def _outer_loops(state: State, low: _Lowerer, key: str) -> tuple:
 
 def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
     """With passes=False the loop tree comes back before unrolling and the final simplification: what the cost
-    model's feature extraction reads (annotations are still on the loops), at a fraction of the cost."""
+    model's feature extraction reads (annotations are still on the loops), at a fraction of the cost. With them,
+    the shifted last tiles of pure stages are first replaced by narrower copies (ir/peel.py)."""
     if not passes:
         return _lowered(state, name)[0]
     from .passes import default_passes

@@ -82,17 +82,17 @@ def test_small_reductions_get_no_guard():
 
 
 def test_no_guard_encloses_gpu_threads_or_barriers():
-    info = {"r"}
+    reduce_vars = {"r"}
     cond = [Compare(">=", Var("h"), Const(1, "int32"))]
     update = Store("acc", (Const(0, "int32"),), Const(1.0, "float32"))
     plain = For("r", 512, "serial", update)
-    assert isinstance(skip_wrap(plain, cond, (), info), IfThenElse), "the control is not guarded"
+    assert isinstance(skip_wrap(plain, cond, (), reduce_vars), IfThenElse), "the control is not guarded"
     with_barrier = For("r", 512, "serial", Seq((Barrier(), update)))
     on_threads = For("r", 512, "serial", For("tx", 32, "threadIdx.x", update))
     for loop in (with_barrier, on_threads):
-        assert skip_wrap(loop, cond, (), info) is loop
+        assert skip_wrap(loop, cond, (), reduce_vars) is loop
     small = For("r", 3, "serial", update)
-    assert skip_wrap(small, cond, (), info) is small
+    assert skip_wrap(small, cond, (), reduce_vars) is small
 
 
 def test_gpu_programs_keep_guards_off_threads():
