@@ -38,8 +38,9 @@ VECTOR_LANES = 4  # a narrowed vectorized loop keeps a multiple of this many lan
 
 
 def peel_candidates(state: State) -> list:
-    """(stage, the split's outer iterator, the loop that runs it, index of the Split step to narrow, remainder r,
-    share of the axis recomputed) of every split whose shifted last tile the peel fits. The loop is the outer
+    """(stage, the split's outer iterator, the loop that runs it, index of the Split step to narrow, its lengths for
+    the last tile, share of the axis the peel saves recomputing) of every split whose shifted last tile the peel
+    fits. The loop is the outer
     iterator itself, or the fused iterator it is the innermost part of (TBG's b@h@i.0)."""
     out = []
     for st in state.stages:
@@ -58,9 +59,13 @@ def peel_candidates(state: State) -> list:
             span, size, tiles = math.prod(ext[c] for c in rel.children[1:]), ext[rel.parent], ext[outer]
             if not tiles * span > size >= span:
                 continue
-            src, r = _source_split(state, st.name, rel.parent), size - (tiles - 1) * span
-            if src is not None and _followers_inside(state, src, st.name, loop) and _vectors_kept(state, src, r):
-                out.append((st.name, outer, loop, src, r, (span - r) / size))
+            src = _source_split(state, st.name, rel.parent)
+            if src is None:
+                continue
+            tail = narrow_lengths(state.steps[src].lengths, size - (tiles - 1) * span)
+            if math.prod(tail) < span and _followers_inside(state, src, st.name, loop) and \
+                    _vectors_kept(state, src, tail[-1]):
+                out.append((st.name, outer, loop, src, tail, (span - math.prod(tail)) / size))
     return out
 
 
@@ -109,8 +114,8 @@ def _followers_inside(state: State, src: int, stage: str, loop: str) -> bool:
 
 
 def _vectors_kept(state: State, src: int, r: int) -> bool:
-    """Whether the narrowed split leaves whole vectors: where its innermost loop is vectorized, r must be a
-    multiple of 4 lanes (a tail of 3 would run scalar where the shifted tile recomputes at full vector speed)."""
+    """Whether the narrowed split leaves whole vectors: where its innermost loop is vectorized, its new length r
+    must be a multiple of 4 lanes (a tail of 3 would run scalar where the shifted tile recomputes at full speed)."""
     for name, axis in _sharing(state, src):
         rel = next((x for x in state.stage(name).relations if isinstance(x, SplitRel) and x.parent == axis), None)
         leaf = next((it for it in state.stage(name).iters if rel and it.name == rel.children[-1]), None)
@@ -119,10 +124,18 @@ def _vectors_kept(state: State, src: int, r: int) -> bool:
     return True
 
 
-def narrowed(state: State, src: int, r: int) -> State:
-    """The same program with Split step `src` giving tiles of r points (lengths 1, ..., 1, r)."""
+def narrow_lengths(lengths: tuple, r: int) -> tuple:
+    """A split's lengths for a last tile of r points: the outermost one cut to what covers r, the inner levels (a
+    register tile inside a cache tile) kept; the copy then recomputes less than one inner tile. GMM 1024's default
+    program: 1024 rows in 108-row blocks of 6-row tiles leave 52; (18, 6) -> (9, 6), 54 rows, not a 52-row tile."""
+    inner = math.prod(lengths[1:])
+    return (-(-r // inner),) + tuple(lengths[1:])
+
+
+def narrowed(state: State, src: int, lengths: tuple) -> State:
+    """The same program with Split step `src` given `lengths`."""
     steps = list(state.steps)
-    steps[src] = replace(steps[src], lengths=(1,) * (len(steps[src].lengths) - 1) + (r,))
+    steps[src] = replace(steps[src], lengths=tuple(lengths))
     return replay(state.dag, steps)
 
 
@@ -137,9 +150,9 @@ def lower_peeled(state: State, lower_once, keys: list | None = None) -> tuple:
     cand = next((c for c in peel_candidates(state) if c[:2] == keys[0]), None)
     if cand is None:
         return main
-    stage, _, loop_iter, src, r, _ = cand
+    stage, _, loop_iter, src, lengths, _ = cand
     try:
-        func2, loop_var2 = lower_peeled(narrowed(state, src, r), lower_once, keys[1:])
+        func2, loop_var2 = lower_peeled(narrowed(state, src, lengths), lower_once, keys[1:])
     except ScheduleError:
         return main
     func, loop_var = main
@@ -232,4 +245,4 @@ def _renamed(s: Stmt, taken: set) -> Stmt:
     return visit(s)
 
 
-__all__ = ["lower_peeled", "peel_candidates", "peel_keys", "narrowed", "ENABLED", "MAX_PEELS"]
+__all__ = ["lower_peeled", "peel_candidates", "peel_keys", "narrowed", "narrow_lengths", "ENABLED", "MAX_PEELS"]

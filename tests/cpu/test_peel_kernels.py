@@ -55,7 +55,7 @@ def test_a_depthwise_conv_with_a_versioned_reduction_matches_numpy(width):
     check_in_worker(state.dag, [state], [source], FLAGS, f"depthwise {width}")
 
 
-ODD_SHAPES = {"GMM": (1, 67, 41, 32), "DEP": (1, 17, 17, 16, 3, 1, 1), "C2D": (1, 13, 13, 8, 16, 3, 1, 1)}
+ODD_SHAPES = {"GMM": (1, 67, 41, 32), "DEP": (1, 29, 29, 16, 3, 1, 1), "C2D": (1, 29, 29, 4, 16, 3, 1, 1)}
 
 
 @pytest.mark.parametrize("name", sorted(ODD_SHAPES))
@@ -63,7 +63,7 @@ def test_random_programs_that_peel_match_numpy(name):
     """Random programs of the search space at shapes no tile divides (the smallest listed shapes divide evenly and
     rarely peel): those with a last tile to peel, built and checked."""
     task = SearchTask(workloads.WORKLOADS[name][0](*ODD_SHAPES[name]), hw=HardwareParams(num_cores=2))
-    progs = [p for p in sample(task, 400, seed=7) if peel_keys(p)][:8]
+    progs = [p for p in sample(task, 400, seed=8) if peel_keys(p)][:8]
     assert progs, f"{name}: no random program peels"
     sources = [generate_source(task.dag, p, name=f"{name.lower()}_rand_peel_{k}") for k, p in enumerate(progs)]
     check_in_worker(task.dag, progs, sources, FLAGS, name)

@@ -5,7 +5,7 @@ import ansorc
 from ansorc import te
 from ansorc.ir.expr import walk
 from ansorc.ir.lower import lower
-from ansorc.ir.peel import peel_candidates, peel_keys
+from ansorc.ir.peel import narrow_lengths, peel_candidates, peel_keys
 from ansorc.ir.state import State, replay
 from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder,
                               Split)
@@ -24,7 +24,7 @@ def no_min(func, buffer: str) -> bool:
 
 def test_a_serial_tile_loop_runs_the_full_tiles_then_the_narrow_copy():
     state = relu(100).apply(Split("b", "i", (16,)))
-    assert peel_candidates(state) == [("b", "i.0", "i.0", 0, 4, 12 / 100)]
+    assert peel_candidates(state) == [("b", "i.0", "i.0", 0, (4,), 12 / 100)]
     f = lower(state)
     assert store_executions(f.body) == 100          # shifted: 7 tiles of 16 = 112
     assert loops(f)["b_i_0"].extent == 6 and loops(f)["b_i_1_tail"].extent == 4
@@ -45,8 +45,8 @@ def test_a_parallel_tile_loop_runs_the_copy_as_its_last_iteration():
 def test_a_register_tile_followed_by_its_copy_out_is_peeled_through_the_split_it_follows():
     # 130 rows in 6-row register tiles (c.local's split, which the copy c follows): the last tile is 4 rows
     _, state = tiled_matmul(130, 32)
-    [(stage, tile, _, src, r, _)] = peel_candidates(state)
-    assert (stage, tile, r) == ("c", "i.0", 4) and isinstance(state.steps[src], Split)
+    [(stage, tile, _, src, lengths, _)] = peel_candidates(state)
+    assert (stage, tile, lengths) == ("c", "i.0", (4,)) and isinstance(state.steps[src], Split)
     f = lower(state)
     copies = stores(f, "c")
     assert no_min(f, "c") and len(copies) >= 2
@@ -151,3 +151,17 @@ def test_a_versioned_reduction_in_the_full_tiles_stays_provably_in_bounds():
     f = lower(state)
     assert "min((out_j_0" not in repr(f.body)   # (ReLU6 has a min of its own)
     check_in_bounds(f)
+
+
+def test_a_multi_level_split_keeps_its_inner_tiles_in_the_copy():
+    # 100 points in 16-point tiles of 8 (lengths (2, 8)) leave 4: the copy is one 8-point inner tile, shifted
+    # inside (4 points recomputed, not 12), not a 4-point one with a changed inner tile
+    assert narrow_lengths((2, 8), 4) == (1, 8) and narrow_lengths((18, 6), 52) == (9, 6)
+    assert narrow_lengths((6,), 1) == (1,)
+    state = relu(100).apply(Split("b", "i", (2, 8)))
+    assert peel_candidates(state) == [("b", "i.0", "i.0", 0, (1, 8), 8 / 100)]
+    f = lower(state)
+    assert store_executions(f.body) == 104
+    check_in_bounds(f)
+    # a last tile the inner tiles already fill gains nothing: not peeled
+    assert not peel_candidates(relu(30).apply(Split("b", "i", (1, 7))))
