@@ -125,11 +125,17 @@ def _vectors_kept(state: State, src: int, r: int) -> bool:
 
 
 def narrow_lengths(lengths: tuple, r: int) -> tuple:
-    """A split's lengths for a last tile of r points: the outermost one cut to what covers r, the inner levels (a
-    register tile inside a cache tile) kept; the copy then recomputes less than one inner tile. GMM 1024's default
-    program: 1024 rows in 108-row blocks of 6-row tiles leave 52; (18, 6) -> (9, 6), 54 rows, not a 52-row tile."""
+    """A split's lengths for a last tile of r points. Where r fills whole inner tiles or more, the outermost length
+    is cut to what covers r and the inner levels (a register tile inside a cache tile) are kept: the copy then
+    recomputes less than one inner tile (GMM 1024's default program: 1024 rows in 108-row blocks of 6-row tiles leave
+    52; (18, 6) -> (9, 6), not a 52-row register tile). Where r fits in one inner tile, the outer level is 1 and the
+    inner ones are cut the same way: (2, 6) with 4 left -> (1, 4)."""
+    if len(lengths) == 1:
+        return (r,)
     inner = math.prod(lengths[1:])
-    return (-(-r // inner),) + tuple(lengths[1:])
+    if r >= inner:
+        return (-(-r // inner),) + tuple(lengths[1:])
+    return (1,) + narrow_lengths(tuple(lengths[1:]), r)
 
 
 def narrowed(state: State, src: int, lengths: tuple) -> State:

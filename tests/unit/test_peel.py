@@ -154,14 +154,17 @@ def test_a_versioned_reduction_in_the_full_tiles_stays_provably_in_bounds():
 
 
 def test_a_multi_level_split_keeps_its_inner_tiles_in_the_copy():
-    # 100 points in 16-point tiles of 8 (lengths (2, 8)) leave 4: the copy is one 8-point inner tile, shifted
-    # inside (4 points recomputed, not 12), not a 4-point one with a changed inner tile
-    assert narrow_lengths((2, 8), 4) == (1, 8) and narrow_lengths((18, 6), 52) == (9, 6)
-    assert narrow_lengths((6,), 1) == (1,)
-    state = relu(100).apply(Split("b", "i", (2, 8)))
-    assert peel_candidates(state) == [("b", "i.0", "i.0", 0, (1, 8), 8 / 100)]
+    assert narrow_lengths((18, 6), 52) == (9, 6) and narrow_lengths((2, 6), 8) == (2, 6)
+    assert narrow_lengths((6,), 1) == (1,) and narrow_lengths((2, 6), 4) == (1, 4)
+    # 100 points in 16-point tiles of 4-point inner tiles (lengths (4, 4)) leave 4: the copy is one inner tile
+    state = relu(100).apply(Split("b", "i", (4, 4)))
+    assert peel_candidates(state) == [("b", "i.0", "i.0", 0, (1, 4), 12 / 100)]
     f = lower(state)
-    assert store_executions(f.body) == 104
+    assert store_executions(f.body) == 100
+    # 107 leave 11: three inner tiles, 1 point recomputed (shifted: 5)
+    state = relu(107).apply(Split("b", "i", (4, 4)))
+    assert peel_candidates(state) == [("b", "i.0", "i.0", 0, (3, 4), 4 / 107)]
+    assert store_executions(lower(state).body) == 108
     check_in_bounds(f)
     # a last tile the inner tiles already fill gains nothing: not peeled
-    assert not peel_candidates(relu(30).apply(Split("b", "i", (1, 7))))
+    assert not peel_candidates(relu(20).apply(Split("b", "i", (2, 6))))   # 8 left: two 6-point inner tiles again
