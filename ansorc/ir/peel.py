@@ -5,13 +5,14 @@ A split of an axis of E points into tiles of f points, E % f = r != 0, leaves a 
 Lowering moves it back inside (relations.axis_values, shift_inward): it recomputes f - r points of the tile
 before, and everything attached inside the tile with them. DIL's 224 stem has 109 output columns (prime) in
 6-column register tiles, 114 computed (4.6%, 5 of 6 columns in the last tile). Here the program is lowered a second
-time with that split's tile r points wide (the Split step that sets it, the stage's own or the one its FollowSplit
-follows, gets lengths (1, ..., 1, r)), and that lowering's last tile takes the place of the shifted one: the loop
-over the tiles runs n - 1 times and the copy follows it; a parallel loop, one carrying the stage's unroll pragma,
-or a fused loop whose innermost part is the tile index (TBG's b@h@i.0) keeps its iterations and runs the copy
-where the tile index is the last. The full tiles' indices and conditions are simplified alike under their narrower
-bound (a test that still read the shifted start would no longer match the index it bounds, for the bounds
-checker). The copy's loop variables and local buffers are renamed.
+time with that split's last tile cut to the r points (the Split step that sets it, the stage's own or the one its
+FollowSplit follows, gets narrow_lengths: inner tiles kept where r fills them, so a register tile does not grow),
+and that lowering's last tile takes the place of the shifted one: the loop over the tiles runs n - 1 times and the
+copy follows it; a parallel loop, one carrying the stage's unroll pragma, or a fused loop whose innermost part is
+the tile index (TBG's b@h@i.0) keeps its iterations and runs the copy where the tile index is the last. The full
+tiles' indices and conditions are simplified alike under their narrower bound (a test that still read the shifted
+start would no longer match the index it bounds, for the bounds checker). The copy's loop variables and local
+buffers are renamed.
 
 Applies to the MAX_PEELS splits that recompute the most, each of a root stage that computes no reduction, on no
 GPU loop, whose tile loop is run serially or in parallel, where every stage whose split follows the changed step
