@@ -168,3 +168,10 @@ def test_a_multi_level_split_keeps_its_inner_tiles_in_the_copy():
     check_in_bounds(f)
     # a last tile the inner tiles already fill gains nothing: not peeled
     assert not peel_candidates(relu(20).apply(Split("b", "i", (2, 6))))   # 8 left: two 6-point inner tiles again
+
+
+def test_a_copy_that_saves_less_than_one_percent_is_not_made():
+    # 512 rows in 6-row tiles: the shifted last tile recomputes 4 rows (0.8%); a 2-row copy costs about as much
+    state = relu(512).apply(Split("b", "i", (6,)))
+    assert not peel_candidates(state)
+    assert peel_candidates(relu(98).apply(Split("b", "i", (6,))))   # 4 of 98
