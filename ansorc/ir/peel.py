@@ -26,13 +26,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .expr import Binary, Compare, Const, Read, Var, substitute, transform, walk
+from .expr import Binary, Compare, Const, Read, Var, substitute, transform
 from .names import fresh_name
 from .passes import map_stmt_exprs
 from .relations import infer_extents
 from .simplify import simplify
 from .state import FuseRel, ScheduleError, SplitRel, State, replay
 from .stmt import THREAD_KINDS, Allocate, For, IfThenElse, Seq, Stmt, Store, seq, walk_stmt
+from .vector import identifiers, stmt_kids, with_kids
 
 ENABLED = True   # off only to measure what peeling gains (bench/programs_ab.py --no-peel)
 MAX_PEELS = 2    # splits peeled per program (each doubles the lowerings)
@@ -74,9 +75,10 @@ def peel_candidates(state: State) -> list:
     return out
 
 
-def peel_keys(state: State) -> list:
+def peel_keys(state: State, candidates: list | None = None) -> list:
     """(stage, outer iterator) of the MAX_PEELS splits recomputing the largest shares, outermost loop first."""
-    best = sorted(peel_candidates(state), key=lambda c: -c[5])[:MAX_PEELS] if ENABLED else []
+    candidates = peel_candidates(state) if candidates is None else candidates
+    best = sorted(candidates, key=lambda c: -c[5])[:MAX_PEELS] if ENABLED else []
     order = {st.name: k for k, st in enumerate(state.stages)}
     return [c[:2] for c in sorted(best, key=lambda c: (order[c[0]], state.stage(c[0]).iter_index(c[2])))]
 
@@ -154,11 +156,14 @@ def lower_peeled(state: State, lower_once, keys: list | None = None) -> tuple:
     """lower_once(state) -> (func, loop_var(stage, iterator) -> its loop variable), with the shifted last tiles of
     the splits `keys` (peel_keys by default) replaced by narrower copies. The outer split's copy is taken from a
     lowering with that split narrowed and the inner ones peeled too: 2^k lowerings for k splits."""
-    keys = peel_keys(state) if keys is None else keys
+    if keys is not None and not keys:
+        return lower_once(state)
+    candidates = peel_candidates(state) if ENABLED else []
+    keys = peel_keys(state, candidates) if keys is None else keys
     if not keys:
         return lower_once(state)
     main = lower_peeled(state, lower_once, keys[1:])
-    cand = next((c for c in peel_candidates(state) if c[:2] == keys[0]), None)
+    cand = next((c for c in candidates if c[:2] == keys[0]), None)
     if cand is None:
         return main
     stage, _, loop_iter, src, lengths, _ = cand
@@ -183,7 +188,7 @@ def _with_copy(main: For, other: For, tiles: int, func) -> Stmt:
         Binary("+", Binary("*", Binary("//", Var(var), Const(n, "int32"), "int32"), Const(m, "int32"), "int32"),
                Const(m - 1, "int32"), "int32")
     tail = map_stmt_exprs(other.body, lambda e, b: simplify(substitute(e, {other.var: at}), b), {})
-    tail = _renamed(tail, _identifiers(func.body) | {b.name for b in func.args})
+    tail = _renamed(tail, identifiers(func))
     # the full tiles' starts need no min(): folded in indices and conditions alike (a condition that still read
     # min() would no longer match the index it bounds)
     full = main.body if per > 1 else \
@@ -200,33 +205,7 @@ def _loop(s: Stmt, var: str):
 
 
 def _replaced(s: Stmt, old: Stmt, new: Stmt) -> Stmt:
-    if s is old:
-        return new
-    if isinstance(s, (For, Allocate)):
-        return replace(s, body=_replaced(s.body, old, new))
-    if isinstance(s, IfThenElse):
-        return replace(s, then=_replaced(s.then, old, new))
-    if isinstance(s, Seq):
-        return seq(*[_replaced(c, old, new) for c in s.stmts])
-    return s
-
-
-def _identifiers(s: Stmt) -> set:
-    out = set()
-    for x in walk_stmt(s):
-        exprs = ()
-        if isinstance(x, For):
-            out.add(x.var)
-        elif isinstance(x, Allocate):
-            out.add(x.buffer.name)
-        elif isinstance(x, Store):
-            out.add(x.buffer)
-            exprs = (*x.indices, x.value)
-        elif isinstance(x, IfThenElse):
-            exprs = (x.cond,)
-        for e in exprs:
-            out |= {n.name for n in walk(e) if isinstance(n, (Var, Read))}
-    return out
+    return new if s is old else with_kids(s, tuple(_replaced(k, old, new) for k in stmt_kids(s)))
 
 
 def _renamed(s: Stmt, taken: set) -> Stmt:
