@@ -130,7 +130,7 @@ class LGBModel(CostModel):
     def _features(task, states, valid) -> list:
         from .features import extract_states
         from .parallel import extract_states_parallel
-        feats = extract_states_parallel(task, states, valid)
+        feats = extract_states_parallel(task, states)
         return feats if feats is not None else extract_states(states, hw=task.hw, valid=valid)
 
     def predict_features(self, feats: list) -> np.ndarray:

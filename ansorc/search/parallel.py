@@ -1,20 +1,29 @@
-"""Feature extraction across processes: lowering a program is pure Python (~10 ms), and one search round
-scores about a thousand of them. On a machine with many cores (the GPU machines have 16) the programs are
-lowered by a pool of forked workers, which inherit the tasks' DAGs at fork and receive only step histories.
-Below MIN_STATES programs, or with fewer than MIN_CPUS cores, extraction stays in this process."""
+"""Feature extraction and rendering across processes. Lowering a program is pure Python (~10 ms) and one search
+round scores about a thousand of them; rendering a candidate's C (lowering with every pass, then codegen) takes
+~100 ms, and a round renders every program it measures. On a machine with several cores both run in a pool of
+forked workers, which inherit the tasks' DAGs at fork and receive only step histories; each result is what this
+process would have computed (the same feature rows, the same source), while this process waits. Below MIN_CPUS
+cores, or for fewer programs than MIN_STATES (features) or MIN_RENDERS (sources), the work stays in this process.
+On the 2-core dev VM the pool takes a 128-trial C2D search from 40 to 28 s of its 91 s (bench/tuning_rate.py with
+ANSORC_SEARCH_WORKERS=0 and 2); ANSORC_SEARCH_WORKERS sets the number of workers (0: none)."""
 from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
-from ..ir.state import replay
+from ..ir.state import ScheduleError, replay
 from ..ir.steps import steps_from_json, steps_to_json
 
-MIN_CPUS = 6
+MIN_CPUS = 2
 MIN_STATES = 64
-_TASKS: dict = {}      # workload key -> (dag, hw, valid): what the forked workers inherit
+MIN_RENDERS = 4
+# what makes a candidate fail to render (recorded as its error); anything else is a bug and propagates
+RENDER_ERRORS = (ScheduleError, ValueError, KeyError, NotImplementedError)
+_TASKS: dict = {}      # task key -> (dag, hw, valid, target): what the forked workers inherit
 _POOL = None
 _POOL_KEYS: frozenset = frozenset()
 
@@ -24,47 +33,91 @@ def workers() -> int:
     if env is not None:
         return max(0, int(env))
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return n - 1 if n >= MIN_CPUS else 0
+    return n if n >= MIN_CPUS else 0
+
+
+def _replayed(dag, steps):
+    try:
+        return replay(dag, steps_from_json(steps))
+    except Exception:  # noqa: BLE001 - a history that no longer replays scores as "no program"
+        return None
 
 
 def _extract_chunk(args) -> list:
     from .features import N_FEATURES, extract_states
     key, chunk = args
-    dag, hw, valid = _TASKS[key]
-    states = []
-    for steps in chunk:
-        try:
-            states.append(replay(dag, steps_from_json(steps)))
-        except Exception:  # noqa: BLE001 - a history that no longer replays scores as "no program"
-            states.append(None)
+    dag, hw, valid, _ = _TASKS[key]
+    states = [_replayed(dag, steps) for steps in chunk]
     feats = iter(extract_states([s for s in states if s is not None], hw=hw, valid=valid))
     return [next(feats) if s is not None else np.zeros((0, N_FEATURES), np.float32) for s in states]
 
 
-def _pool(key):
+def _render_one(args) -> tuple:
+    from ..codegen.pipeline import render
+    key, steps, name = args
+    dag, _, _, target = _TASKS[key]
+    try:
+        return render(dag, replay(dag, steps_from_json(steps)), name, target), None
+    except RENDER_ERRORS as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
+def _key(task) -> str:
+    """The task's key in the pool, registered (with what its workers need) on first use."""
+    key = task.workload_key + "/" + str(task.target)
+    if key not in _TASKS:
+        valid = getattr(getattr(task, "policy", None), "valid", None)
+        _TASKS[key] = (task.dag, task.hw, valid, task.target)
+    return key
+
+
+def _pool(key) -> ProcessPoolExecutor:
     global _POOL, _POOL_KEYS
     if _POOL is None or key not in _POOL_KEYS:
-        if _POOL is not None:
-            _POOL.terminate()
-        _POOL = multiprocessing.get_context("fork").Pool(workers())
+        close_pool()
+        _POOL = ProcessPoolExecutor(workers(), mp_context=multiprocessing.get_context("fork"))
         _POOL_KEYS = frozenset(_TASKS)
     return _POOL
 
 
-def extract_states_parallel(task, states, valid=None) -> list | None:
-    """Features of `states` computed by the worker pool, or None when this machine or batch is too small."""
+def _mapped(key, fn, jobs: list, chunksize: int = 1) -> list | None:
+    """[fn(job)] by the pool, or None if a worker died (killed, out of memory): the caller then works here."""
+    try:
+        return list(_pool(key).map(fn, jobs, chunksize=chunksize))
+    except BrokenProcessPool:
+        close_pool()
+        return None
+
+
+def extract_states_parallel(task, states) -> list | None:
+    """Features of `states` computed by the worker pool, or None (then computed here) when this machine or batch
+    is too small or a worker died."""
     n = workers()
     if n < 2 or len(states) < MIN_STATES:
         return None
-    key = task.workload_key + "/" + str(task.target)
-    if key not in _TASKS:
-        _TASKS[key] = (task.dag, task.hw, valid)
+    key = _key(task)
     size = -(-len(states) // (4 * n))
     chunks = [[steps_to_json(s.steps) for s in states[i:i + size]] for i in range(0, len(states), size)]
-    out = []
-    for part in _pool(key).map(_extract_chunk, [(key, c) for c in chunks]):
-        out += part
-    return out
+    parts = _mapped(key, _extract_chunk, [(key, c) for c in chunks])
+    return None if parts is None else [f for part in parts for f in part]
 
 
-__all__ = ["extract_states_parallel", "workers"]
+def render_states_parallel(task, states, names) -> list | None:
+    """[(Source, None) or (None, the error that kept it from rendering)] per state, in order, rendered by the
+    worker pool (one program a job: their costs vary tenfold); None (then rendered here) when this machine or
+    batch is too small or a worker died."""
+    if workers() < 2 or len(states) < MIN_RENDERS:
+        return None
+    key = _key(task)
+    return _mapped(key, _render_one, [(key, steps_to_json(s.steps), nm) for s, nm in zip(states, names)])
+
+
+def close_pool() -> None:
+    """Stop the worker pool (a later call starts a new one)."""
+    global _POOL, _POOL_KEYS
+    if _POOL is not None:
+        _POOL.shutdown(wait=True, cancel_futures=True)
+    _POOL, _POOL_KEYS = None, frozenset()
+
+
+__all__ = ["extract_states_parallel", "render_states_parallel", "close_pool", "workers", "RENDER_ERRORS"]

@@ -26,6 +26,7 @@ from ..measure.task import MeasureTask
 from .annotate import sample, state_key
 from .cost_model import LGBModel, RandomModel
 from .evolution import SearchParams, search_round
+from .parallel import RENDER_ERRORS, render_states_parallel
 from .sketch import generate_sketches
 from .task import SearchTask
 
@@ -186,13 +187,16 @@ class TaskTuner:
 
     def _render(self, cands: list) -> tuple:
         """(sources, their states, [(state, error)] of those that fail to render)."""
+        names = [f"cand_{self.done + k}" for k in range(len(cands))]
+        rendered = render_states_parallel(self.task, cands, names) or [_rendered(self.task, st, nm)
+                                                                      for st, nm in zip(cands, names)]
         sources, states, failed = [], [], []
-        for k, st in enumerate(cands):
-            try:
-                sources.append(render(self.task.dag, st, f"cand_{self.done + k}", self.task.target))
+        for st, (src, err) in zip(cands, rendered):
+            if src is None:
+                failed.append((st, err))
+            else:
+                sources.append(src)
                 states.append(st)
-            except (ScheduleError, ValueError, KeyError, NotImplementedError) as e:
-                failed.append((st, f"{type(e).__name__}: {e}"))
         return sources, states, failed
 
     def _record(self, states: list, results: list, resources: list = ()) -> list:
@@ -335,6 +339,14 @@ def _transfer(task: SearchTask, logged) -> list:
         except ScheduleError:
             continue
     return out
+
+
+def _rendered(task, state, name: str) -> tuple:
+    """(the state's Source, None), or (None, the error that kept it from rendering)."""
+    try:
+        return render(task.dag, state, name, task.target), None
+    except RENDER_ERRORS as e:
+        return None, f"{type(e).__name__}: {e}"
 
 
 def _failure(msg: str) -> MeasureResult:

@@ -1,0 +1,80 @@
+"""The search's worker pool (search/parallel.py): what it computes is what this process computes, in order."""
+import os
+
+import numpy as np
+import pytest
+
+from ansorc import workloads
+from ansorc.ir.state import ScheduleError
+from ansorc.search import parallel
+from ansorc.search.annotate import sample
+from ansorc.search.features import extract_states
+from ansorc.search.sketch import generate_sketches
+from ansorc.search.task import SearchTask
+from ansorc.search.parallel import _render_one
+from ansorc.search.tuning import _rendered
+
+
+@pytest.fixture
+def two_workers(monkeypatch):
+    monkeypatch.setenv("ANSORC_SEARCH_WORKERS", "2")
+    monkeypatch.setattr(parallel, "MIN_STATES", 6)   # a few programs make the point
+    yield
+    parallel.close_pool()
+
+
+@pytest.fixture(scope="module")
+def programs():
+    task = SearchTask(workloads.WORKLOADS["C2D"][0](1, 9, 9, 16, 16, 3, 1, 1))
+    return task, sample(task, 9, seed=5, sketches=generate_sketches(task))
+
+
+def _die(args):
+    os._exit(3)
+
+
+def test_sources_rendered_by_the_pool_are_the_ones_this_process_renders(two_workers, programs):
+    task, states = programs
+    names = [f"cand_{k}" for k in range(len(states))]
+    pooled = parallel.render_states_parallel(task, states, names)
+    assert pooled is not None and len(pooled) == len(states)
+    for (src, err), st, nm in zip(pooled, states, names):
+        assert err is None
+        assert src.code == _rendered(task, st, nm)[0].code and src.entry == nm
+
+
+def test_features_from_the_pool_are_the_same_rows_in_the_same_order(two_workers, programs):
+    task, states = programs
+    pooled = parallel.extract_states_parallel(task, states)
+    here = extract_states(states, hw=task.hw)
+    assert len(pooled) == len(here)
+    assert all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(pooled, here))
+
+
+def test_a_program_that_cannot_render_comes_back_as_its_error(two_workers, programs, monkeypatch):
+    task, states = programs
+    import ansorc.codegen.pipeline as pipeline
+
+    def refuse(*a, **k):
+        raise ScheduleError("no such loop")
+    monkeypatch.setattr(pipeline, "render", refuse)   # the forked workers inherit the patch
+    out = parallel.render_states_parallel(task, states[:parallel.MIN_RENDERS], ["a", "b", "c", "d"])
+    assert out == [(None, "ScheduleError: no such loop")] * parallel.MIN_RENDERS
+
+
+def test_small_machines_and_batches_stay_in_this_process(monkeypatch, programs):
+    task, states = programs
+    monkeypatch.setenv("ANSORC_SEARCH_WORKERS", "0")
+    assert parallel.render_states_parallel(task, states, [str(k) for k in range(len(states))]) is None
+    monkeypatch.setenv("ANSORC_SEARCH_WORKERS", "2")
+    assert parallel.render_states_parallel(task, states[:parallel.MIN_RENDERS - 1], ["a", "b", "c"]) is None
+    assert parallel.extract_states_parallel(task, states[:5]) is None   # under MIN_STATES (64)
+
+
+def test_a_worker_that_dies_leaves_the_work_to_this_process(two_workers, programs, monkeypatch):
+    task, states = programs
+    monkeypatch.setattr(parallel, "_render_one", _die)
+    assert parallel.render_states_parallel(task, states[:parallel.MIN_RENDERS], ["a", "b", "c", "d"]) is None
+    monkeypatch.setattr(parallel, "_render_one", _render_one)
+    out = parallel.render_states_parallel(task, states[:parallel.MIN_RENDERS], ["a", "b", "c", "d"])
+    assert [src.entry for src, _ in out] == ["a", "b", "c", "d"]   # a new pool
