@@ -4,9 +4,9 @@ round scores about a thousand of them; rendering a candidate's C (lowering with 
 forked workers, which inherit the tasks' DAGs at fork and receive only step histories; each result is what this
 process would have computed (the same feature rows, the same source), while this process waits. Below MIN_CPUS
 cores, or for fewer programs than MIN_STATES (features) or MIN_RENDERS (sources), the work stays in this process.
-On the 2-core dev VM it takes the search of a 128-trial C2D run from 38.5-42.3 s to 27.1-28.7 s (wall 80-94 ->
-75-79 s; `python bench/tuning_rate.py --op C2D --trials 128`, ANSORC_SEARCH_WORKERS=0 and 2 alternating, 4 runs
-each). ANSORC_SEARCH_WORKERS sets the number of workers (0: none)."""
+On the 2-core dev VM it takes the search of a 128-trial C2D run from 38.5-41.1 s to 27.1-28.7 s (wall 80-92 ->
+75-79 s; `python bench/tuning_rate.py --op C2D --trials 128` with ANSORC_SEARCH_WORKERS=0 and 2, alternating: 3
+and 4 runs). ANSORC_SEARCH_WORKERS sets the number of workers (0: none)."""
 from __future__ import annotations
 
 import multiprocessing
