@@ -78,3 +78,13 @@ def test_a_worker_that_dies_leaves_the_work_to_this_process(two_workers, program
     monkeypatch.setattr(parallel, "_render_one", _render_one)
     out = parallel.render_states_parallel(task, states[:parallel.MIN_RENDERS], ["a", "b", "c", "d"])
     assert [src.entry for src, _ in out] == ["a", "b", "c", "d"]   # a new pool
+
+
+def test_cuda_candidates_rendered_by_the_pool_are_the_ones_this_process_renders(two_workers):
+    task = SearchTask(workloads.smallest("GMM"), target="cuda")   # rendering CUDA needs no GPU
+    states = sample(task, 6, seed=2)
+    names = [f"cand_{k}" for k in range(len(states))]
+    pooled = parallel.render_states_parallel(task, states, names)
+    here = [_rendered(task, st, nm) for st, nm in zip(states, names)]
+    assert [(s.code, s.launches) if s else e for s, e in pooled] == [(s.code, s.launches) if s else e for s, e in here]
+    assert any(s is not None for s, _ in pooled)
