@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -30,11 +32,23 @@ _POOL_KEYS: frozenset = frozenset()
 
 
 def workers() -> int:
-    env = os.environ.get("ANSORC_SEARCH_WORKERS")
-    if env is not None:
-        return max(0, int(env))
+    """How many worker processes: ANSORC_SEARCH_WORKERS, else one per core from MIN_CPUS cores; none inside a
+    daemonic process (a multiprocessing.Pool's worker may not start processes of its own)."""
+    if multiprocessing.current_process().daemon:
+        return 0
+    env = os.environ.get("ANSORC_SEARCH_WORKERS", "").strip()
+    if env:
+        if env.isdigit():
+            return int(env)
+        warnings.warn(f"ANSORC_SEARCH_WORKERS={env!r} is not a whole number of worker processes; using the "
+                      "default (one per core)", stacklevel=2)
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return n if n >= MIN_CPUS else 0
+
+
+def _quiet_worker() -> None:
+    """A worker leaves Ctrl-C to the tuner (which stops the pool), instead of printing a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _replayed(dag, steps):
@@ -76,16 +90,18 @@ def _pool(key) -> ProcessPoolExecutor:
     global _POOL, _POOL_KEYS
     if _POOL is None or key not in _POOL_KEYS:
         close_pool()
-        _POOL = ProcessPoolExecutor(workers(), mp_context=multiprocessing.get_context("fork"))
+        _POOL = ProcessPoolExecutor(workers(), mp_context=multiprocessing.get_context("fork"),
+                                    initializer=_quiet_worker)
         _POOL_KEYS = frozenset(_TASKS)
     return _POOL
 
 
 def _mapped(key, fn, jobs: list, chunksize: int = 1) -> list | None:
-    """[fn(job)] by the pool, or None if a worker died (killed, out of memory): the caller then works here."""
+    """[fn(job)] by the pool, or None if a worker died (killed, out of memory) or none could start (a process
+    limit): the caller then works here."""
     try:
         return list(_pool(key).map(fn, jobs, chunksize=chunksize))
-    except BrokenProcessPool:
+    except (BrokenProcessPool, OSError):
         close_pool()
         return None
 

@@ -88,3 +88,28 @@ def test_cuda_candidates_rendered_by_the_pool_are_the_ones_this_process_renders(
     here = [_rendered(task, st, nm) for st, nm in zip(states, names)]
     assert [(s.code, s.launches) if s else e for s, e in pooled] == [(s.code, s.launches) if s else e for s, e in here]
     assert any(s is not None for s, _ in pooled)
+
+
+def test_the_worker_count_comes_from_the_environment_or_the_cores(monkeypatch):
+    monkeypatch.setenv("ANSORC_SEARCH_WORKERS", "3")
+    assert parallel.workers() == 3
+    monkeypatch.setenv("ANSORC_SEARCH_WORKERS", "two")
+    with pytest.warns(UserWarning, match="ANSORC_SEARCH_WORKERS='two'"):
+        n = parallel.workers()
+    cores = len(os.sched_getaffinity(0))
+    assert n == (cores if cores >= parallel.MIN_CPUS else 0)
+
+
+def _workers_in_a_daemon(queue):
+    queue.put(parallel.workers())
+
+
+def test_no_pool_inside_a_daemonic_process(monkeypatch):
+    import multiprocessing
+    monkeypatch.setenv("ANSORC_SEARCH_WORKERS", "2")
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    p = ctx.Process(target=_workers_in_a_daemon, args=(queue,), daemon=True)
+    p.start()
+    assert queue.get(timeout=30) == 0
+    p.join()
