@@ -77,8 +77,9 @@ def _render_one(args) -> tuple:
         return None, f"{type(e).__name__}: {e}"
 
 
-def _key(task) -> str:
-    """The task's key in the pool, registered (with what its workers need) on first use."""
+def register(task) -> str:
+    """The task's key in the pool, registered with what its workers need (a pool forked before a task is
+    registered is started again when that task first uses it)."""
     key = task.workload_key + "/" + str(task.target)
     if key not in _TASKS:
         valid = getattr(getattr(task, "policy", None), "valid", None)
@@ -112,7 +113,7 @@ def extract_states_parallel(task, states) -> list | None:
     n = workers()
     if n < 2 or len(states) < MIN_STATES:
         return None
-    key = _key(task)
+    key = register(task)
     size = -(-len(states) // (4 * n))
     chunks = [[steps_to_json(s.steps) for s in states[i:i + size]] for i in range(0, len(states), size)]
     parts = _mapped(key, _extract_chunk, [(key, c) for c in chunks])
@@ -125,7 +126,7 @@ def render_states_parallel(task, states, names) -> list | None:
     batch is too small or a worker died."""
     if workers() < 2 or len(states) < MIN_RENDERS:
         return None
-    key = _key(task)
+    key = register(task)
     return _mapped(key, _render_one, [(key, steps_to_json(s.steps), nm) for s, nm in zip(states, names)])
 
 
@@ -137,4 +138,4 @@ def close_pool() -> None:
     _POOL, _POOL_KEYS = None, frozenset()
 
 
-__all__ = ["extract_states_parallel", "render_states_parallel", "close_pool", "workers", "RENDER_ERRORS"]
+__all__ = ["extract_states_parallel", "render_states_parallel", "close_pool", "register", "workers", "RENDER_ERRORS"]

@@ -26,7 +26,7 @@ from ..measure.task import MeasureTask
 from .annotate import sample, state_key
 from .cost_model import LGBModel, RandomModel
 from .evolution import SearchParams, search_round
-from .parallel import RENDER_ERRORS, render_states_parallel
+from .parallel import RENDER_ERRORS, register, render_states_parallel
 from .sketch import generate_sketches
 from .task import SearchTask
 
@@ -100,6 +100,7 @@ class TaskTuner:
 
     def __init__(self, task: SearchTask, options: TuneOptions, cost_model, backend, log: RecordLog | None = None):
         self.task, self.options, self.model, self.backend, self.log = task, options, cost_model, backend, log
+        register(task)   # known to the search's worker pool before it forks (tasks tuned together: one fork)
         self.rng = random.Random(options.seed)
         logged = log.load() if log else []
         history = records_for(logged, task.workload_key, task.target)

@@ -113,3 +113,15 @@ def test_no_pool_inside_a_daemonic_process(monkeypatch):
     p.start()
     assert queue.get(timeout=30) == 0
     p.join()
+
+
+def test_tasks_registered_before_the_pool_starts_share_one_fork(two_workers, programs):
+    task, states = programs
+    other = SearchTask(workloads.matmul(16, 16, 16))
+    parallel.register(task)
+    parallel.register(other)
+    parallel.render_states_parallel(task, states[:4], ["a", "b", "c", "d"])
+    pool = parallel._POOL
+    more = sample(other, 4, seed=1)
+    assert [s.entry for s, _ in parallel.render_states_parallel(other, more, ["e", "f", "g", "h"])] == list("efgh")
+    assert parallel._POOL is pool
