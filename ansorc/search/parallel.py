@@ -12,6 +12,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -24,6 +26,7 @@ from ..ir.steps import steps_from_json, steps_to_json
 MIN_CPUS = 2
 MIN_STATES = 64
 MIN_RENDERS = 4
+PARENT_POLL_S = 1.0    # how often a worker checks that the tuner is still there
 # what makes a candidate fail to render (recorded as its error); anything else is a bug and propagates
 RENDER_ERRORS = (ScheduleError, ValueError, KeyError, NotImplementedError)
 _TASKS: dict = {}      # task key -> (dag, hw, valid, target): what the forked workers inherit
@@ -46,9 +49,16 @@ def workers() -> int:
     return n if n >= MIN_CPUS else 0
 
 
-def _quiet_worker() -> None:
-    """A worker leaves Ctrl-C to the tuner (which stops the pool), instead of printing a traceback of its own."""
+def _worker_start(tuner_pid: int) -> None:
+    """A worker leaves Ctrl-C to the tuner (which stops the pool) instead of printing a traceback of its own, and
+    ends when the tuner is gone (killed, crashed): its copies of the pool's pipes would keep it waiting forever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch():
+        while os.getppid() == tuner_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+    threading.Thread(target=watch, name="ansorc-pool-watch", daemon=True).start()
 
 
 def _replayed(dag, steps):
@@ -92,7 +102,7 @@ def _pool(key) -> ProcessPoolExecutor:
     if _POOL is None or key not in _POOL_KEYS:
         close_pool()
         _POOL = ProcessPoolExecutor(workers(), mp_context=multiprocessing.get_context("fork"),
-                                    initializer=_quiet_worker)
+                                    initializer=_worker_start, initargs=(os.getpid(),))
         _POOL_KEYS = frozenset(_TASKS)
     return _POOL
 

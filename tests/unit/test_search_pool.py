@@ -125,3 +125,40 @@ def test_tasks_registered_before_the_pool_starts_share_one_fork(two_workers, pro
     more = sample(other, 4, seed=1)
     assert [s.entry for s, _ in parallel.render_states_parallel(other, more, ["e", "f", "g", "h"])] == list("efgh")
     assert parallel._POOL is pool
+
+
+def test_the_workers_end_when_the_tuner_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = (f"import sys; sys.path.insert(0, {root!r})\n"
+              "from ansorc import workloads\n"
+              "from ansorc.search import parallel\n"
+              "from ansorc.search.annotate import sample\n"
+              "from ansorc.search.task import SearchTask\n"
+              "task = SearchTask(workloads.matmul(16, 16, 16))\n"
+              "parallel.render_states_parallel(task, sample(task, 4, seed=1), list('abcd'))\n"
+              "print(' '.join(str(p) for p in parallel._POOL._processes), flush=True)\n"
+              "import time; time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "ANSORC_SEARCH_WORKERS": "2"})
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 10 * parallel.PARENT_POLL_S + 5
+    alive = pids
+    while alive and time.time() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in pids if _alive(p)]
+    assert not alive, f"pool workers {alive} outlived their tuner"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
