@@ -26,6 +26,7 @@ from ..ir.steps import steps_from_json, steps_to_json
 MIN_CPUS = 2
 MIN_STATES = 64
 MIN_RENDERS = 4
+MAX_TASKS = 256        # tasks the pool knows at once
 PARENT_POLL_S = 1.0    # how often a worker checks that the tuner is still there
 # what makes a candidate fail to render (recorded as its error); anything else is a bug and propagates
 RENDER_ERRORS = (ScheduleError, ValueError, KeyError, NotImplementedError)
@@ -92,6 +93,9 @@ def register(task) -> str:
     registered is started again when that task first uses it)."""
     key = task.workload_key + "/" + str(task.target)
     if key not in _TASKS:
+        if len(_TASKS) >= MAX_TASKS:   # a long-lived process tuning many computations keeps the recent ones
+            close_pool()
+            _TASKS.clear()
         valid = getattr(getattr(task, "policy", None), "valid", None)
         _TASKS[key] = (task.dag, task.hw, valid, task.target)
     return key

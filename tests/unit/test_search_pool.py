@@ -162,3 +162,11 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_the_pool_forgets_old_tasks_past_its_limit(monkeypatch):
+    monkeypatch.setattr(parallel, "MAX_TASKS", 2)
+    monkeypatch.setattr(parallel, "_TASKS", {})
+    tasks = [SearchTask(workloads.matmul(8, 8, n)) for n in (8, 16, 24)]
+    keys = [parallel.register(t) for t in tasks]
+    assert list(parallel._TASKS) == keys[2:]
