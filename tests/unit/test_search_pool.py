@@ -1,5 +1,10 @@
 """The search's worker pool (search/parallel.py): what it computes is what this process computes, in order."""
+import multiprocessing
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -10,8 +15,8 @@ from ansorc.search import parallel
 from ansorc.search.annotate import sample
 from ansorc.search.features import extract_states
 from ansorc.search.sketch import generate_sketches
-from ansorc.search.task import SearchTask
 from ansorc.search.parallel import _render_one
+from ansorc.search.task import SearchTask
 from ansorc.search.tuning import _rendered
 
 
@@ -105,7 +110,6 @@ def _workers_in_a_daemon(queue):
 
 
 def test_no_pool_inside_a_daemonic_process(monkeypatch):
-    import multiprocessing
     monkeypatch.setenv("ANSORC_SEARCH_WORKERS", "2")
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
@@ -127,11 +131,7 @@ def test_tasks_registered_before_the_pool_starts_share_one_fork(two_workers, pro
     assert parallel._POOL is pool
 
 
-def test_the_workers_end_when_the_tuner_is_killed(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
+def test_the_workers_end_when_the_tuner_is_killed():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = (f"import sys; sys.path.insert(0, {root!r})\n"
               "from ansorc import workloads\n"
