@@ -152,17 +152,19 @@ def narrowed(state: State, src: int, lengths: tuple) -> State:
     return replay(state.dag, steps)
 
 
-def lower_peeled(state: State, lower_once, keys: list | None = None) -> tuple:
+def lower_peeled(state: State, lower_once, keys: list | None = None, candidates: list | None = None) -> tuple:
     """lower_once(state) -> (func, loop_var(stage, iterator) -> its loop variable), with the shifted last tiles of
     the splits `keys` (peel_keys by default) replaced by narrower copies. The outer split's copy is taken from a
-    lowering with that split narrowed and the inner ones peeled too: 2^k lowerings for k splits."""
+    lowering with that split narrowed and the inner ones peeled too: 2^k lowerings for k splits. `candidates`:
+    peel_candidates(state), when the caller has them."""
     if keys is not None and not keys:
         return lower_once(state)
-    candidates = peel_candidates(state) if ENABLED else []
+    if candidates is None:
+        candidates = peel_candidates(state) if ENABLED else []
     keys = peel_keys(state, candidates) if keys is None else keys
     if not keys:
         return lower_once(state)
-    main = lower_peeled(state, lower_once, keys[1:])
+    main = lower_peeled(state, lower_once, keys[1:], candidates)
     cand = next((c for c in candidates if c[:2] == keys[0]), None)
     if cand is None:
         return main

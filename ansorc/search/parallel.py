@@ -20,6 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 
+from ..codegen.pipeline import render
 from ..ir.state import ScheduleError, replay
 from ..ir.steps import steps_from_json, steps_to_json
 
@@ -78,14 +79,19 @@ def _extract_chunk(args) -> list:
     return [next(feats) if s is not None else np.zeros((0, N_FEATURES), np.float32) for s in states]
 
 
-def _render_one(args) -> tuple:
-    from ..codegen.pipeline import render
-    key, steps, name = args
-    dag, _, _, target = _TASKS[key]
+def rendered(dag, state, name: str, target) -> tuple:
+    """(the state's Source, None), or (None, the error that kept it from rendering): in a worker or, where the
+    pool is not used, in the tuner."""
     try:
-        return render(dag, replay(dag, steps_from_json(steps)), name, target), None
+        return render(dag, state, name, target), None
     except RENDER_ERRORS as e:
         return None, f"{type(e).__name__}: {e}"
+
+
+def _render_one(args) -> tuple:
+    key, steps, name = args
+    dag, _, _, target = _TASKS[key]
+    return rendered(dag, replay(dag, steps_from_json(steps)), name, target)
 
 
 def register(task) -> str:
@@ -152,4 +158,5 @@ def close_pool() -> None:
     _POOL, _POOL_KEYS = None, frozenset()
 
 
-__all__ = ["extract_states_parallel", "render_states_parallel", "close_pool", "register", "workers", "RENDER_ERRORS"]
+__all__ = ["extract_states_parallel", "render_states_parallel", "close_pool", "register", "rendered", "workers",
+           "RENDER_ERRORS"]

@@ -26,7 +26,7 @@ from ..measure.task import MeasureTask
 from .annotate import sample, state_key
 from .cost_model import LGBModel, RandomModel
 from .evolution import SearchParams, search_round
-from .parallel import RENDER_ERRORS, register, render_states_parallel
+from .parallel import register, render_states_parallel, rendered
 from .sketch import generate_sketches
 from .task import SearchTask
 
@@ -189,10 +189,11 @@ class TaskTuner:
     def _render(self, cands: list) -> tuple:
         """(sources, their states, [(state, error)] of those that fail to render)."""
         names = [f"cand_{self.done + k}" for k in range(len(cands))]
-        rendered = render_states_parallel(self.task, cands, names) or [_rendered(self.task, st, nm)
-                                                                      for st, nm in zip(cands, names)]
+        task = self.task
+        results = render_states_parallel(task, cands, names) or [rendered(task.dag, st, nm, task.target)
+                                                                 for st, nm in zip(cands, names)]
         sources, states, failed = [], [], []
-        for st, (src, err) in zip(cands, rendered):
+        for st, (src, err) in zip(cands, results):
             if src is None:
                 failed.append((st, err))
             else:
@@ -340,14 +341,6 @@ def _transfer(task: SearchTask, logged) -> list:
         except ScheduleError:
             continue
     return out
-
-
-def _rendered(task, state, name: str) -> tuple:
-    """(the state's Source, None), or (None, the error that kept it from rendering)."""
-    try:
-        return render(task.dag, state, name, task.target), None
-    except RENDER_ERRORS as e:
-        return None, f"{type(e).__name__}: {e}"
 
 
 def _failure(msg: str) -> MeasureResult:

@@ -15,9 +15,8 @@ from ansorc.search import parallel
 from ansorc.search.annotate import sample
 from ansorc.search.features import extract_states
 from ansorc.search.sketch import generate_sketches
-from ansorc.search.parallel import _render_one
+from ansorc.search.parallel import _render_one, rendered
 from ansorc.search.task import SearchTask
-from ansorc.search.tuning import _rendered
 
 
 @pytest.fixture
@@ -45,7 +44,7 @@ def test_sources_rendered_by_the_pool_are_the_ones_this_process_renders(two_work
     assert pooled is not None and len(pooled) == len(states)
     for (src, err), st, nm in zip(pooled, states, names):
         assert err is None
-        assert src.code == _rendered(task, st, nm)[0].code and src.entry == nm
+        assert src.code == rendered(task.dag, st, nm, task.target)[0].code and src.entry == nm
 
 
 def test_features_from_the_pool_are_the_same_rows_in_the_same_order(two_workers, programs):
@@ -58,11 +57,10 @@ def test_features_from_the_pool_are_the_same_rows_in_the_same_order(two_workers,
 
 def test_a_program_that_cannot_render_comes_back_as_its_error(two_workers, programs, monkeypatch):
     task, states = programs
-    import ansorc.codegen.pipeline as pipeline
 
     def refuse(*a, **k):
         raise ScheduleError("no such loop")
-    monkeypatch.setattr(pipeline, "render", refuse)   # the forked workers inherit the patch
+    monkeypatch.setattr(parallel, "render", refuse)   # the forked workers inherit the patch
     out = parallel.render_states_parallel(task, states[:parallel.MIN_RENDERS], ["a", "b", "c", "d"])
     assert out == [(None, "ScheduleError: no such loop")] * parallel.MIN_RENDERS
 
@@ -90,7 +88,7 @@ def test_cuda_candidates_rendered_by_the_pool_are_the_ones_this_process_renders(
     states = sample(task, 6, seed=2)
     names = [f"cand_{k}" for k in range(len(states))]
     pooled = parallel.render_states_parallel(task, states, names)
-    here = [_rendered(task, st, nm) for st, nm in zip(states, names)]
+    here = [rendered(task.dag, st, nm, task.target) for st, nm in zip(states, names)]
     assert [(s.code, s.launches) if s else e for s, e in pooled] == [(s.code, s.launches) if s else e for s, e in here]
     assert any(s is not None for s, _ in pooled)
 
