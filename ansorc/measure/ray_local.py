@@ -121,6 +121,8 @@ class LocalCluster:
         """SIGKILL every process of the node (raylet, agents, workers, their measurement processes)."""
         node = self.nodes[name]
         pids = processes_of(node.folder + os.sep)
+        if name == "head":
+            pids += self._client_server()
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -128,6 +130,14 @@ class LocalCluster:
                 pass
         node.killed = True
         return pids
+
+    def _client_server(self) -> list:
+        """The head's Ray Client server: `ray start` leaves it an orphan whose command line names the GCS address
+        but not the node's folder, so processes_of misses it."""
+        if not self.client_port:
+            return []
+        marks = ("ray.util.client.server", f":{self.port} ", f"--port={self.client_port} ")
+        return [pid for pid, (_, cmd) in _processes().items() if all(m in cmd + " " for m in marks)]
 
     def stop(self) -> None:
         for name in [n for n in self.nodes if n != "head"] + ["head"]:

@@ -172,3 +172,21 @@ def test_a_worker_killed_while_batches_overlap_loses_nothing_and_measures_nothin
     assert max(Counter((r.workload_key, r.steps_json) for r in recs).values()) == 1
     assert all(r.ok for r in recs), [r.error_msg[:200] for r in recs if not r.ok]
     assert Target.from_name("native").isa in NATIVE
+
+
+def test_stop_leaves_no_process_of_the_cluster_behind():
+    # the head's Ray Client server outlives `ray start` as an orphan naming no node folder; stop() ends it too
+    c = LocalCluster(python_path=ROOT)
+    try:
+        c.start({NATIVE: 1})
+        marks = [f":{c.port} "] + ([f"--port={c.client_port} "] if c.client_port else [])
+        assert _processes_naming(marks, c.root), "the head started no process"
+    finally:
+        c.stop()
+    assert not _processes_naming(marks, c.root)
+
+
+def _processes_naming(marks, folder):
+    from ansorc.measure.ray_local import _processes
+    return [pid for pid, (_, cmd) in _processes().items()
+            if "pytest" not in cmd and (folder in cmd or any(m in cmd + " " for m in marks))]
