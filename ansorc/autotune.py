@@ -49,11 +49,19 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
 
 
 def _elsewhere(records, dag, target: str) -> str:
-    """Why a log holding the workload serves none of it here: its records were measured on another ISA."""
+    """Why the log serves none of this workload here: its records were measured on another ISA, or they are all of
+    other workloads (a user who changed a shape or the expression sees why the log they tuned does not apply)."""
     keys = {dag.workload_key, dag.with_constants(()).workload_key}
     mine = records_module.for_target(target)
     isas = sorted({r.isa for r in records if r.workload_key in keys and r.target == target and r.ok and not mine(r)})
-    return f" here (its records were measured on a machine with {', '.join(isas)}; tune it on this one)" if isas else ""
+    if isas:
+        return f" here (its records were measured on a machine with {', '.join(isas)}; tune it on this one)"
+    others = {r.workload_key for r in records if r.workload_key not in keys and r.ok}
+    if others and not any(r.workload_key in keys for r in records):
+        return (f" (the log's {len(records)} records are of {len(others)} other workload"
+                f"{'s' if len(others) > 1 else ''}: another shape, expression or set of constant inputs is another "
+                "workload; tune this one first, with trials > 0)")
+    return ""
 
 
 def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, **tune_kwargs):

@@ -245,3 +245,23 @@ def test_a_log_measured_on_another_isa_is_named_when_it_serves_nothing_here(tmp_
                                   isa="avx512")])
     with pytest.raises(NoRecordError, match="measured on a machine with avx512; tune it on this one"):
         apply_best(str(log), dag)
+
+
+def test_a_log_of_other_workloads_says_so_when_it_serves_nothing(tmp_path):
+    from ansorc import te
+    from ansorc.autotune import NoRecordError, apply_best
+    from ansorc.ir.dag import ComputeDAG
+
+    def dag_of(n):
+        a = te.placeholder((n,), name="A")
+        return ComputeDAG([a, te.compute((n,), lambda i: a[i] * 2.0, name="B")])
+    log = tmp_path / "other_shape.jsonl"
+    RecordLog(log).append([Record(dag_of(n).workload_key, "native", steps_key([]), (1e-6,), 0, timestamp=1.0)
+                           for n in (8, 16)])
+    with pytest.raises(NoRecordError, match="2 records are of 2 other workloads: another shape"):
+        apply_best(str(log), dag_of(32))
+    RecordLog(log).append([Record(dag_of(32).workload_key, "native", steps_key([]), (), 1, error_msg="boom",
+                                  timestamp=1.0)])
+    with pytest.raises(NoRecordError) as err:    # its own records all failed: no word of other workloads
+        apply_best(str(log), dag_of(32))
+    assert "other workload" not in str(err.value)
