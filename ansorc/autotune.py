@@ -16,6 +16,9 @@ from .search.tuning import best_logged, default_state
 from .spec import KernelSpec
 
 
+OTHERS_NAMED = 3   # other workloads of a log that an error about it names
+
+
 class NoRecordError(AnsorcError, LookupError):
     """No usable program: the log holds no successful record, or tuning measured none."""
 
@@ -56,12 +59,18 @@ def _elsewhere(records, dag, target: str) -> str:
     isas = sorted({r.isa for r in records if r.workload_key in keys and r.target == target and r.ok and not mine(r)})
     if isas:
         return f" here (its records were measured on a machine with {', '.join(isas)}; tune it on this one)"
-    others = {r.workload_key for r in records if r.workload_key not in keys and r.ok}
-    if others and not any(r.workload_key in keys for r in records):
-        return (f" (the log's {len(records)} records are of {len(others)} other workload"
-                f"{'s' if len(others) > 1 else ''}: another shape, expression or set of constant inputs is another "
-                "workload; tune this one first, with trials > 0)")
-    return ""
+    others: dict = {}   # workload key -> its arguments, where its records name them
+    for r in records:
+        if r.workload_key not in keys and r.ok:
+            others[r.workload_key] = others.get(r.workload_key) or r.signature
+    if not others or any(r.workload_key in keys for r in records):
+        return ""
+    named = [sig for sig in others.values() if sig][:OTHERS_NAMED]
+    which = "another workload" if len(others) == 1 else f"{len(others)} other workloads"
+    if named:
+        which += f" ({'; '.join(named)}{'; ...' if len(others) > len(named) else ''})"
+    return (f" (the log's {len(records)} records are of {which}, this one is {dag.signature}: a different shape, "
+            "expression or set of constant inputs is a different workload; tune this one first, with trials > 0)")
 
 
 def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, **tune_kwargs):

@@ -271,7 +271,8 @@ def cmd_show(args) -> dict:
     for r in records:
         row = rows.setdefault((r.workload_key, r.target), {"workload_key": r.workload_key, "target": r.target,
                                                           "trials": 0, "errors": 0, "best_seconds": math.inf,
-                                                          "flop": r.flop})
+                                                          "flop": r.flop, "signature": ""})
+        row["signature"] = row["signature"] or r.signature
         if r.note == RETIME_NOTE:  # a re-timing of a program already counted
             continue
         row["trials"] += 1
@@ -294,12 +295,13 @@ def _print_human(command: str, result: dict) -> None:
     if command == "show" and "table" in result:
         print(result["table"])
     elif command == "show":
-        print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}")
+        print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}  arguments")
         for r in result["workloads"]:
             ms = f"{r['best_seconds'] * 1e3:.3f}" if r["best_seconds"] else "-"
             gf = gflops_text(r["best_gflops"]) if r["best_gflops"] else "-"
             wk, target = printable(r["workload_key"]), printable(r["target"])  # a log may hold escape sequences
-            print(f"{wk:34} {target:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}")
+            sig = printable(r["signature"]) or "-"   # "-": a log written before records named their arguments
+            print(f"{wk:34} {target:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}  {sig}")
     elif command == "compile":
         print(f"wrote {', '.join(result['files'].values())}")
         if "tasks" in result:

@@ -19,6 +19,9 @@ from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
 
 
+SIGNATURE_CHARS = 200
+
+
 class DagError(AnsorcError, ValueError):
     """The tensors do not form a valid kernel (missing inputs, clashing names)."""
 
@@ -119,6 +122,17 @@ class ComputeDAG:
             key["constants"] = sorted(canon[n] for n in self.constants)
         text = json.dumps(key, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    @cached_property
+    def signature(self) -> str:
+        """The kernel's arguments for people, "A[32,32] B[32,32] -> D[32,32]" (dtype where not float32, "const"
+        on constant inputs), at most SIGNATURE_CHARS: what a log's records say of the workload their key hashes."""
+        def arg(t) -> str:
+            dtype = "" if t.dtype == "float32" else f":{t.dtype}"
+            const = " const" if t.name in self.constants else ""
+            return f"{t.name}[{','.join(str(d) for d in t.shape)}]{dtype}{const}"
+        text = f"{' '.join(arg(t) for t in self.inputs)} -> {' '.join(arg(t) for t in self.outputs)}"
+        return text if len(text) <= SIGNATURE_CHARS else text[:SIGNATURE_CHARS - 3] + "..."
 
     def __repr__(self):
         lines = []

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 RECORD_FORMAT_VERSION = 1
 MAX_RECORD_ERROR_CHARS = 2000  # keep logs small; the full message is in the MeasureResult
+MAX_SIGNATURE_CHARS = 400     # a workload's signature as read back (ComputeDAG.signature writes at most 200)
 FUTURE_SLACK_S = 3600.0        # clock skew tolerated between the machines that share a log
 
 
@@ -67,6 +68,7 @@ class Record:
     # the compiler's resource report of a GPU program: ((kernel, registers, shared bytes, spill bytes), ...)
     resources: tuple = ()
     isa: str = ""                   # target "native": the ISA it resolved to where measured ("" in older logs)
+    signature: str = ""             # the workload's arguments for people (ComputeDAG.signature; "" in older logs)
 
     @property
     def steps(self) -> Any:
@@ -83,11 +85,11 @@ class Record:
 
     @classmethod
     def from_measure(cls, workload_key: str, target: str, steps: Any, result: "MeasureResult",
-                     flop: float | None = None, note: str = "") -> "Record":
+                     flop: float | None = None, note: str = "", signature: str = "") -> "Record":
         return cls(workload_key, str(target), steps_key(steps), tuple(float(c) for c in result.costs),
                    int(result.error_code), result.error_msg[:MAX_RECORD_ERROR_CHARS], float(result.all_cost),
                    float(result.timestamp), bool(result.lower_bound), flop, note,
-                   isa=native_isa() if str(target) == "native" else "")
+                   isa=native_isa() if str(target) == "native" else "", signature=signature)
 
     def to_json(self) -> str:
         """One line of JSON, without the newline."""
@@ -102,6 +104,8 @@ class Record:
             obj["resources"] = [list(r) for r in self.resources]
         if self.isa:
             obj["isa"] = self.isa
+        if self.signature:
+            obj["signature"] = self.signature
         text = json.dumps(obj, separators=(",", ":"))
         # Splice the canonical steps text in as is, so it is never re-encoded differently.
         return text.replace('"steps":null', '"steps":' + self.steps_json, 1)
@@ -119,7 +123,8 @@ class Record:
                            ("error_code", int)):
             if not isinstance(obj.get(name), kind) or isinstance(obj[name], bool):
                 raise ValueError(f"field {name!r} missing or not a {kind.__name__}")
-        for name, kind in (("error_msg", str), ("note", str), ("lower_bound", bool), ("isa", str)):  # optional
+        for name, kind in (("error_msg", str), ("note", str), ("lower_bound", bool), ("isa", str),
+                           ("signature", str)):  # optional
             if not isinstance(obj.get(name, kind()), kind):
                 raise ValueError(f"field {name!r} is not a {kind.__name__}")
         steps_from_json(obj["steps"])  # ScheduleError (a ValueError) on a step of the wrong shape or types
@@ -131,7 +136,8 @@ class Record:
         return cls(obj["workload_key"], obj["target"], steps_key(obj["steps"]), costs, obj["error_code"],
                    obj.get("error_msg", ""), _number(obj.get("all_cost", 0.0), "all_cost"), timestamp,
                    obj.get("lower_bound", False), None if flop is None else _number(flop, "flop"),
-                   obj.get("note", ""), version, _resources(obj.get("resources")), obj.get("isa", ""))
+                   obj.get("note", ""), version, _resources(obj.get("resources")), obj.get("isa", ""),
+                   obj.get("signature", "")[:MAX_SIGNATURE_CHARS])
 
 
 def _number(x, name: str) -> float:

@@ -206,7 +206,8 @@ class TaskTuner:
         build's compiler report (GPU programs), kept in its record."""
         task, r = self.task, self.result
         recs = [Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
-                                    task.dag.flop_count) for st, res in zip(states, results)]
+                                    task.dag.flop_count, signature=task.dag.signature)
+                for st, res in zip(states, results)]
         reports = list(resources) + [()] * len(recs)
         recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, reports)]
         if self.log:
@@ -281,7 +282,7 @@ def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int
         if ok and cs:
             res = MeasureResult(tuple(cs), MeasureErrorNo.NO_ERROR, "", wall + b.build_seconds, session, False, 0)
             rec = Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
-                                      task.dag.flop_count, note=RETIME_NOTE)
+                                      task.dag.flop_count, note=RETIME_NOTE, signature=task.dag.signature)
             out.append((rec.median, st, rec))
     return out
 

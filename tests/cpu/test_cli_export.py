@@ -94,6 +94,8 @@ def test_tune_then_show_then_compile_from_log(tmp_path):
     assert r.returncode == 0
     [row] = json.loads(r.stdout)["workloads"]
     assert row["trials"] == 6 and row["best_gflops"] > 0
+    assert row["signature"] == "X[1,32,32] Y[1,32,32] -> Z[1,32,32]"   # what the key hashes, for people
+    assert row["signature"] in run_cli("show", str(log)).stdout
     r = run_cli("compile", "examples/gmm.te", "-o", str(tmp_path / "o"), "--trials", "0", "--log", str(log),
                 "-D", "N=32", "-D", "M=32", "-D", "K=32")
     assert r.returncode == 0, r.stderr

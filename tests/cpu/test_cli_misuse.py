@@ -127,11 +127,12 @@ def test_misuse_exits_2_with_one_line(argv, fragment, env, tmp_path, capsys, mon
 def test_show_escapes_terminal_control_characters(tmp_path, capsys):
     log = tmp_path / "evil.jsonl"
     rec = {"v": 1, "workload_key": "wk\x1b]0;pwned\x07\x1b[2J", "target": "native\u202e\x9b31m", "steps": [],
-           "costs": [0.001], "error_code": 0, "error_msg": "", "all_cost": 0.1, "timestamp": 1.0, "flop": 1e6}
+           "costs": [0.001], "error_code": 0, "error_msg": "", "all_cost": 0.1, "timestamp": 1.0, "flop": 1e6,
+           "signature": "A[4]\x1b[2J -> B[4]"}
     log.write_text(json.dumps(rec) + "\n")
     assert main(["show", str(log)]) == 0
     out = capsys.readouterr().out
-    assert not any(c in out for c in "\x1b\x07\x9b\u202e")
+    assert not any(c in out for c in "\x1b\x07\x9b\u202e") and "A[4]\\x1b[2J -> B[4]" in out
     assert "wk\\x1b]0;pwned\\x07\\x1b[2J" in out and "native\\u202e\\x9b31m" in out
     assert main(["show", str(log), "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["workloads"][0]
@@ -147,4 +148,4 @@ def test_show_keeps_a_tiny_kernels_gflops_above_zero(tmp_path, capsys):
     assert main(["show", str(log), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["workloads"][0]["best_gflops"] == 0.002844
     assert main(["show", str(log)]) == 0
-    assert " 0.0028\n" in capsys.readouterr().out
+    assert " 0.0028  -\n" in capsys.readouterr().out   # "-": the record names no arguments

@@ -6,9 +6,11 @@ import re
 import time
 import warnings
 from pathlib import Path
+from dataclasses import replace
 
 import pytest
 
+from ansorc import te
 from ansorc.measure.errors import MeasureErrorNo, error_name
 from ansorc.measure.record import (RECORD_FORMAT_VERSION, Record, RecordLog, best, load, measured_steps,
                                    records_for, steps_key)
@@ -29,6 +31,24 @@ def test_round_trip_keeps_every_field():
     assert obj["v"] == RECORD_FORMAT_VERSION and obj["steps"][0] == ["SP", "C", "i", [32, 8]]
     assert obj["lower_bound"] is True and obj["flop"] == 2.0e9
     assert Record.from_json(line) == r
+
+
+def test_a_records_signature_round_trips_and_older_logs_read_without_one():
+    r = replace(rec(), signature="A[4,4] B[4,4] const -> C[4,4]")
+    assert json.loads(r.to_json())["signature"] == r.signature and Record.from_json(r.to_json()) == r
+    assert "signature" not in json.loads(rec().to_json()) and Record.from_json(rec().to_json()).signature == ""
+    with pytest.raises(ValueError, match="signature"):
+        Record.from_json(r.to_json().replace('"A[4,4] B[4,4] const -> C[4,4]"', "7"))
+
+
+def test_a_dags_signature_names_its_arguments_briefly():
+    from ansorc.ir.dag import SIGNATURE_CHARS, ComputeDAG
+    a, w = te.placeholder((2, 3), name="A"), te.placeholder((3,), name="W", dtype="float64")
+    b = te.compute((2, 3), lambda i, j: a[i, j] * 2.0, name="B")
+    assert ComputeDAG([a, w, b], constants=[w]).signature == "A[2,3] W[3]:float64 const -> B[2,3]"
+    many = [te.placeholder((7,) * 4, name=f"input_{k}") for k in range(20)]
+    long = ComputeDAG([*many, te.compute((7,), lambda i: many[0][i, 0, 0, 0], name="out")]).signature
+    assert len(long) == SIGNATURE_CHARS and long.endswith("...")
 
 
 def test_steps_are_data_and_canonical():
@@ -258,7 +278,13 @@ def test_a_log_of_other_workloads_says_so_when_it_serves_nothing(tmp_path):
     log = tmp_path / "other_shape.jsonl"
     RecordLog(log).append([Record(dag_of(n).workload_key, "native", steps_key([]), (1e-6,), 0, timestamp=1.0)
                            for n in (8, 16)])
-    with pytest.raises(NoRecordError, match="2 records are of 2 other workloads: another shape"):
+    with pytest.raises(NoRecordError, match="2 records are of 2 other workloads, this one is A.32. -> B.32.: a "
+                       "different shape"):    # records of older logs name no arguments
+        apply_best(str(log), dag_of(32))
+    RecordLog(log).append([Record(dag_of(4).workload_key, "native", steps_key([]), (1e-6,), 0, timestamp=1.0,
+                                  signature=dag_of(4).signature)])
+    named = r"3 records are of 3 other workloads \(A\[4\] -> B\[4\]; \.\.\.\), this one"
+    with pytest.raises(NoRecordError, match=named):
         apply_best(str(log), dag_of(32))
     RecordLog(log).append([Record(dag_of(32).workload_key, "native", steps_key([]), (), 1, error_msg="boom",
                                   timestamp=1.0)])
