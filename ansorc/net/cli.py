@@ -71,14 +71,24 @@ def tune_model(args) -> dict:
             backend.close()
     est = run.estimated_latency
     best = [r.best_gflops for r in run.result.results]
-    plot = None
-    if run.result.curve:   # estimated latency against trials, next to the log
-        from .tune import curve_png
-        plot = curve_png({run.net.name: run.result.curve}, str(Path(args.log).with_suffix(".latency.png")),
-                         title=f"{run.net.name}: estimated end-to-end latency while tuning")
+    plot = _latency_plot(run, args.log)
     return {"log": args.log, "trials": sum(r.trials for r in run.result.results),
             "best_gflops": significant(max(best)) if best else 0.0, "tasks": len(run.tasks),
             "estimated_latency_ms": round(est * 1e3, 4) if est < 1e9 else None, "plot": plot}
+
+
+def _latency_plot(run, log: str) -> str | None:
+    """The estimated latency against trials, as a PNG next to the log; None without matplotlib (an optional
+    dependency: the dev extra brings it) or without a curve."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return None
+    if not run.result.curve:
+        return None
+    from .tune import curve_png
+    return curve_png({run.net.name: run.result.curve}, str(Path(log).with_suffix(".latency.png")),
+                     title=f"{run.net.name}: estimated end-to-end latency while tuning")
 
 
 def show_model(args) -> dict:

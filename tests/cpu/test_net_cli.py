@@ -1,5 +1,6 @@
 """The command line on ONNX models: show, compile (untuned and from a log), tune; bad models exit 2 in one line."""
 import json
+import sys
 
 import numpy as np
 import onnx
@@ -59,6 +60,16 @@ def test_tune_then_compile_from_the_log(tmp_path, capsys):
     assert code == 0, err
     res = json.loads(out)
     assert res["tuned_tasks"] == res["tasks"]
+
+
+def test_tune_without_matplotlib_logs_and_skips_the_chart(tmp_path, capsys, monkeypatch):
+    # matplotlib is optional (the dev extra): `pip install ansorc` users tuning a model crashed after the tuning
+    monkeypatch.setitem(sys.modules, "matplotlib", None)    # `import matplotlib` now raises ImportError
+    model, log = tiny_cnn(tmp_path / "m.onnx"), str(tmp_path / "m.jsonl")
+    code, out, err = run(capsys, "tune", model, "--trials", "4", "--log", log, "--quiet", "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["trials"] == 4 and res["plot"] is None and not (tmp_path / "m.latency.png").exists()
 
 
 @pytest.mark.parametrize("case", ["malformed", "unsupported", "dynamic", "missing", "bad_shape_arg"])
