@@ -80,11 +80,11 @@ def tune_model(args) -> dict:
 def _latency_plot(run, log: str) -> str | None:
     """The estimated latency against trials, as a PNG next to the log; None without matplotlib (an optional
     dependency: the dev extra brings it) or without a curve."""
+    if not run.result.curve:
+        return None
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return None
-    if not run.result.curve:
         return None
     from .tune import curve_png
     return curve_png({run.net.name: run.result.curve}, str(Path(log).with_suffix(".latency.png")),

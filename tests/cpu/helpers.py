@@ -50,3 +50,17 @@ def check_in_worker(dag, progs, sources, flags, what, timeout=60, cc="gcc"):
     for prog, res, m in zip(progs, results, measured):
         assert res.ok, f"{what}: build failed for\n{prog}\n{res.error_msg[:2000]}"
         assert m.ok, f"{what}: {error_name(m.error_code)} for program\n{prog}\n{m.error_msg[:1500]}"
+
+
+def check_sanitized(dag, source, inputs: dict, reference: dict, what: str) -> None:
+    """Build `source` with -fsanitize=address,undefined and run it on `inputs`: no report, outputs equal to
+    `reference` (skips where the sanitizers are missing). `what` names the program in a failure."""
+    import pytest
+    from ansorc.measure.sanitize import SanitizerUnavailable, run_sanitized
+    try:
+        run = run_sanitized(source, [inputs[t.name] for t in dag.inputs])
+    except SanitizerUnavailable as e:
+        pytest.skip(str(e))
+    assert run.report == "", f"{what}\n{run.report}"
+    for t, got in zip(dag.outputs, run.outputs):
+        np.testing.assert_allclose(got, reference[t.name], rtol=1e-4, atol=1e-4, err_msg=what)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import shutil
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,10 +16,10 @@ from ansorc.api import generate_source
 from ansorc.ir.bounds import BoundsError
 from ansorc.ir.evaluate import evaluate, random_inputs
 from ansorc.ir.state import ScheduleError
-from ansorc.measure.sanitize import SanitizerUnavailable, run_sanitized
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 from tests.cpu.fuzz_programs import Chooser, random_program
+from tests.cpu.helpers import check_sanitized
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 HW = HardwareParams(num_cores=2)
@@ -49,13 +48,7 @@ def check_program(tensors, seed: int, n_programs: int = 1) -> int:
             src = generate_source(dag, state, f"fz{seed}")
         except (ScheduleError, ValueError):
             continue
-        try:
-            run = run_sanitized(src, [x[t.name] for t in dag.inputs])
-        except SanitizerUnavailable as e:
-            pytest.skip(str(e))
-        assert run.report == "", f"{dag}\nschedule: {state.steps if state else None}\n{run.report}"
-        for t, got in zip(dag.outputs, run.outputs):
-            np.testing.assert_allclose(got, ref[t.name], rtol=1e-4, atol=1e-4, err_msg=f"{dag}")
+        check_sanitized(dag, src, x, ref, f"{dag}\nschedule: {state.steps if state else None}")
         clean += 1
     return clean
 

@@ -4,7 +4,6 @@ tuned programs of the table's rows where the peel applies (DIL 224 stem's 109 co
 their tile loops serial or parallel. Built and run in the measurement worker, as tuning does."""
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import ansorc
@@ -15,13 +14,12 @@ from ansorc.ir.peel import peel_keys
 from ansorc.ir.state import replay
 from ansorc.ir.steps import Annotate, steps_from_json
 from ansorc.measure.record import best, load
-from ansorc.measure.sanitize import SanitizerUnavailable, run_sanitized
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 
 from tests.unit.test_peel import depthwise_relu6
 from tests.unit.test_shift_inward import tiled_matmul
-from .helpers import check_in_worker
+from .helpers import check_in_worker, check_sanitized
 
 LOGS = Path(__file__).resolve().parents[2] / "bench" / "results" / "suite_zen3" / "t300_s36"
 FLAGS = ("-O1", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c99")
@@ -91,10 +89,4 @@ def test_random_programs_that_peel_run_clean_under_asan_and_ubsan(name):
     for k, p in enumerate(progs):
         src = generate_source(dag, p, f"asan_peel_{name.lower()}_{k}")
         assert "_tail" in src.code
-        try:
-            run = run_sanitized(src, [x[t.name] for t in dag.inputs])
-        except SanitizerUnavailable as e:
-            pytest.skip(str(e))
-        assert run.report == "", f"{name} program {k}: {p.steps}\n{run.report}"
-        for t, got in zip(dag.outputs, run.outputs):
-            np.testing.assert_allclose(got, ref[t.name], rtol=1e-4, atol=1e-4, err_msg=f"{name} program {k}")
+        check_sanitized(dag, src, x, ref, f"{name} program {k}: {p.steps}")
