@@ -92,11 +92,20 @@ def peak_call(isa: str = "native", threads: int | None = None, chains: int = 12,
         raise RuntimeError(res.error_msg)
     fn = ctypes.CDLL(res.lib_path).ansorc_peak
     fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_int64, ctypes.c_int]
-    iters = 1000
-    while fn(iters, threads) < seconds / 4:   # calibrate: each call runs about `seconds`
-        iters *= 2
-    iters = max(1, int(iters * seconds / max(fn(iters, threads), 1e-9)))
+    iters = calibrated_iters(lambda n: fn(n, threads), seconds)
     return (lambda: fn(iters, threads)), 2.0 * lanes * chains * iters * threads
+
+
+def calibrated_iters(seconds_of, seconds: float, start: int = 1000, tries: int = 3) -> int:
+    """Iterations for one call of `seconds_of(iters)` to last about `seconds`. Each reading is the fastest of
+    `tries` calls: on a loaded machine one call can stall for a scheduler slice (CI saw a 2 ms loop calibrated to
+    83 iterations, 4 ms of OpenMP wake-up and 1 us of FMAs), and a single stalled reading must not shrink the loop.
+    Never fewer iterations than the doubling reached, so the loop outweighs a parallel region's start."""
+    fastest = lambda n: max(min(seconds_of(n) for _ in range(tries)), 1e-9)  # noqa: E731
+    iters = start
+    while fastest(iters) < seconds / 4:
+        iters *= 2
+    return max(iters, int(iters * seconds / fastest(iters)))
 
 
 def measure_peak(isa: str = "native", threads: int | None = None, chains: int = 12, repeats: int = 7,
