@@ -329,3 +329,15 @@ def test_exp_variants_old_exp_and_three_pass_softmax_compute_the_same():
         out = ansorc.empty((8, 64))
         k(ansorc.array(a), out)
         np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("table", ["t300", "t64"])
+def test_each_committed_table_s_log_set_holds_its_trials(tmp_path, table, capsys):
+    logs = _load("suite_logs")
+    assert logs.main([table, str(tmp_path)]) == 0
+    assert len(list(tmp_path.glob("*.jsonl.gz"))) == 52 and "52 of 52 rows" in capsys.readouterr().out
+    # a row whose log is gone is named, and the set does not pass
+    (tmp_path / "gmm_2.jsonl.gz").unlink()
+    (tmp_path / "gmm_2.jsonl").unlink()
+    bad = logs.mismatches(json.loads((logs.ZEN3 / logs.LAYERS[table][1] / "suite.json").read_text()), tmp_path)
+    assert bad == [f"GMM (1, 512, 512, 512): table {564 if table == 't300' else 64} trials, log None"]
