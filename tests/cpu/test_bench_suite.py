@@ -160,10 +160,9 @@ def test_time_row_times_the_peak_loop_alongside_when_asked(monkeypatch):
     monkeypatch.setattr(timing, "tuned_row", default_program)
     got = timing.time_row("GMM", 0, None, rounds=2, min_time=0.005, placements=1, peak=True)
     assert timing.PEAK in got["med"] and "ours" in got["med"] and got["med"][timing.PEAK] > 0
-    # at least the calibration's floor of 1000 iterations of 12 vector FMAs (2 FLOPs a lane) on every thread; no
-    # rate is asserted: under a loaded CI machine each OpenMP call of the loop can stall for milliseconds
-    lanes_threads = got["peak_flops"] / (2 * 12 * 1000)
-    assert lanes_threads >= 8 and got["peak_flops"] % (2 * 12) == 0
+    # at least the calibration's floor, 1000 iterations of 12 FMAs (2 FLOPs a lane); no rate is asserted: on a
+    # loaded CI machine each OpenMP call of the loop can stall for milliseconds
+    assert got["peak_flops"] >= 1000 * 12 * 2
     assert timing.PEAK not in timing.time_row("GMM", 0, None, rounds=1, min_time=0.005, placements=1)["med"]
 
 
