@@ -31,15 +31,19 @@ LAYERS = {
 
 def assemble(layers: list, out: Path) -> dict:
     """Copy every layer's logs into out, later layers over earlier ones; {log name: the folder it came from}."""
-    out.mkdir(parents=True, exist_ok=True)
     source = {}
     for layer in layers:
         for log in sorted((ZEN3 / layer).glob("*.jsonl.gz")):
             source[log.name] = layer
+    # an unpacked working copy would be read instead of the gathered log (peers.working_log), and it may hold
+    # someone's own tuning: refuse rather than overwrite or delete it
+    held = sorted(n[:-len(".gz")] for n in source if (out / n[:-len(".gz")]).exists())
+    if held:
+        raise SystemExit(f"suite_logs: {out} already holds {', '.join(held[:3])}{' ...' if len(held) > 3 else ''}: "
+                         "gather into a new folder")
+    out.mkdir(parents=True, exist_ok=True)
     for name, layer in source.items():
         shutil.copyfile(ZEN3 / layer / name, out / name)
-        stale = out / name[:-len(".gz")]     # an unpacked working copy would be read instead (peers.working_log)
-        stale.unlink(missing_ok=True)
     return source
 
 

@@ -340,3 +340,8 @@ def test_each_committed_table_s_log_set_holds_its_trials(tmp_path, table, capsys
     (tmp_path / "gmm_2.jsonl").unlink()
     bad = logs.mismatches(json.loads((logs.ZEN3 / logs.LAYERS[table][1] / "suite.json").read_text()), tmp_path)
     assert bad == [f"GMM (1, 512, 512, 512): table {564 if table == 't300' else 64} trials, log None"]
+    # a folder holding working copies (someone's own tuning, perhaps) is left as it is
+    before = (tmp_path / "gmm_3.jsonl").read_bytes()
+    with pytest.raises(SystemExit, match="already holds c1d_0.jsonl, .* ...: gather into a new folder"):
+        logs.main([table, str(tmp_path)])
+    assert (tmp_path / "gmm_3.jsonl").read_bytes() == before and not (tmp_path / "gmm_2.jsonl.gz").exists()
