@@ -102,10 +102,11 @@ def calibrated_iters(seconds_of, seconds: float, start: int = 1000, tries: int =
     83 iterations, 4 ms of OpenMP wake-up and 1 us of FMAs), and a single stalled reading must not shrink the loop.
     Never fewer iterations than the doubling reached, so the loop outweighs a parallel region's start."""
     fastest = lambda n: max(min(seconds_of(n) for _ in range(tries)), 1e-9)  # noqa: E731
-    iters = start
-    while fastest(iters) < seconds / 4:
+    iters, took = start, fastest(start)
+    while took < seconds / 4:
         iters *= 2
-    return max(iters, int(iters * seconds / fastest(iters)))
+        took = fastest(iters)
+    return max(iters, int(iters * seconds / took))
 
 
 def measure_peak(isa: str = "native", threads: int | None = None, chains: int = 12, repeats: int = 7,

@@ -20,6 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from peers import working_log  # noqa: E402
+from suite import row_trials  # noqa: E402
+from suite_timing import row_dag  # noqa: E402
+
 ZEN3 = Path(__file__).resolve().parent / "results" / "suite_zen3"
 # folders of logs, earliest first (a later folder's <op>_<idx>.jsonl.gz replaces an earlier one), and the table
 LAYERS = {
@@ -49,9 +53,6 @@ def assemble(layers: list, out: Path) -> dict:
 
 def mismatches(table: list, out: Path) -> list:
     """Rows of the table whose assembled log does not hold the table's count of measured programs."""
-    from peers import working_log
-    from suite import row_trials
-    from suite_timing import row_dag
     bad = []
     for row in table:
         log = working_log(out, f"{row['op'].lower()}_{row['idx']}")
