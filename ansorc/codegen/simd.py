@@ -185,6 +185,11 @@ def _exp_helper(cls: str) -> tuple:
     return name, body
 
 
+def _x4(a: str, b: str, imm: int) -> str:
+    """The 128-bit lanes of two __m512 picked by imm (0x88: the even ones, 0xDD: the odd; a's two, then b's)."""
+    return f"_mm512_shuffle_f32x4({a}, {b}, {imm:#04X})".replace("0X", "0x")
+
+
 # register class -> the C that transposes rows r0..r{n-1} into columns c0..c{n-1} (float32; ir/transpose.py)
 _TRANSPOSES = {
     "__m128": "_MM_TRANSPOSE4_PS(r0, r1, r2, r3); __m128 c0 = r0, c1 = r1, c2 = r2, c3 = r3;",
@@ -195,6 +200,15 @@ _TRANSPOSES = {
          for k, a in ((0, 0), (2, 1), (4, 4), (6, 5))] +
         [f"__m256 c{k} = _mm256_permute2f128_ps(u{k % 4}, u{k % 4 + 4}, {'0x20' if k < 4 else '0x31'});"
          for k in range(8)]),
+    "__m512": " ".join(   # 4x4 blocks within each 128-bit lane, then the lanes gathered by two 128-bit shuffles
+        [f"__m512 t{k} = _mm512_unpacklo_ps(r{k}, r{k + 1}), t{k + 1} = _mm512_unpackhi_ps(r{k}, r{k + 1});"
+         for k in range(0, 16, 2)] +
+        [f"__m512 u{k + m} = _mm512_shuffle_ps(t{k + m // 2}, t{k + m // 2 + 2}, {'0x44' if m % 2 == 0 else '0xEE'});"
+         for k in range(0, 16, 4) for m in range(4)] +
+        [f"__m512 a{m} = {_x4(f'u{m}', f'u{m + 4}', 0x88)}, b{m} = {_x4(f'u{m}', f'u{m + 4}', 0xDD)}, "
+         f"e{m} = {_x4(f'u{m + 8}', f'u{m + 12}', 0x88)}, f{m} = {_x4(f'u{m + 8}', f'u{m + 12}', 0xDD)}; "
+         f"__m512 c{m} = {_x4(f'a{m}', f'e{m}', 0x88)}, c{m + 8} = {_x4(f'a{m}', f'e{m}', 0xDD)}, "
+         f"c{m + 4} = {_x4(f'b{m}', f'f{m}', 0x88)}, c{m + 12} = {_x4(f'b{m}', f'f{m}', 0xDD)};" for m in range(4)]),
     "float32x4_t": ("float32x4x2_t a = vtrnq_f32(r0, r1), b = vtrnq_f32(r2, r3); "
                     "float32x4_t c0 = vcombine_f32(vget_low_f32(a.val[0]), vget_low_f32(b.val[0])), "
                     "c1 = vcombine_f32(vget_low_f32(a.val[1]), vget_low_f32(b.val[1])), "

@@ -91,8 +91,11 @@ def _fused_producer(state: State, p: str, target: str, row: str, hw: HardwarePar
         if len(op.axes) != 1 or len(op.reduce_axes) != 1:
             return None
         red = op.reduce_axes[0]
-        piece = next((v * lanes for v in (ROW_ACCUMULATORS, 2, 1) if red.extent % (v * lanes) == 0), None)
-        if piece is None or red.extent < 2 * piece:
+        # the most accumulators that still leave two steps of the row: a row of 4 vectors takes 2 x 2, not a
+        # scalar loop (AVX-512's 16 lanes make 64-wide rows that short)
+        piece = next((v * lanes for v in (ROW_ACCUMULATORS, 2, 1)
+                      if red.extent % (v * lanes) == 0 and red.extent >= 2 * v * lanes), None)
+        if piece is None:
             return state.apply(ComputeAt(p, target, row))
         state = state.apply(Split(p, red.name, (piece,)))
         state = state.apply(Rfactor(p, f"{red.name}.1", 1))

@@ -185,7 +185,7 @@ def test_a_default_program_whose_tiles_overlap_the_rows_end_gives_each_thread_on
     # GRP 56x56x64 stride 2: 28 output columns in 6-column windows (the last overlaps the one before), a skip guard
     # on the parallel loop (the top padding row): round-robin would have two threads write the overlap
     dag = ComputeDAG(workloads.make("GRP", 0))
-    state = default_cpu_schedule(dag)
+    state = default_cpu_schedule(dag, "avx2")   # AVX-512's and NEON's tiles of this row do not overlap
     assert any(type(s).__name__ == "Pragma" and s.key == "parallel_ranges" for s in state.steps)
     code = render(dag, state, target="avx2").code
     assert "schedule(static, 1)" not in code and "ansorc_min_i32" in code
