@@ -62,12 +62,15 @@ def native_march(cc: str) -> str | None:
 
 def portable_flags(target: str) -> tuple:
     """Compiler flags a library built on one node needs to run on another. "native" means the driver's CPU
-    model, named (-march=native on a builder node would mean that node's CPU); else the ISA's own flags."""
+    model, named (-march=native on a builder node would mean that node's CPU), plus the flags of the ISA the
+    source was rendered for: a compiler older than the CPU names the nearest model it knows, which may lack that
+    ISA (gcc 12.2 on a Zen 4 says znver3, without AVX-512); else the ISA's own flags."""
     tgt = Target.from_name(target)
     if tgt.name != "native":
         return tgt.flags
+    isa_flags = Target.from_name(tgt.isa).isa_flags
     march = native_march(tgt.cc)
-    return library_flags((f"-march={march}", f"-mtune={march}")) if march else Target.from_name(tgt.isa).flags
+    return library_flags((f"-march={march}", f"-mtune={march}", *isa_flags) if march else isa_flags)
 
 
 def build_for_cluster(source: Source, flags: tuple, cc: str, timeout: float) -> tuple:

@@ -13,6 +13,7 @@ from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.ray_nodes import EMULATED_NOTE, Item, NodeRunner, build_for_cluster, portable_flags
 from ansorc.measure.runner import RunnerConfig
 from ansorc.measure.task import MeasureTask
+from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.task import SearchTask
 
 
@@ -46,6 +47,20 @@ def test_library_built_elsewhere_is_measured_and_checked(tmp_path, monkeypatch):
         assert wrong.error_code == MeasureErrorNo.WRONG_ANSWER
     finally:
         runner.close()
+
+
+@pytest.mark.skipif(Target.from_name("native").isa not in ("avx2", "avx512"), reason="needs an x86 vector ISA")
+def test_a_native_source_builds_for_the_cluster_when_the_compiler_names_an_older_cpu(tmp_path, monkeypatch):
+    """The driver's source has the widest ISA's intrinsics; a compiler naming a CPU model without that ISA (gcc
+    12.2 calls a Zen 4 znver3) must still build it: the ISA's flags travel with the model's."""
+    import ansorc.measure.ray_nodes as nodes
+    monkeypatch.setattr(nodes, "native_march", lambda cc: "x86-64")    # a model with neither AVX2 nor AVX-512
+    monkeypatch.setenv("ANSORC_CACHE_DIR", str(tmp_path))
+    tensors = workloads.matmul(64, 64, 64)
+    source = generate_source(tensors, default_cpu_schedule(SearchTask(tensors, "native").dag), "mm")
+    assert "_mm" in source.code                                         # vector intrinsics of the native ISA
+    res, digest, data = build_for_cluster(source, portable_flags("native"), Target.from_name("native").cc, 60.0)
+    assert res.ok and digest and data, res.error_msg[:600]
 
 
 @pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")),
