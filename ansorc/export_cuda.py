@@ -7,13 +7,14 @@ that launches the kernels on `stream` (NULL: the default stream) and returns wit
 file is written under a temporary name and renamed into place."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from .codegen.c import C_TYPE
 from .codegen.header import comment_safe, shape_macros
 from .codegen.source import Source
 from .export import write_atomically
-from .measure.nvcc import build_cuda_library
+from .measure.nvcc import build_cuda_library, cuda_library_command
 
 
 def cuda_header(source: Source, build_line: str, description: str = "") -> str:
@@ -36,7 +37,8 @@ def export_cuda(source: Source, out_dir, arch: str = "sm_90", description: str =
     out.mkdir(parents=True, exist_ok=True)
     lib = build_cuda_library(source, out, arch)
     header = out / f"{source.entry}.h"
-    text = cuda_header(source, f"nvcc -shared -Xcompiler -fPIC -O3 -arch={arch} {source.entry}.cu", description)
+    build_line = shlex.join(cuda_library_command("nvcc", arch, f"{source.entry}.cu", f"lib{source.entry}.so"))
+    text = cuda_header(source, build_line, description)
     write_atomically(header, text.encode("utf-8"))
     return {"library": lib, "header": header, "source": out / f"{source.entry}.cu"}
 

@@ -236,6 +236,11 @@ def with_limit_check(result: CudaBuildResult, limits: dict) -> CudaBuildResult:
                            result.warning, result.arch)
 
 
+def cuda_library_command(nvcc: str, arch: str, source: str, library: str) -> list:
+    """The nvcc command that builds `library` from `source`: what export runs, and what its header says it ran."""
+    return [nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", f"-arch={arch}", "-o", library, source]
+
+
 def build_cuda_library(source: Source, out_dir: str | os.PathLike, arch: str = "sm_90",
                        timeout: float = 300.0, nvcc: str | None = None) -> Path:
     """lib<entry>.so from a CUDA source whose host launcher has a plain extern "C" entry. nvcc links the CUDA
@@ -246,7 +251,7 @@ def build_cuda_library(source: Source, out_dir: str | os.PathLike, arch: str = "
     src, lib = out / f"{source.entry}.cu", out / f"lib{source.entry}.so"
     _write_atomically(src, source.code)
     tmp = lib.with_name(f"{lib.name}.tmp.{os.getpid()}")
-    cmd = [nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", f"-arch={arch}", "-o", str(tmp), str(src)]
+    cmd = cuda_library_command(nvcc, arch, str(src), str(tmp))
     code, output = _run_compiler(cmd, timeout)
     if code != 0:
         tmp.unlink(missing_ok=True)

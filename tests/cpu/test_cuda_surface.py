@@ -1,7 +1,9 @@
 """The CUDA user surface without a GPU: compile(target="cuda") builds a CudaKernel (its call says a GPU is
 needed), `ansorc compile --target cuda` writes lib<name>.so, <name>.h and <name>.cu, the C embedding example
 compiles and links against them, and tuning for CUDA without a GPU is one clear error line (exit 1)."""
+import ctypes
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -56,6 +58,24 @@ def test_cli_exports_a_cuda_library_that_a_c_program_links(tmp_path):
                          f"-Wl,-rpath,{out}", "-lm", "-o", str(app)], capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
     assert os.access(app, os.X_OK)
+
+
+@needs_nvcc
+def test_the_cuda_headers_build_command_rebuilds_the_library_in_an_empty_folder(tmp_path):
+    """The header's "built with" line is the command to rebuild lib<name>.so from <name>.cu (it named no output,
+    so nvcc wrote a.out)."""
+    out, empty = tmp_path / "out", tmp_path / "empty"
+    r = _ansorc("compile", "examples/matmul_relu.te", "--target", "cuda", "--arch", "sm_80", "-o", str(out),
+                "-D", "N=64", "-D", "M=32", "-D", "K=16", "--trials", "0", "--quiet")
+    assert r.returncode == 0, r.stderr
+    [line] = [x for x in (out / "matmul_relu.h").read_text().splitlines() if "built with:" in x]
+    command = line.split("built with:", 1)[1].removesuffix("*/").strip()
+    empty.mkdir()
+    shutil.copy(out / "matmul_relu.cu", empty)
+    subprocess.run(shlex.split(command), cwd=empty, check=True, capture_output=True, timeout=600)
+    assert sorted(p.name for p in empty.iterdir()) == ["libmatmul_relu.so", "matmul_relu.cu"]
+    lib = ctypes.CDLL(str(empty / "libmatmul_relu.so"))   # the runtime is static: loads without a GPU
+    assert lib.matmul_relu is not None
 
 
 @no_gpu
