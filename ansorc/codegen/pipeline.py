@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..ir.dag import ComputeDAG
 from ..ir.deep import run_deep
 from ..ir.lower import lower
+from ..ir.lower_options import DEFAULT_LOWER, LowerOptions
 from ..ir.names import c_ident
 from ..ir.state import State, replay
 from .c import codegen_c
@@ -40,15 +41,17 @@ def resolve_target(target=None):
 RENDERERS = {"cpu": codegen_c, "cuda": codegen_cuda}
 
 
-def render(tensors, schedule=None, name: str = "kernel", target=None) -> Source:
-    """Lower and render a DAG (or its tensors) under a schedule for `target` (a Target or a name)."""
+def render(tensors, schedule=None, name: str = "kernel", target=None,
+           options: LowerOptions = DEFAULT_LOWER) -> Source:
+    """Lower and render a DAG (or its tensors) under a schedule for `target` (a Target or a name); `options`: the
+    lowering's choices (all on by default; one off renders the program without it, to measure what it gains)."""
     dag = as_dag(tensors)
     state = as_state(dag, schedule)
     tgt = resolve_target(target)
     kind = getattr(tgt, "kind", "cpu")
     # CPU programs take the default pass list here; a GPU renderer runs its own (ir/gpu_passes.py)
     def go():
-        return RENDERERS[kind](lower(state, c_ident(name), passes=kind == "cpu"), tgt)
+        return RENDERERS[kind](lower(state, c_ident(name), kind == "cpu", options), tgt)
     return run_deep(len(state.stages), go)  # the statements nest about one level per stage
 
 

@@ -15,7 +15,6 @@ from .names import NameTable
 from .relations import axis_values, check_decided, infer_extents
 from .simplify import _from_linear, _linear, bound, simplify
 from .state import FuseRel, ScheduleError, State
-from . import skip
 from .passes import map_stmt_exprs
 from .peel import lower_peeled
 from .prepared import prepared_stages
@@ -23,15 +22,15 @@ from .skip import (all_of, contribution_conditions, guard_levels, index_selects,
                    version_condition)
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, seq)
 from .te import _identity
+from . import skip
 from .layout import row_pad
+from .lower_options import DEFAULT_LOWER, LowerOptions
 from .tile_edges import shifted, tile_edges, written_out
 
 _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
          **{k: k for k in THREAD_KINDS}}
 # A shared-memory stage is computed by all threads of a block together: its region spans these loops.
 _SHARED_ACROSS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
-SHIFT_INWARD = True   # off only to measure what shifting pure stages' last tiles gains (bench/programs_ab.py)
-PAD_ROWS = True       # off: the row_pad pragma is ignored (to measure a program with and without it; ir/layout.py)
 
 
 @dataclass
@@ -48,9 +47,10 @@ class _StageInfo:
 
 
 class _Lowerer:
-    def __init__(self, state: State, name: str):
+    def __init__(self, state: State, name: str, options: LowerOptions = DEFAULT_LOWER):
         self.state = state
         self.name = name
+        self.options = options
         dag = state.dag
         # the function's own names and the file-scope ones of its prepared copies (codegen/prepared.py)
         kept = {name + "_constants_changed", name + "_prepared_release"} | {
@@ -109,7 +109,8 @@ class _Lowerer:
         parts = self._fused_parts(st, loop_vars, ext)
         # a pure CPU stage's last partial tile moves back inside (no guard in its loops; a copy out of a register
         # tile then reads the tile at fixed offsets, which the C compiler keeps in registers)
-        shift = SHIFT_INWARD and op.combiner is None and not any(it.annotation in THREAD_KINDS for it in st.iters)
+        shift = self.options.shift_inward and op.combiner is None and \
+            not any(it.annotation in THREAD_KINDS for it in st.iters)
         vals, guards = axis_values(st, loop_vars, ext, parts, shift_inward=shift)
         axis_abs = {a.name: simplify(Binary("+", m, vals[a.name], "int32"), self.bounds, self.memo)
                     for a, (m, _) in zip(op.axes, region)}
@@ -123,7 +124,7 @@ class _Lowerer:
             rel = {a.name: simplify(vals[a.name], self.bounds, self.memo) for a in op.axes}
         else:
             scope = "prepared" if name in self.prepared else "global"
-            asked = PAD_ROWS and dict(st.pragmas).get("row_pad") and scope == "global" and not self.gpu
+            asked = self.options.pad_rows and dict(st.pragmas).get("row_pad") and scope == "global" and not self.gpu
             pad = row_pad(op.dtype) if asked else 0
             buf = Buffer(self.names.get(("buf", name), name), op.shape, op.dtype, scope, pad)
             offsets, rel = tuple(Const(0, "int32") for _ in op.axes), axis_abs
@@ -299,12 +300,12 @@ class _Lowerer:
             main, init = seq(init, main), None
         pragma = dict(st.pragmas).get("auto_unroll_max_step") or 0
         simple = partial(simplify, bounds=self.bounds, memo=self.memo)
-        conds = self.skip_conditions(name, value_abs) if r0 is not None and skip.ENABLED else []
+        conds = self.skip_conditions(name, value_abs) if r0 is not None and self.options.skip else []
         skips = guard_levels(conds, self.stage_loops(name), r0, simple) if conds else {}
 
         version = self.versioning(name, value, r0, guards_all, store_idx) \
-            if r0 is not None and skip.ENABLED else None
-        edges = None if not conds or version is not None or \
+            if r0 is not None and self.options.skip else None
+        edges = None if not conds or version is not None or not self.options.tile_edges or \
             any(self.state.attached_at(name, it.name) for it in st.iters[r0:]) else \
             tile_edges(conds, self.stage_loops(name), st.iters, r0, simple, self.bounds)
 
@@ -409,19 +410,19 @@ def _outer_loops(state: State, low: _Lowerer, key: str) -> tuple:
                  for st in state.stages if st.compute_at == "root" and st.iters and (v := dict(st.pragmas).get(key)))
 
 
-def lower(state: State, name: str = "kernel", passes: bool = True) -> PrimFunc:
+def lower(state: State, name: str = "kernel", passes: bool = True, options: LowerOptions = DEFAULT_LOWER) -> PrimFunc:
     """With passes=False the loop tree comes back before unrolling and the final simplification: what the cost
     model's feature extraction reads (annotations are still on the loops), at a fraction of the cost. With them,
     the shifted last tiles of pure stages are first replaced by narrower copies (ir/peel.py)."""
     if not passes:
-        return _lowered(state, name)[0]
+        return _lowered(state, name, options)[0]
     from .passes import default_passes
-    return default_passes(lower_peeled(state, lambda st: _lowered(st, name))[0])
+    return default_passes(lower_peeled(state, lambda st: _lowered(st, name, options), enabled=options.peel)[0])
 
 
-def _lowered(state: State, name: str) -> tuple:
+def _lowered(state: State, name: str, options: LowerOptions = DEFAULT_LOWER) -> tuple:
     """(the function, loop_var(stage, iterator): the loop variable it uses for that iterator)."""
-    low = _Lowerer(state, name)
+    low = _Lowerer(state, name, options)
     roots = [s.name for s in state.stages if s.compute_at == "root"]
     stale = {n: low.names.get(("stale", n), f"{low.stage_info(n).buffer.name}_stale") for n in low.prepared}
     body = seq(*[IfThenElse(Var(stale[n]), low.emit(n), prepare=True) if n in stale else low.emit(n)
@@ -436,4 +437,4 @@ def _lowered(state: State, name: str) -> tuple:
                     ranges, ahead), lambda stage, it: low.stage_info(stage).loop_vars[it].name
 
 
-__all__ = ["lower"]
+__all__ = ["lower", "LowerOptions"]

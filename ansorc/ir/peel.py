@@ -35,7 +35,6 @@ from .state import FuseRel, ScheduleError, SplitRel, State, replay
 from .stmt import THREAD_KINDS, Allocate, For, IfThenElse, Seq, Stmt, Store, seq, walk_stmt
 from .vector import identifiers, stmt_kids, with_kids
 
-ENABLED = True   # off only to measure what peeling gains (bench/programs_ab.py --no-peel)
 MAX_PEELS = 2    # splits peeled per program (each doubles the lowerings)
 VECTOR_LANES = 4  # a narrowed vectorized loop keeps a multiple of this many lanes
 # the least share of the axis a copy must save: below it the copy's own tail tile costs as much (GMM 512x32x512,
@@ -78,7 +77,7 @@ def peel_candidates(state: State) -> list:
 def peel_keys(state: State, candidates: list | None = None) -> list:
     """(stage, outer iterator) of the MAX_PEELS splits recomputing the largest shares, outermost loop first."""
     candidates = peel_candidates(state) if candidates is None else candidates
-    best = sorted(candidates, key=lambda c: -c[5])[:MAX_PEELS] if ENABLED else []
+    best = sorted(candidates, key=lambda c: -c[5])[:MAX_PEELS]
     order = {st.name: k for k, st in enumerate(state.stages)}
     return [c[:2] for c in sorted(best, key=lambda c: (order[c[0]], state.stage(c[0]).iter_index(c[2])))]
 
@@ -152,15 +151,16 @@ def narrowed(state: State, src: int, lengths: tuple) -> State:
     return replay(state.dag, steps)
 
 
-def lower_peeled(state: State, lower_once, keys: list | None = None, candidates: list | None = None) -> tuple:
+def lower_peeled(state: State, lower_once, keys: list | None = None, candidates: list | None = None,
+                 enabled: bool = True) -> tuple:
     """lower_once(state) -> (func, loop_var(stage, iterator) -> its loop variable), with the shifted last tiles of
     the splits `keys` (peel_keys by default) replaced by narrower copies. The outer split's copy is taken from a
     lowering with that split narrowed and the inner ones peeled too: 2^k lowerings for k splits. `candidates`:
-    peel_candidates(state), when the caller has them."""
-    if keys is not None and not keys:
+    peel_candidates(state), when the caller has them. enabled=False: lower_once(state), nothing peeled."""
+    if (keys is not None and not keys) or not enabled:
         return lower_once(state)
     if candidates is None:
-        candidates = peel_candidates(state) if ENABLED else []
+        candidates = peel_candidates(state)
     keys = peel_keys(state, candidates) if keys is None else keys
     if not keys:
         return lower_once(state)
@@ -237,5 +237,5 @@ def _renamed(s: Stmt, taken: set) -> Stmt:
     return visit(s)
 
 
-__all__ = ["lower_peeled", "peel_candidates", "peel_keys", "narrowed", "narrow_lengths", "ENABLED", "MAX_PEELS",
+__all__ = ["lower_peeled", "peel_candidates", "peel_keys", "narrowed", "narrow_lengths", "MAX_PEELS",
            "MIN_SAVED"]

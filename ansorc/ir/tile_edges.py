@@ -26,7 +26,6 @@ from .passes import map_stmt_exprs
 from .skip import all_of
 from .stmt import IfThenElse, Stmt, seq
 
-ENABLED = True      # off only to measure what writing the taps out gains (side by side)
 MAX_COPIES = 7      # the most copies of the tap loop's body (taps x versions: a 7 x 7 kernel's taps)
 MAX_TILE = 16       # the most columns of a tile (a register tile's rows)
 MAX_VERSIONS = 4    # the most value combinations of the outer loops a condition also reads
@@ -46,8 +45,6 @@ def tile_edges(conditions: list, loops: list, iters, first_reduce: int, simplify
     """The tap and tile loops of `conditions` (the conjuncts outside of which a reduction step adds nothing) among
     a stage's loops (`loops`: (variable, extent), outermost first; `iters`: its iterators; `bounds`: {variable:
     (0, last)} of every loop, those of the stages it is computed inside among them), else None."""
-    if not ENABLED:
-        return None
     kinds = [it.kind if it.annotation in ("", "unroll") else "-" for it in iters]
     position = {v: i for i, (v, _) in enumerate(loops)}     # a loop of an enclosing stage counts as -1
     extent = dict(loops)

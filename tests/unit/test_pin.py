@@ -8,8 +8,7 @@ import ansorc
 from ansorc import workloads
 from ansorc.codegen import simd
 from ansorc.codegen.c import lower_for_target
-from ansorc.ir.lower import lower
-import ansorc.ir.peel as peel
+from ansorc.ir.lower import LowerOptions, lower
 from ansorc.ir.state import replay
 from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Pragma, Reorder, Split)
 from ansorc.ir.vector import VDecl, VLoad, walk_all
@@ -32,11 +31,7 @@ def _tile(rows: int, vectors: int, n: int = 56, k: int = 64):
 def _pinned(tensors, steps, isa: str) -> list:
     """The pinned registers of the program's one register tile (the peel of an overrunning last tile, ir/peel.py,
     would add a copy of the tile with pins of its own)."""
-    peel.ENABLED = False
-    try:
-        func = lower(replay(ansorc.ComputeDAG(tensors), steps), "kernel")
-    finally:
-        peel.ENABLED = True
+    func = lower(replay(ansorc.ComputeDAG(tensors), steps), "kernel", options=LowerOptions(peel=False))
     return [v for s in walk_all(lower_for_target(func, isa).body) if isinstance(s, VDecl) and s.pin
             for v, _ in s.decls]
 

@@ -8,9 +8,9 @@ import pytest
 import ansorc
 from ansorc import workloads
 from ansorc.codegen.target import Target
-from ansorc.ir import lower as lower_mod
+
 from ansorc.ir.layout import aliasing_rows, row_pad
-from ansorc.ir.lower import lower
+from ansorc.ir.lower import LowerOptions, lower
 from ansorc.ir.state import State
 from ansorc.ir.steps import Annotate, Pragma, Split
 from ansorc.ir.stmt import Allocate, Buffer, walk_stmt
@@ -19,7 +19,6 @@ from ansorc.search.annotate import pad_aliasing_rows, row_pad_candidates
 from ansorc.search.mutate import mutate_row_pad
 from ansorc.search.task import SearchTask
 from ansorc.spec import KernelSpec
-
 
 @pytest.mark.parametrize("shape, dtype, aliases", [
     ((1, 9, 9, 512), "float32", True),      # 9 columns 2 KB apart
@@ -34,23 +33,19 @@ from ansorc.spec import KernelSpec
 def test_a_workspace_qualifies_when_its_long_rows_stride_by_a_multiple_of_2_kb(shape, dtype, aliases):
     assert aliasing_rows(shape, dtype) == aliases
 
-
 def test_the_padding_is_one_cache_line_and_the_storage_counts_it():
     assert (row_pad("float32"), row_pad("float64"), row_pad("int32")) == (16, 8, 16)
     b = Buffer("p", (3, 9, 512), "float32", "global", 16)
     assert b.storage == (3, 9, 528) and b.size == 3 * 9 * 528 and b.shape == (3, 9, 512)
     assert Buffer("q", (3, 4), "float32", "global").storage == (3, 4)
 
-
 def conv_state(ci: int, pad_rows: bool = True):
     st = State.initial(ansorc.ComputeDAG(workloads.c2d(1, 5, 5, ci, 8, 3, 1, 1)))
     st = st.apply(Split("pad", "i3", (8,))).apply(Annotate("pad", "i3.1", "vectorize"))
     return st.apply(Pragma("pad", "i0", "row_pad", 1)) if pad_rows else st
 
-
 def allocations(func) -> dict:
     return {s.buffer.name: s.buffer for s in walk_stmt(func.body) if isinstance(s, Allocate)}
-
 
 def test_a_padded_input_copy_of_512_channels_is_stored_in_rows_of_528():
     f = lower(conv_state(512))
@@ -61,17 +56,15 @@ def test_a_padded_input_copy_of_512_channels_is_stored_in_rows_of_528():
     assert "3696" in code and "3584" not in code   # a row of the 7 x 7 x 528 copy, not of 7 x 7 x 512
     assert allocations(lower(conv_state(512, pad_rows=False)))["pad"].row_pad == 0
 
-
-def test_the_switch_arguments_and_gpu_programs_ignore_the_pragma(monkeypatch):
+def test_the_switch_arguments_and_gpu_programs_ignore_the_pragma():
     f = lower(conv_state(512))
     assert all(b.row_pad == 0 for b in f.args)
     st = State.initial(conv_state(512).dag).apply(Split("pad", "i3", (64,))) \
         .apply(Annotate("pad", "i3.0", "blockIdx.x")).apply(Annotate("pad", "i3.1", "threadIdx.x")) \
         .apply(Pragma("pad", "i0", "row_pad", 1))
     assert allocations(lower(st))["pad"].row_pad == 0
-    monkeypatch.setattr(lower_mod, "PAD_ROWS", False)
-    assert allocations(lower(conv_state(512)))["pad"].row_pad == 0
-
+    assert allocations(lower(conv_state(512)))["pad"].row_pad > 0
+    assert allocations(lower(conv_state(512), options=LowerOptions(pad_rows=False)))["pad"].row_pad == 0
 
 def test_annotation_sets_the_pragma_at_random_only_where_rows_alias():
     aliasing = conv_state(512, pad_rows=False)
@@ -82,7 +75,6 @@ def test_annotation_sets_the_pragma_at_random_only_where_rows_alias():
     plain = conv_state(96, pad_rows=False)
     assert not row_pad_candidates(plain)
     assert pad_aliasing_rows(None, plain, random.Random(0)).steps == plain.steps
-
 
 def test_the_mutation_switches_the_pragma_on_and_off():
     st = conv_state(512, pad_rows=False)
