@@ -1,24 +1,20 @@
-"""Fingerprints of generated C: a SHA-256 per rendered program, to show that a refactor leaves the C unchanged.
+"""Programs whose generated C the golden tests pin (tests/unit/test_render_fingerprints.py).
 
-    python bench/render_fingerprint.py                      # print {name: sha256} as JSON
-    python bench/render_fingerprint.py -o fingerprints.json # write it (tests/golden/render_fingerprints.json)
-
-Programs: for every benchmark operator in ansorc.workloads (its first listed shape), programs sampled with a fixed
-seed; and the best programs of the committed logs in bench/results/*.jsonl. All are rendered for "avx512" through
-ansorc.codegen.pipeline.render. The search task's core count is fixed (2): the sampler's parallel and rfactor
-choices read it, and the fingerprints must not depend on the machine.
+Fingerprints: a SHA-256 per rendered program, for many programs: for every benchmark operator in ansorc.workloads
+(its first listed shape), programs sampled with a fixed seed; and the best programs of the logs in
+tests/golden/records/render/. Golden C: the full text of a handful of them, one per kind of program, so that a
+change shows how the C changed. All are rendered for "avx512" through ansorc.codegen.pipeline.render. The search
+task's core count is fixed (2): the sampler's parallel and rfactor choices read it, and the C must not depend on the
+machine.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
-import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+LOGS = Path(__file__).resolve().parent / "golden" / "records" / "render"
 
 TARGET = "avx512"
 NUM_CORES = 2
@@ -32,9 +28,13 @@ def _task(tensors):
     return SearchTask(tensors, TARGET, dataclasses.replace(hardware_params(TARGET), num_cores=NUM_CORES))
 
 
-def _digest(task, state, name: str) -> str:
+def _code(task, state, name: str) -> str:
     from ansorc.codegen.pipeline import render
-    return hashlib.sha256(render(task.dag, state, name, TARGET).code.encode()).hexdigest()
+    return render(task.dag, state, name, TARGET).code
+
+
+def _digest(task, state, name: str) -> str:
+    return hashlib.sha256(_code(task, state, name).encode()).hexdigest()
 
 
 def sampled(ops=None) -> dict:
@@ -56,7 +56,7 @@ def k_seed(op: str) -> int:
 
 
 def _log_paths() -> list:
-    return sorted((ROOT / "bench" / "results").glob("*.jsonl*"))   # the logs are kept gzipped
+    return sorted(LOGS.glob("*.jsonl*"))   # the logs are kept gzipped
 
 
 def _dags() -> dict:
@@ -117,18 +117,39 @@ def fingerprints(workers: int | None = None) -> dict:
     return dict(sorted(out.items()))
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-o", "--output", help="write the JSON here instead of printing it")
-    a = p.parse_args(argv)
-    text = json.dumps(fingerprints(), indent=1, sort_keys=True) + "\n"
-    if a.output:
-        Path(a.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.output).write_text(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+# One program per kind of C the code generator writes: (name, operator, where its steps come from): a log under
+# tests/golden/records and the rank of its program there, or "sample" and the index of the fixed-seed sample. A rank
+# of None takes the first of the log's best programs whose C peels a last tile (a `_tail` copy of the loop nest).
+GOLDEN = (("matmul", "GMM", ("render/gmm.jsonl.gz", 0)), ("conv2d", "C2D", ("render/c2d.jsonl.gz", 0)),
+          ("depthwise", "DEP", ("render/dep.jsonl.gz", 0)), ("softmax", "SFM", ("sample", 0)),
+          ("peeled_dilated", "DIL", ("peel_best.jsonl.gz", None)), ("transposing_copy", "TBG", ("sample", 0)))
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _logged(op: str, source: str, rank):
+    """(task, state, rank) of the rank-th best program of `op` in the log (its first benchmark shape there)."""
+    from ansorc.ir.state import replay
+    from ansorc.ir.steps import steps_from_json
+    from ansorc.measure.record import best, load
+    records = load(LOGS.parent / source)
+    keys = {r.workload_key for r in records}
+    wk, task = next((wk, t) for wk, (label, t) in _dags().items() if label.startswith(op + "(") and wk in keys)
+    ranked = [replay(task.dag, steps_from_json(r.steps)) for r in best(records, wk, "native", k=8)]
+    if rank is not None:
+        return task, ranked[rank], rank
+    k = next(k for k, st in enumerate(ranked) if "_tail" in _code(task, st, f"best_{k}"))
+    return task, ranked[k], k
+
+
+def golden_c() -> dict:
+    """{name: generated C} for the GOLDEN programs, each rendered under the name its fingerprint uses."""
+    from ansorc.search.annotate import sample
+    first_shape = {label.split("(")[0]: task for label, task in reversed(list(_dags().values()))}
+    out = {}
+    for name, op, (source, k) in GOLDEN:
+        if source == "sample":
+            task = first_shape[op]
+            out[name] = _code(task, sample(task, SAMPLES, seed=1000 + k_seed(op))[k], f"{op.lower()}_{k}")
+        else:
+            task, state, k = _logged(op, source, k)
+            out[name] = _code(task, state, f"best_{k}")
+    return out
