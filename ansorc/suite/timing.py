@@ -1,7 +1,7 @@
-"""One row of bench/suite.py timed: ours and every peer that computes the same thing, alternating round by round
+"""One row of the table (bench/suite.py) timed: ours and every peer that computes the same thing, alternating round by round
 in one process, checked equal, over several placements of the arrays; run in a process of its own.
 
-    python bench/suite_timing.py OP IDX LOG OUT_JSON [--rounds 5] [--min-time 0.05] [--placements 3] [--peak]
+    python -m ansorc.suite.timing OP IDX LOG OUT_JSON [--rounds 5] [--min-time 0.05] [--placements 3] [--peak]
 
 Why a fresh process and several placements (bench/results/suite_notes.md, session s31): the 1x1 conv rows timed
 1.7-1.9x slower in the process that had just tuned them than in a new one, and one program on the same values ran
@@ -19,15 +19,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-os.environ.setdefault("OMP_PROC_BIND", "true")   # before any OpenMP runtime loads (see suite.py)
+os.environ.setdefault("OMP_PROC_BIND", "true")   # before any OpenMP runtime loads (see table.py)
 # the CPUs this process started with, which its OpenMP runtimes spread their threads over (they later bind the main
 # thread to one of them)
 START_CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
@@ -35,9 +33,9 @@ from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
-from peak_fma import peak_call  # noqa: E402
-from suite_onnx import ort_fns  # noqa: E402
-from suite_peers import NUMPY, torch_fns  # noqa: E402
+from ansorc.suite.peak import peak_call  # noqa: E402
+from ansorc.suite.onnx_peers import ort_fns  # noqa: E402
+from ansorc.suite.peers import NUMPY, torch_fns  # noqa: E402
 
 WARM = 0.25    # seconds of untimed calls before each timed block (ansorc/measure/alternate.py says why)
 PEAK = "fma_peak"   # the contender that times the FMA peak loop alongside a compute-bound row (not a peer)
@@ -104,7 +102,7 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
              constant_weights: bool = True, peak: bool = False) -> dict:
     """Median seconds of ours and of every peer whose result equals ours in every placement; the others listed.
     The first call on each placement makes what ours keeps of constant weights; the timed calls reuse it. With
-    `peak`, the FMA peak loop (bench/peak_fma.py) is one more contender, PEAK, doing "peak_flops" per call."""
+    `peak`, the FMA peak loop (ansorc/suite/peak.py) is one more contender, PEAK, doing "peak_flops" per call."""
     kern, dag, args, values, zeros = tuned_row(op, idx, log, constant_weights)
     rng, per, bad = np.random.default_rng(1), {}, []
     peak_fn, peak_flops = peak_call() if peak else (None, None)
@@ -133,18 +131,24 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
             "flops": dag.flop_count, "cpus": START_CPUS, "peak_flops": peak_flops}
 
 
+def _child_env() -> dict:
+    """This process's environment with this checkout's package first on the path (not another installed copy)."""
+    root = str(Path(__file__).resolve().parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+
+
 def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int,
                    constant_weights: bool = True, peak: bool = False) -> dict:
     """time_row in a new Python process (its output passes through); AnsorcError when the row cannot be timed."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "timing.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), op, str(idx), str(log), str(out),
+        cmd = [sys.executable, "-m", "ansorc.suite.timing", op, str(idx), str(log), str(out),
                "--rounds", str(rounds), "--min-time", str(min_time), "--placements", str(placements)]
         cmd += ([] if constant_weights else ["--per-call-weights"]) + (["--peak"] if peak else [])
         # started from a thread that an OpenMP runtime bound to one core (the peak microbenchmark, a peer), the
         # child would inherit that one-CPU mask: T2D 4x4 timed 2x slower, ours and PyTorch alike
         with all_process_cpus():
-            rc = subprocess.run(cmd, check=False).returncode
+            rc = subprocess.run(cmd, check=False, env=_child_env()).returncode
         if not out.exists():
             raise AnsorcError(f"timing {op} {idx} exited with code {rc} and no result (command: {' '.join(cmd)})")
         got = json.loads(out.read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from suite_peers import THREADS, _cap_back, _cap_inputs, _to_first, _weight_oihw, conv_params
+from ansorc.suite.peers import THREADS, _cap_back, _cap_inputs, _to_first, _weight_oihw, conv_params
 
 OPSET = 17
 IR_VERSION = 8
