@@ -30,7 +30,7 @@ _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll
          **{k: k for k in THREAD_KINDS}}
 # A shared-memory stage is computed by all threads of a block together: its region spans these loops.
 _SHARED_ACROSS = ("threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
-SHIFT_INWARD = True   # off only to measure what shifting pure stages' last tiles gains (bench/programs_ab.py)
+SHIFT_INWARD = True   # off only to measure what shifting pure stages' last tiles gains (docs/perf-notes.md)
 PAD_ROWS = True       # off: the row_pad pragma is ignored (to measure a program with and without it; ir/layout.py)
 
 

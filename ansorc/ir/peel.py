@@ -18,8 +18,7 @@ Applies to the MAX_PEELS splits that recompute the most, each of a root stage th
 GPU loop, whose tile loop is run serially or in parallel, where every stage whose split follows the changed step
 is that stage or computed inside the tile, where a vectorized innermost loop keeps whole vectors, and where the
 copy saves at least MIN_SAVED of the axis. Any other program, or a replay that fails, is left as it was. The cost
-model's features read the program before this (lower(passes=False)). Side by side: bench/programs_ab.py ROW LOG
---no-peel.
+model's features read the program before this (lower(passes=False)). What it gains: docs/perf-notes.md.
 """
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ from .state import FuseRel, ScheduleError, SplitRel, State, replay
 from .stmt import THREAD_KINDS, Allocate, For, IfThenElse, Seq, Stmt, Store, seq, walk_stmt
 from .vector import identifiers, stmt_kids, with_kids
 
-ENABLED = True   # off only to measure what peeling gains (bench/programs_ab.py --no-peel)
+ENABLED = True   # off only to measure what peeling gains (docs/perf-notes.md)
 MAX_PEELS = 2    # splits peeled per program (each doubles the lowerings)
 VECTOR_LANES = 4  # a narrowed vectorized loop keeps a multiple of this many lanes
 # the least share of the axis a copy must save: below it the copy's own tail tile costs as much (GMM 512x32x512,

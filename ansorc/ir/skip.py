@@ -24,7 +24,7 @@ from .simplify import _from_linear, _linear
 from .stmt import THREAD_KINDS, Barrier, For, IfThenElse, ThreadReduce, store_executions, walk_stmt
 from .vector import stmt_kids
 
-ENABLED = True  # off only to measure what skipping gains (bench/default_variants.py --unskipped)
+ENABLED = True  # off only to measure what skipping gains (docs/perf-notes.md)
 INF = float("inf")
 MAX_CHASE = 4   # reads followed through materialized stages (pad -> cache copy -> ...)
 # A guard is placed only around at least this many statement executions (a vector loop counts once): its test

@@ -12,9 +12,7 @@ import argparse
 import ctypes
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
 
 from ansorc.codegen import simd

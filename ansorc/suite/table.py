@@ -2,7 +2,7 @@
 (alternating rounds in one fresh process per row, over several placements of the arrays, medians) against every peer
 that computes the same thing, results checked equal (ansorc/suite/timing.py). bench/suite.py is its command line.
 
-    python bench/suite.py --trials 300 --log-dir bench/results/suite          # the full table (hours here)
+    python bench/suite.py --trials 300 --log-dir bench/results/suite          # the full table (hours on 2 cores)
     python bench/suite.py --quick --ops SFM NRM --log-dir /tmp/suite           # smoke test: smallest shapes
     python bench/suite.py --ops SFM --shapes 1 --trials 64
 
@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 from pathlib import Path
 

@@ -1,11 +1,11 @@
-"""One row of the table (bench/suite.py) timed: ours and every peer that computes the same thing, alternating round by round
-in one process, checked equal, over several placements of the arrays; run in a process of its own.
+"""One row of the table (bench/suite.py) timed: ours and every peer that computes the same thing, alternating
+round by round in one process, checked equal, over several placements of the arrays; run in a process of its own.
 
     python -m ansorc.suite.timing OP IDX LOG OUT_JSON [--rounds 5] [--min-time 0.05] [--placements 3] [--peak]
 
-Why a fresh process and several placements (bench/results/suite_notes.md, session s31): the 1x1 conv rows timed
-1.7-1.9x slower in the process that had just tuned them than in a new one, and one program on the same values ran
-144-220 us depending only on where its arrays landed (bench/placement.py). Each placement here gives every
+Why a fresh process and several placements (measured: docs/perf-notes.md): a row timed in the process that had
+just tuned it ran slower than in a new one, and one program on the same values ran at a speed that depended only on
+where its arrays landed. Each placement here gives every
 contender new arrays (new pages, a random 64-byte offset in the first page); a contender's time is the median over
 placements of its median over rounds, so no one is judged on one lucky or unlucky layout.
 """
