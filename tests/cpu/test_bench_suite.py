@@ -1,5 +1,6 @@
-"""The table (ansorc.suite, bench/suite.py) --quick as a smoke test: two operators at their smallest shapes, tuned briefly, timed against
-their peers (numpy always; PyTorch and onnxruntime when installed), results checked equal, table and chart out."""
+"""The table (ansorc.suite, bench/suite.py) --quick as a smoke test: two operators at their smallest shapes,
+tuned briefly, timed against their peers (numpy always; PyTorch and onnxruntime when installed), results
+checked equal, table and chart out."""
 import importlib
 import importlib.util
 import json
