@@ -2,7 +2,7 @@
 # Everything the CUDA backend needs shown on a GPU machine, in one run of about 6-7 minutes:
 #   environment and ceilings; 100 random GPU programs of all 13 workloads checked against numpy; tuning of
 #   GMM 1024, C2D 1x56x56x64->64 3x3 and DEP 1x112x112x32 3x3 for BUDGET seconds each (resuming the logs in
-#   bench/results/gpu/<device>); a side-by-side table against PyTorch in one process; compute-sanitizer memcheck and
+#   data/records/gpu/<device>); a side-by-side table against PyTorch in one process; compute-sanitizer memcheck and
 #   racecheck on a few programs (it refuses the device on some of these machines: then it says so).
 # Results go to $OUT (the device tool brings them back) or bench/results/gpu/run.
 #   BUDGET=60 bash bench/gpu_check.sh        (CORRECT=0 / SANITIZE=0 skip those steps on a rerun)
@@ -19,9 +19,9 @@ if [ -d .whl ] && ! python3 -c "import cffi, lightgbm" 2>/dev/null; then
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 ANSORC_CACHE_DIR=/tmp/ansorc_cache
-# Logs per device (bench/results/gpu/h200, .../h100): committed gzipped, tuned here as plain .jsonl, copied to $OUT
+# Logs per device (data/records/gpu/h200, .../h100): committed gzipped, tuned here as plain .jsonl, copied to $OUT
 DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr 'A-Z ' 'a-z_' | sed 's/^nvidia_//')
-LOGS=bench/results/gpu/${DEVICE:-unknown}
+LOGS=data/records/gpu/${DEVICE:-unknown}
 mkdir -p "$LOGS"
 for f in "$LOGS"/*.jsonl.gz; do [ -e "$f" ] && gunzip -kf "$f"; done
 step() { echo; echo "=== $1 ($(date +%T))"; }

@@ -1,7 +1,7 @@
 """Instruction mix of each case's best logged GPU program (cuobjdump -sass of its cubin): FFMA against shared
 and global loads, by width. Says whether a kernel's inner loop is bound by shared-memory loads.
 
-    python bench/gpu_sass.py --cases GMM-1024,C2D-56x64 --logs bench/results/gpu/h200
+    python bench/gpu_sass.py --cases GMM-1024,C2D-56x64 --logs data/records/gpu/h200
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def mix(cubin: str) -> Counter:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="GMM-1024,C2D-56x64,DEP-112x32")
-    ap.add_argument("--logs", default="bench/results/gpu/h200")
+    ap.add_argument("--logs", default="data/records/gpu/h200")
     ap.add_argument("--arch", default="sm_90")
     args = ap.parse_args()
     if shutil.which("cuobjdump") is None:

@@ -3,7 +3,7 @@
 for both (CUDA graphs of back-to-back calls between events, median over replays); TF32 as its own column.
 ansorc's kernels are launched through the driver API on PyTorch's stream and checked against PyTorch's output.
 
-    python bench/gpu_table.py --cases GMM-1024,C2D-56x64,DEP-112x32 --logs bench/results/gpu [--md OUT.md]
+    python bench/gpu_table.py --cases GMM-1024,C2D-56x64,DEP-112x32 --logs data/records/gpu/h200 [--md OUT.md]
 """
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def markdown(rows, device) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="GMM-1024,C2D-56x64,DEP-112x32")
-    ap.add_argument("--logs", default="bench/results/gpu")
+    ap.add_argument("--logs", default="data/records/gpu/h200")
     ap.add_argument("--target", default="cuda")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--md")

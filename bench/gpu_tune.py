@@ -1,6 +1,6 @@
 """Tune GPU cases for a time budget each on this machine's GPU, resuming (and appending to) their logs.
 
-    python bench/gpu_tune.py --cases GMM-1024,C2D-56x64,DEP-112x32 --seconds 60 --logs bench/results/gpu
+    python bench/gpu_tune.py --cases GMM-1024,C2D-56x64,DEP-112x32 --seconds 60 --logs data/records/gpu/h200
 
 One cost model is shared by the cases (and warm-started from the logs); search and nvcc use this machine's
 cores; every candidate is checked against numpy's answer on the GPU. Prints, per case, trials, time, the best
@@ -54,7 +54,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="GMM-1024,C2D-56x64,DEP-112x32", help="CASE[:SECONDS],...")
     ap.add_argument("--seconds", type=float, default=60.0, help="tuning budget per case")
-    ap.add_argument("--logs", default="bench/results/gpu")
+    ap.add_argument("--logs", default="data/records/gpu/h200")
     ap.add_argument("--target", default="cuda")
     ap.add_argument("--per-round", type=int, default=64)
     ap.add_argument("--population", type=int, default=256)

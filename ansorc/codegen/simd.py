@@ -164,7 +164,7 @@ def _exp_helper(cls: str) -> tuple:
     """(name, C definition) of a float32 exp on x86 (2^n * a degree-6 polynomial, about 1 ulp),
     so that an exp loop vectorizes instead of calling expf per lane. n = round(x log2 e) comes from adding
     1.5 * 2^23 + 126, whose low mantissa bits then hold n + 126: the scale 2^(n-1) is one shift, with no float/int
-    conversions (SFM 1024's best program 656 -> 576 us side by side, the exp being 60% of it; suite_notes.md, s37).
+    conversions (why it pays on softmax: docs/perf-notes.md).
     The polynomial's coefficients are doubled (exactly) so that 2y * 2^(n-1) keeps n = 128 finite near FLT_MAX;
     results below about 2e-38 flush to 0; NaN propagates, -inf gives 0."""
     w, si = _EXP_WIDTHS[cls]

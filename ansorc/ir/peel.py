@@ -18,8 +18,7 @@ Applies to the MAX_PEELS splits that recompute the most, each of a root stage th
 GPU loop, whose tile loop is run serially or in parallel, where every stage whose split follows the changed step
 is that stage or computed inside the tile, where a vectorized innermost loop keeps whole vectors, and where the
 copy saves at least MIN_SAVED of the axis. Any other program, or a replay that fails, is left as it was. The cost
-model's features read the program before this (lower(passes=False)). Side by side: bench/programs_ab.py ROW LOG
---no-peel.
+model's features read the program before this (lower(passes=False)). What it gains: docs/perf-notes.md.
 """
 from __future__ import annotations
 

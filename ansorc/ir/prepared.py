@@ -3,9 +3,9 @@ and kept between calls, as TVM rewrites the layout of constant weights ahead of 
 
 A blocked copy of the weights (`CHR ... block`) is the usual one: onnxruntime packs its initializers when a
 session is made, so a kernel that repacks 9 MB of weights on every call loses to it by that copy
-(bench/ort_weights.py). Lowering gives a prepared stage's buffer the scope "prepared" and puts its loop nest
-under `if (<buffer>_stale)` (IfThenElse.prepare); the C renderer keeps the buffer between calls and sets the
-flag only when the constant inputs are not those it was computed from (codegen/prepared.py). The cost model's
+(docs/perf-notes.md, "Kept weights"). Lowering gives a prepared stage's buffer the scope "prepared" and puts its
+loop nest under `if (<buffer>_stale)` (IfThenElse.prepare); the C renderer keeps the buffer between calls and sets
+the flag only when the constant inputs are not those it was computed from (codegen/prepared.py). The cost model's
 features skip that branch: it is not part of a call's cost.
 """
 from __future__ import annotations

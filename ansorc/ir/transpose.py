@@ -3,8 +3,8 @@ the source's rows, becomes square blocks transposed through registers (VTranspos
 
 `dst[v, j] = src[j, v]` vectorized along j leaves the vectorizer one store per v of `lanes` elements gathered by
 scalar loads a row apart (VLanes). Taking `lanes` consecutive v together, the same elements are `lanes` contiguous
-row loads, an in-register transpose and `lanes` contiguous stores. TBG's copy of K transposed was 14 of 232 us of
-its kernel as gathers (suite_notes.md, s38). The block reads and writes exactly the elements the loop did, in the
+row loads, an in-register transpose and `lanes` contiguous stores. Gathered, TBG's copy of K transposed was a
+visible part of its kernel (docs/perf-notes.md). The block reads and writes exactly the elements the loop did, in the
 same store order (several pieces of one vector: each piece's stores in order, the pieces disjoint, see _disjoint),
 and src is another buffer than dst, so the result is the same.
 
@@ -23,7 +23,7 @@ from .vectorize import VectorCaps, flat_index, lane_stride
 
 # Rows a multiple of these many bytes apart (destination, source) share a few L1 sets. Where the blocked loop makes
 # several blocks in a row (walking along the source rows, each block storing to `lanes` new destination rows of the
-# same sets), the blocks then cost more than the gathers saved. Side by side on Zen 3 (bench/transpose_square.py,
+# same sets), the blocks then cost more than the gathers saved. Side by side on Zen 3 (docs/perf-notes.md,
 # "rows" order, gathers -> blocks): a's rows 1000 floats apart 250 -> 165 us, 200 x 200 10.6 -> 6.7; b's rows 2 or
 # 4 KB apart (512 x 512, 1024 x 1024) 120 -> 146, 906 -> 1015 (4 lanes: 216 -> 226, 2068 -> 2345); a's rows 4 KB
 # apart (128 x 1024) 50 -> 53 with 8 lanes, when a block's source rows fill the set's SET_WAYS, but 79.5 -> 74.9

@@ -1,5 +1,7 @@
-"""bench/suite.py --quick as a smoke test: two operators at their smallest shapes, tuned briefly, timed against
-their peers (numpy always; PyTorch and onnxruntime when installed), results checked equal, table and chart out."""
+"""The table (ansorc.suite, bench/suite.py) --quick as a smoke test: two operators at their smallest shapes,
+tuned briefly, timed against their peers (numpy always; PyTorch and onnxruntime when installed), results
+checked equal, table and chart out."""
+import importlib
 import importlib.util
 import json
 import os
@@ -8,20 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.scripts import load_script
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name):
-    import sys
-    sys.path.insert(0, str(ROOT / "bench"))  # suite.py imports its sibling modules
-    return load_script(f"bench/{name}.py")
+    """A module of ansorc.suite (imported late: importing the table sets OMP_PROC_BIND for this process)."""
+    return importlib.import_module(f"ansorc.suite.{name}")
 
 
 @pytest.mark.slow
 def test_quick_suite_writes_the_table_chart_and_logs(tmp_path):
-    suite = _load("suite")
+    suite = _load("table")
     every = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, every[:1])   # as an OpenMP runtime with OMP_PROC_BIND leaves its calling thread
     try:
@@ -56,7 +54,7 @@ def test_quick_suite_writes_the_table_chart_and_logs(tmp_path):
 
 
 def test_rows_and_geomean():
-    suite = _load("suite")
+    suite = _load("table")
     quick = suite.rows(["T2D", "GMM"], None, quick=True)
     assert quick == [("T2D", 3, (1, 32, 32, 64, 3, 4, 2, 1)), ("GMM", 0, (1, 128, 128, 128))]
     assert len(suite.rows(list(suite.workloads.WORKLOADS), None, quick=False)) == 52
@@ -65,7 +63,7 @@ def test_rows_and_geomean():
 
 
 def test_placed_arrays_hold_the_values_on_aligned_fresh_pages():
-    timing = _load("suite_timing")
+    timing = _load("timing")
     values = np.arange(3000, dtype=np.float32).reshape(30, 100)
     rng = np.random.default_rng(0)
     got = [timing.placed(values, rng) for _ in range(8)]
@@ -76,7 +74,7 @@ def test_placed_arrays_hold_the_values_on_aligned_fresh_pages():
 
 def test_peers_compute_what_the_workloads_define():
     """Every library peer of a small conv-family row agrees with ansorc's own reference evaluation."""
-    timing = _load("suite_timing")
+    timing = _load("timing")
     from ansorc import workloads
     from ansorc.ir.dag import ComputeDAG
     from ansorc.ir.evaluate import evaluate
@@ -108,7 +106,7 @@ def test_peer_thread_pools_get_every_cpu_of_the_process(monkeypatch):
     """Made from a thread that our OpenMP bound to one core, onnxruntime's pool workers inherited that core and
     shared it with their caller (SFM 512 135 us instead of 105); peer_calls makes them with every CPU."""
     pytest.importorskip("onnxruntime")
-    timing = _load("suite_timing")
+    timing = _load("timing")
     monkeypatch.setattr(timing, "torch_fns", lambda *a: {})   # only onnxruntime starts threads here
     from ansorc.measure.affinity import _parse, process_cpus
     every = sorted(process_cpus())   # an earlier test's OpenMP may have bound this thread to one core already
@@ -125,7 +123,7 @@ def test_peer_thread_pools_get_every_cpu_of_the_process(monkeypatch):
 
 
 def test_row_without_records_is_skipped_not_fatal(tmp_path, capsys):
-    suite = _load("suite")
+    suite = _load("table")
     assert suite.main(["--ops", "CAP", "--shapes", "3", "--trials", "0", "--log-dir", str(tmp_path), "--quiet",
                        "--no-peak"]) == 0
     assert "skipped" in capsys.readouterr().out
@@ -133,7 +131,7 @@ def test_row_without_records_is_skipped_not_fatal(tmp_path, capsys):
 
 
 def test_merge_takes_the_later_row_and_one_peak(tmp_path):
-    suite = _load("suite")
+    suite = _load("table")
 
     def row(op, idx, ours, peak):
         return {"op": op, "idx": idx, "args": [idx], "ours_s": ours, "peers_s": {"numpy": None, "torch": 2e-3,
@@ -149,7 +147,7 @@ def test_merge_takes_the_later_row_and_one_peak(tmp_path):
 
 
 def test_time_row_times_the_peak_loop_alongside_when_asked(monkeypatch):
-    timing = _load("suite_timing")
+    timing = _load("timing")
 
     def default_program(op, idx, log, constant_weights=True):   # the row's default program: no log needed
         dag = timing.row_dag(op, idx, constant_weights)
@@ -167,7 +165,7 @@ def test_time_row_times_the_peak_loop_alongside_when_asked(monkeypatch):
 
 
 def test_the_peak_loop_calibration_ignores_a_stalled_reading_and_keeps_its_floor():
-    peak = _load("peak_fma")
+    peak = _load("peak")
     stalls = iter([0.03, 0.03])            # the first two calls stall 30 ms (a scheduler slice on a busy machine)
     calls = []
 
@@ -182,7 +180,7 @@ def test_the_peak_loop_calibration_ignores_a_stalled_reading_and_keeps_its_floor
 
 
 def test_the_peak_loop_timed_in_a_row_raises_the_peak_never_lowers_it(tmp_path):
-    suite = _load("suite")
+    suite = _load("table")
     # the FMA peak loop timed alongside: 2e9 FLOPs per call in 10 ms -> 200 GFLOP/s; not a peer of the row
     med = {"ours": 1e-3, "torch": 2e-3, suite.PEAK: 1e-2}
     f = suite.timing_fields("GMM", med, 1e8, 150.0, 2e9)
@@ -214,7 +212,7 @@ def test_the_peak_loop_timed_in_a_row_raises_the_peak_never_lowers_it(tmp_path):
 
 
 def test_useful_flops_leave_out_the_taps_on_the_padding():
-    suite = _load("suite")
+    suite = _load("table")
     assert suite.useful_fraction("GMM", (1, 512, 512, 512)) == 1.0
     assert suite.useful_fraction("C2D", (1, 56, 56, 64, 64, 1, 1, 0)) == 1.0           # 1x1, no padding
     assert suite.useful_fraction("C2D", (1, 7, 7, 512, 512, 3, 1, 1)) == pytest.approx((19 / 21) ** 2)
@@ -230,7 +228,7 @@ def test_useful_flops_leave_out_the_taps_on_the_padding():
 
 
 def test_pool_takes_each_contenders_median_over_every_runs_placements(tmp_path):
-    suite = _load("suite")
+    suite = _load("table")
 
     def row(ours, torch, ort, mismatch=()):
         per = {"ours": ours, "torch": torch, "onnxruntime": ort}
@@ -252,39 +250,9 @@ def test_pool_takes_each_contenders_median_over_every_runs_placements(tmp_path):
     assert json.loads((tmp_path / "suite.json").read_text())[0]["ours_s"] == pytest.approx(5e-3)
 
 
-def test_ort_weights_as_inputs_compute_the_same_conv():
-    """bench/ort_weights.py's second onnxruntime peer takes the weights per call; it must compute what the table's
-    peer (weights as initializers) computes."""
-    pytest.importorskip("onnxruntime")
-    _load("suite_timing")
-    suite_onnx = load_script("bench/suite_onnx.py")
-    weights = load_script("bench/ort_weights.py")
-    args = (1, 6, 6, 8, 4, 3, 1, 1)
-    rng = np.random.default_rng(0)
-    from ansorc import workloads
-    from ansorc.ir.dag import ComputeDAG
-    dag = ComputeDAG(workloads.WORKLOADS["C2D"][0](*args))
-    ins = [rng.standard_normal(t.shape).astype(np.float32) for t in dag.inputs]
-    init_call, back = suite_onnx.ort_fns("C2D", args, ins)["onnxruntime"]
-    seen = []
-    session = suite_onnx._session
-
-    def spy(nodes, feeds, inits, rank):
-        seen.append((sorted(feeds), sorted(inits)))
-        return session(nodes, feeds, inits, rank)
-    input_call = weights.weights_as_inputs(spy)
-    suite_onnx._session = input_call
-    try:
-        call, _ = suite_onnx.ort_fns("C2D", args, ins)["onnxruntime"]
-    finally:
-        suite_onnx._session = session
-    assert seen == [(["w", "x"], [])]
-    np.testing.assert_allclose(back(call()), back(init_call()), rtol=1e-5, atol=1e-5)
-
-
 def test_trials_count_the_rows_own_key_and_fall_back_on_the_per_call_one(tmp_path):
     from ansorc.measure.record import RETIME_NOTE, Record, RecordLog
-    suite = _load("suite")
+    suite = _load("table")
     dag = suite.row_dag("C1D", 0)                      # weights declared constant
     plain = dag.with_constants(())
     rec = lambda key, note="": Record(key, "native", "[]", (1e-3,), 0, note=note)  # noqa: E731
@@ -295,53 +263,3 @@ def test_trials_count_the_rows_own_key_and_fall_back_on_the_per_call_one(tmp_pat
     assert suite.row_trials(log, dag) == 3            # its own records only, re-timings not counted
     assert suite.row_trials(log, plain) == 5
     assert suite.row_trials(tmp_path / "missing.jsonl", dag) == 0
-
-
-def test_exp_variants_old_exp_and_three_pass_softmax_compute_the_same():
-    """bench/exp_variants.py's two rebuilt variants of a softmax program (the exp before s37 put back; the
-    hand-written 3-pass row) compute what the program computes."""
-    import ansorc
-    from ansorc import workloads
-    from ansorc.codegen.target import host_isas
-    from ansorc.ir.state import State
-    from ansorc.ir.steps import Annotate, ComputeAt
-    if "avx2" not in host_isas():
-        pytest.skip("the variants are AVX2 code")
-    _load("suite_timing")
-    ev = load_script("bench/exp_variants.py")
-    tensors = workloads.sfm(8, 64)
-    dag = ansorc.ComputeDAG(tensors)
-    st = State.initial(dag)
-    for name in ("row_sum", "exp", "row_max"):
-        st = st.apply(ComputeAt(name, "softmax", "i"))
-    st = st.apply(Annotate("exp", "j", "vectorize")).apply(Annotate("softmax", "j", "vectorize"))
-    kern = ansorc.build(tensors, st, target="avx2", name="sfm_ev")
-    code, entry = kern.source_obj.code, kern.source_obj.entry
-    assert "ansorc_exp_m256(" in code
-    old = ev.with_old_exp(code)
-    assert old != code and "cvtps_epi32" in old
-    s37 = ev.with_old_exp(code, ev.S37_EXP)
-    assert s37 not in (code, old)
-    a = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32) * 4
-    e = np.exp(a - a.max(1, keepdims=True))
-    for k in (kern, ev.variant(kern, old), ev.variant(kern, s37), ev.variant(kern, ev.hand_source(code, entry, 8, 64))):
-        out = ansorc.empty((8, 64))
-        k(ansorc.array(a), out)
-        np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
-
-
-@pytest.mark.parametrize("table", ["t300", "t64"])
-def test_each_committed_table_s_log_set_holds_its_trials(tmp_path, table, capsys):
-    logs = _load("suite_logs")
-    assert logs.main([table, str(tmp_path)]) == 0
-    assert len(list(tmp_path.glob("*.jsonl.gz"))) == 52 and "52 of 52 rows" in capsys.readouterr().out
-    # a row whose log is gone is named, and the set does not pass
-    (tmp_path / "gmm_2.jsonl.gz").unlink()
-    (tmp_path / "gmm_2.jsonl").unlink()
-    bad = logs.mismatches(json.loads((logs.ZEN3 / logs.LAYERS[table][1] / "suite.json").read_text()), tmp_path)
-    assert bad == [f"GMM (1, 512, 512, 512): table {564 if table == 't300' else 64} trials, log None"]
-    # a folder holding working copies (someone's own tuning, perhaps) is left as it is
-    before = (tmp_path / "gmm_3.jsonl").read_bytes()
-    with pytest.raises(SystemExit, match="already holds c1d_0.jsonl, .* ...: gather into a new folder"):
-        logs.main([table, str(tmp_path)])
-    assert (tmp_path / "gmm_3.jsonl").read_bytes() == before and not (tmp_path / "gmm_2.jsonl.gz").exists()

@@ -1,4 +1,4 @@
-"""The cost model ranks programs it was not trained on: trained on two thirds of a committed tuning log (C2D,
+"""The cost model ranks programs it was not trained on: trained on two thirds of a golden tuning log (C2D,
 320 measured programs), scored on the held-out third. No compiler or timing needed: the labels are the log's."""
 from pathlib import Path
 
@@ -11,7 +11,8 @@ from ansorc.measure.record import RETIME_NOTE, load
 from ansorc.search.cost_model import LGBModel
 from ansorc.search.task import SearchTask
 
-LOG = Path(__file__).resolve().parents[2] / "bench" / "results" / "c2d.jsonl.gz"
+# A C2D 56x64 tuning log (its 320 measured programs, once in bench/results/c2d.jsonl.gz).
+LOG = Path(__file__).resolve().parents[2] / "tests" / "golden" / "records" / "c2d_56x64.jsonl.gz"
 
 
 def pairwise_accuracy(pred, true) -> float:

@@ -255,7 +255,7 @@ def test_a_fused_loop_beside_its_parts_in_a_flat_local_index():
 
 
 def test_a_sampled_transposed_conv_with_inlined_padding_verifies_after_every_pass():
-    """T2D 3 of bench/render_fingerprint.py's samples (its steps, on the phase form), once reported by
+    """T2D 3 of tests/render_programs.py's samples (its steps, on the phase form), once reported by
     check_in_bounds."""
     import ansorc
     from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder,

@@ -1,0 +1,209 @@
+#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
+#undef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200112L
+#endif
+#include <stdint.h>
+#include <stdlib.h>
+#include <math.h>
+#ifndef ANSORC_PRELUDE
+#define ANSORC_PRELUDE
+static inline int32_t ansorc_floordiv_i32(int32_t a, int32_t b) { if (b == 0) return 0; if (b == -1) return (int32_t)(0u - (uint32_t)a); int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t ansorc_floormod_i32(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t ansorc_floordiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)(0ull - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t ansorc_floormod_i64(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline float ansorc_max_f32(float a, float b) { return a > b ? a : b; }
+static inline float ansorc_min_f32(float a, float b) { return a < b ? a : b; }
+static inline double ansorc_max_f64(double a, double b) { return a > b ? a : b; }
+static inline double ansorc_min_f64(double a, double b) { return a < b ? a : b; }
+static inline int32_t ansorc_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int32_t ansorc_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int64_t ansorc_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t ansorc_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline void* ansorc_alloc(size_t bytes) { void* p = NULL; return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL; }
+#endif
+
+#ifndef ANSORC_POOL
+#define ANSORC_POOL
+#include <sched.h>
+#define ANSORC_POOL_SLOTS 8
+#define ANSORC_HUGE_BYTES ((size_t)2 << 20)
+typedef struct { void* p; size_t n; int busy; } ansorc_slot;
+static ansorc_slot ansorc_pool[ANSORC_POOL_SLOTS];
+static int ansorc_pool_lock;
+#ifdef __linux__
+int madvise(void* addr, size_t length, int advice);
+#endif
+static void* ansorc_fresh(size_t bytes) {
+  void* p = NULL;
+  size_t align = bytes >= ANSORC_HUGE_BYTES ? ANSORC_HUGE_BYTES : 64;
+  if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+#ifdef __linux__
+  if (align == ANSORC_HUGE_BYTES) madvise(p, bytes, 14); /* MADV_HUGEPAGE, best effort */
+#endif
+  return p;
+}
+static void ansorc_pool_enter(void) {
+  while (__atomic_exchange_n(&ansorc_pool_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void ansorc_pool_leave(void) { __atomic_store_n(&ansorc_pool_lock, 0, __ATOMIC_RELEASE); }
+static void* ansorc_workspace_take(size_t bytes) {
+  ansorc_slot* fit = NULL; ansorc_slot* spare = NULL;
+  ansorc_pool_enter();
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    ansorc_slot* s = &ansorc_pool[i];
+    if (s->busy) continue;
+    if (s->n >= bytes && (!fit || s->n < fit->n)) fit = s;
+    if (!spare || s->n < spare->n) spare = s;
+  }
+  if (!fit && spare) {
+    free(spare->p);
+    spare->p = ansorc_fresh(bytes);
+    spare->n = spare->p ? bytes : 0;
+    fit = spare->p ? spare : NULL;
+  }
+  if (fit) fit->busy = 1;
+  ansorc_pool_leave();
+  return fit ? fit->p : (spare ? NULL : ansorc_fresh(bytes));
+}
+static void ansorc_workspace_give(void* p) {
+  ansorc_pool_enter();
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    if (ansorc_pool[i].busy && ansorc_pool[i].p == p) { ansorc_pool[i].busy = 0; ansorc_pool_leave(); return; }
+  }
+  ansorc_pool_leave();
+  free(p);
+}
+#ifdef __GNUC__
+__attribute__((destructor)) static void ansorc_pool_release(void) {
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    free(ansorc_pool[i].p); ansorc_pool[i].p = NULL; ansorc_pool[i].n = 0;
+  }
+}
+#endif
+#endif
+
+#include <immintrin.h>
+
+int best_0(const float* restrict data, const float* restrict kernel, float* restrict conv) {
+  volatile int ansorc_status = 0;
+  float* restrict pad = (float*)ansorc_workspace_take(634800u);
+  if (pad == NULL) { ansorc_status = 1; } else {
+    #pragma omp parallel for schedule(static)
+    for (int32_t pad_i0_i1 = 0; pad_i0_i1 < 230; ++pad_i0_i1) {
+      for (int32_t pad_i2 = 0; pad_i2 < 230; ++pad_i2) {
+        for (int32_t pad_i3 = 0; pad_i3 < 3; ++pad_i3) {
+          pad[(((pad_i0_i1 * 690) + (pad_i2 * 3)) + pad_i3)] = (((((pad_i0_i1 >= 3) && (pad_i0_i1 < 227)) && (pad_i2 >= 3)) && (pad_i2 < 227)) ? data[((((pad_i0_i1 * 672) + (pad_i2 * 3)) + pad_i3) - 2025)] : 0.0f);
+        }
+      }
+    }
+    #pragma omp parallel for schedule(static)
+    for (int32_t conv_n_h = 0; conv_n_h < 109; ++conv_n_h) {
+      for (int32_t conv_w_0 = 0; conv_w_0 < 18; ++conv_w_0) {
+        for (int32_t conv_co_0 = 0; conv_co_0 < 4; ++conv_co_0) {
+          float conv_local[96] __attribute__((aligned(64)));
+          {
+            __m512 conv_local_r0;
+            __m512 conv_local_r1;
+            __m512 conv_local_r2;
+            __m512 conv_local_r3;
+            __m512 conv_local_r4;
+            __m512 conv_local_r5;
+            for (int32_t conv_local_n = 0; conv_local_n < 1; ++conv_local_n) {
+              for (int32_t conv_local_h = 0; conv_local_h < 1; ++conv_local_h) {
+                for (int32_t conv_local_w_0 = 0; conv_local_w_0 < 1; ++conv_local_w_0) {
+                  for (int32_t conv_local_co_0 = 0; conv_local_co_0 < 1; ++conv_local_co_0) {
+                    conv_local_r0 = _mm512_set1_ps(0.0f);
+                    conv_local_r1 = _mm512_set1_ps(0.0f);
+                    conv_local_r2 = _mm512_set1_ps(0.0f);
+                    conv_local_r3 = _mm512_set1_ps(0.0f);
+                    conv_local_r4 = _mm512_set1_ps(0.0f);
+                    conv_local_r5 = _mm512_set1_ps(0.0f);
+                    for (int32_t conv_local_rh = 0; conv_local_rh < 7; ++conv_local_rh) {
+                      for (int32_t conv_local_rw = 0; conv_local_rw < 7; ++conv_local_rw) {
+                        conv_local_r0 = _mm512_fmadd_ps(_mm512_set1_ps(pad[((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6))]), _mm512_loadu_ps((kernel + (((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)))), conv_local_r0);
+                        conv_local_r1 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 6)]), _mm512_loadu_ps((kernel + (((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)))), conv_local_r1);
+                        conv_local_r2 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 12)]), _mm512_loadu_ps((kernel + (((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)))), conv_local_r2);
+                        conv_local_r3 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 18)]), _mm512_loadu_ps((kernel + (((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)))), conv_local_r3);
+                        conv_local_r4 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 24)]), _mm512_loadu_ps((kernel + (((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)))), conv_local_r4);
+                        conv_local_r5 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 30)]), _mm512_loadu_ps((kernel + (((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)))), conv_local_r5);
+                        conv_local_r0 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 1)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 64))), conv_local_r0);
+                        conv_local_r1 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 7)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 64))), conv_local_r1);
+                        conv_local_r2 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 13)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 64))), conv_local_r2);
+                        conv_local_r3 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 19)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 64))), conv_local_r3);
+                        conv_local_r4 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 25)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 64))), conv_local_r4);
+                        conv_local_r5 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 31)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 64))), conv_local_r5);
+                        conv_local_r0 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 2)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 128))), conv_local_r0);
+                        conv_local_r1 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 8)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 128))), conv_local_r1);
+                        conv_local_r2 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 14)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 128))), conv_local_r2);
+                        conv_local_r3 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 20)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 128))), conv_local_r3);
+                        conv_local_r4 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 26)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 128))), conv_local_r4);
+                        conv_local_r5 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((((conv_n_h * 1380) + (conv_local_rh * 1380)) + (conv_w_0 * 36)) + (conv_local_rw * 6)) + 32)]), _mm512_loadu_ps((kernel + ((((conv_local_rh * 1344) + (conv_local_rw * 192)) + (conv_co_0 * 16)) + 128))), conv_local_r5);
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            _mm512_storeu_ps((conv_local + 0), conv_local_r0);
+            _mm512_storeu_ps((conv_local + 16), conv_local_r1);
+            _mm512_storeu_ps((conv_local + 32), conv_local_r2);
+            _mm512_storeu_ps((conv_local + 48), conv_local_r3);
+            _mm512_storeu_ps((conv_local + 64), conv_local_r4);
+            _mm512_storeu_ps((conv_local + 80), conv_local_r5);
+          }
+          for (int32_t conv_w_1 = 0; conv_w_1 < 6; ++conv_w_1) {
+            _mm512_storeu_ps((conv + ((((conv_n_h * 6976) + (conv_w_0 * 384)) + (conv_w_1 * 64)) + (conv_co_0 * 16))), _mm512_loadu_ps((conv_local + (conv_w_1 * 16))));
+          }
+        }
+      }
+      for (int32_t conv_co_0_tail = 0; conv_co_0_tail < 4; ++conv_co_0_tail) {
+        float conv_local_tail[16] __attribute__((aligned(64)));
+        {
+          __m512 conv_local_tail_r6;
+          for (int32_t conv_local_n_tail = 0; conv_local_n_tail < 1; ++conv_local_n_tail) {
+            for (int32_t conv_local_h_tail = 0; conv_local_h_tail < 1; ++conv_local_h_tail) {
+              for (int32_t conv_local_w_0_tail = 0; conv_local_w_0_tail < 1; ++conv_local_w_0_tail) {
+                for (int32_t conv_local_co_0_tail = 0; conv_local_co_0_tail < 1; ++conv_local_co_0_tail) {
+                  conv_local_tail_r6 = _mm512_set1_ps(0.0f);
+                  for (int32_t conv_local_rh_tail = 0; conv_local_rh_tail < 7; ++conv_local_rh_tail) {
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 648)]), _mm512_loadu_ps((kernel + ((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 649)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 64))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 650)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 128))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 654)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 192))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 655)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 256))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 656)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 320))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 660)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 384))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 661)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 448))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 662)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 512))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 666)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 576))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 667)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 640))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 668)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 704))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 672)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 768))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 673)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 832))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 674)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 896))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 678)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 960))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 679)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 1024))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 680)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 1088))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 684)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 1152))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 685)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 1216))), conv_local_tail_r6);
+                    conv_local_tail_r6 = _mm512_fmadd_ps(_mm512_set1_ps(pad[(((conv_n_h * 1380) + (conv_local_rh_tail * 1380)) + 686)]), _mm512_loadu_ps((kernel + (((conv_local_rh_tail * 1344) + (conv_co_0_tail * 16)) + 1280))), conv_local_tail_r6);
+                  }
+                }
+              }
+            }
+          }
+          for (int32_t conv_w_1_tail = 0; conv_w_1_tail < 1; ++conv_w_1_tail) {
+            _mm512_storeu_ps((conv + (((conv_n_h * 6976) + (conv_co_0_tail * 16)) + 6912)), conv_local_tail_r6);
+          }
+          _mm512_storeu_ps((conv_local_tail + 0), conv_local_tail_r6);
+        }
+      }
+    }
+    ansorc_workspace_give(pad);
+  }
+  return ansorc_status;
+}
+
+int best_0_packed(void** args) {
+  return best_0((const float*)args[0], (const float*)args[1], (float*)args[2]);
+}

@@ -1,0 +1,236 @@
+#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
+#undef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200112L
+#endif
+#include <stdint.h>
+#include <stdlib.h>
+#include <math.h>
+#ifndef ANSORC_PRELUDE
+#define ANSORC_PRELUDE
+static inline int32_t ansorc_floordiv_i32(int32_t a, int32_t b) { if (b == 0) return 0; if (b == -1) return (int32_t)(0u - (uint32_t)a); int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t ansorc_floormod_i32(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t ansorc_floordiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)(0ull - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t ansorc_floormod_i64(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline float ansorc_max_f32(float a, float b) { return a > b ? a : b; }
+static inline float ansorc_min_f32(float a, float b) { return a < b ? a : b; }
+static inline double ansorc_max_f64(double a, double b) { return a > b ? a : b; }
+static inline double ansorc_min_f64(double a, double b) { return a < b ? a : b; }
+static inline int32_t ansorc_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int32_t ansorc_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int64_t ansorc_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t ansorc_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline void* ansorc_alloc(size_t bytes) { void* p = NULL; return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL; }
+#endif
+
+#ifndef ANSORC_POOL
+#define ANSORC_POOL
+#include <sched.h>
+#define ANSORC_POOL_SLOTS 8
+#define ANSORC_HUGE_BYTES ((size_t)2 << 20)
+typedef struct { void* p; size_t n; int busy; } ansorc_slot;
+static ansorc_slot ansorc_pool[ANSORC_POOL_SLOTS];
+static int ansorc_pool_lock;
+#ifdef __linux__
+int madvise(void* addr, size_t length, int advice);
+#endif
+static void* ansorc_fresh(size_t bytes) {
+  void* p = NULL;
+  size_t align = bytes >= ANSORC_HUGE_BYTES ? ANSORC_HUGE_BYTES : 64;
+  if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+#ifdef __linux__
+  if (align == ANSORC_HUGE_BYTES) madvise(p, bytes, 14); /* MADV_HUGEPAGE, best effort */
+#endif
+  return p;
+}
+static void ansorc_pool_enter(void) {
+  while (__atomic_exchange_n(&ansorc_pool_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void ansorc_pool_leave(void) { __atomic_store_n(&ansorc_pool_lock, 0, __ATOMIC_RELEASE); }
+static void* ansorc_workspace_take(size_t bytes) {
+  ansorc_slot* fit = NULL; ansorc_slot* spare = NULL;
+  ansorc_pool_enter();
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    ansorc_slot* s = &ansorc_pool[i];
+    if (s->busy) continue;
+    if (s->n >= bytes && (!fit || s->n < fit->n)) fit = s;
+    if (!spare || s->n < spare->n) spare = s;
+  }
+  if (!fit && spare) {
+    free(spare->p);
+    spare->p = ansorc_fresh(bytes);
+    spare->n = spare->p ? bytes : 0;
+    fit = spare->p ? spare : NULL;
+  }
+  if (fit) fit->busy = 1;
+  ansorc_pool_leave();
+  return fit ? fit->p : (spare ? NULL : ansorc_fresh(bytes));
+}
+static void ansorc_workspace_give(void* p) {
+  ansorc_pool_enter();
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    if (ansorc_pool[i].busy && ansorc_pool[i].p == p) { ansorc_pool[i].busy = 0; ansorc_pool_leave(); return; }
+  }
+  ansorc_pool_leave();
+  free(p);
+}
+#ifdef __GNUC__
+__attribute__((destructor)) static void ansorc_pool_release(void) {
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    free(ansorc_pool[i].p); ansorc_pool[i].p = NULL; ansorc_pool[i].n = 0;
+  }
+}
+#endif
+#endif
+
+#include <immintrin.h>
+static inline float ansorc_reduce_add_m512(__m512 v) { __m256 h0 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))); __m128 h1 = _mm_add_ps(_mm256_castps256_ps128(h0), _mm256_extractf128_ps(h0, 1)); __m128 h2 = _mm_add_ps(h1, _mm_movehl_ps(h1, h1)); __m128 h3 = _mm_add_ps(h2, _mm_movehdup_ps(h2)); return _mm_cvtss_f32(h3); }
+static inline float ansorc_reduce_max_m512(__m512 v) { __m256 h0 = _mm256_max_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))); __m128 h1 = _mm_max_ps(_mm256_castps256_ps128(h0), _mm256_extractf128_ps(h0, 1)); __m128 h2 = _mm_max_ps(h1, _mm_movehl_ps(h1, h1)); __m128 h3 = _mm_max_ps(h2, _mm_movehdup_ps(h2)); return _mm_cvtss_f32(h3); }
+static inline float ansorc_reduce_add_m256(__m256 v) { __m128 h0 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); __m128 h1 = _mm_add_ps(h0, _mm_movehl_ps(h0, h0)); __m128 h2 = _mm_add_ps(h1, _mm_movehdup_ps(h1)); return _mm_cvtss_f32(h2); }
+static inline __m512 ansorc_exp_m512(__m512 x) { x = _mm512_max_ps(_mm512_set1_ps(-87.5f), _mm512_min_ps(_mm512_set1_ps(88.8f), x)); __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504089f), _mm512_set1_ps(12583038.0f)); __m512 fn = _mm512_sub_ps(t, _mm512_set1_ps(12583038.0f)); __m512 r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(0.693359375f), x); r = _mm512_fnmadd_ps(fn, _mm512_set1_ps(-2.12194440e-4f), r); return _mm512_mul_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0.00276288f), r, _mm512_set1_ps(0.016737614f)), r, _mm512_set1_ps(0.083336792f)), r, _mm512_set1_ps(0.3333304f)), r, _mm512_set1_ps(0.99999988f)), r, _mm512_set1_ps(2.0f)), r, _mm512_set1_ps(2.0f)), _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(t), 23))); }
+
+int sfm_0(const float* restrict A, float* restrict softmax) {
+  volatile int ansorc_status = 0;
+  float* restrict row_max_rf = (float*)ansorc_workspace_take(131072u);
+  if (row_max_rf == NULL) { ansorc_status = 1; } else {
+    float* restrict row_max = (float*)ansorc_workspace_take(1024u);
+    if (row_max == NULL) { ansorc_status = 1; } else {
+      float* restrict u_exp = (float*)ansorc_workspace_take(262144u);
+      if (u_exp == NULL) { ansorc_status = 1; } else {
+        float* restrict row_sum_rf = (float*)ansorc_workspace_take(32768u);
+        if (row_sum_rf == NULL) { ansorc_status = 1; } else {
+          #pragma omp parallel for schedule(static)
+          for (int32_t row_max_rf_i = 0; row_max_rf_i < 256; ++row_max_rf_i) {
+            for (int32_t row_max_rf_k_0_v = 0; row_max_rf_k_0_v < 128; ++row_max_rf_k_0_v) {
+              row_max_rf[((row_max_rf_i * 128) + row_max_rf_k_0_v)] = (-INFINITY);
+              for (int32_t row_max_rf_k_1 = 0; row_max_rf_k_1 < 2; ++row_max_rf_k_1) {
+                row_max_rf[((row_max_rf_i * 128) + row_max_rf_k_0_v)] = ansorc_max_f32(row_max_rf[((row_max_rf_i * 128) + row_max_rf_k_0_v)], A[(((row_max_rf_i * 256) + (row_max_rf_k_0_v * 2)) + row_max_rf_k_1)]);
+              }
+            }
+          }
+          #pragma omp parallel for schedule(static)
+          for (int32_t row_max_i = 0; row_max_i < 256; ++row_max_i) {
+            row_max[row_max_i] = (-INFINITY);
+            {
+              __m512 row_max_acc = _mm512_set1_ps((-INFINITY));
+              __m512 row_max_acc1 = _mm512_set1_ps((-INFINITY));
+              __m512 row_max_acc2 = _mm512_set1_ps((-INFINITY));
+              __m512 row_max_acc3 = _mm512_set1_ps((-INFINITY));
+              row_max_acc = _mm512_max_ps(row_max_acc, _mm512_loadu_ps((row_max_rf + (row_max_i * 128))));
+              row_max_acc1 = _mm512_max_ps(row_max_acc1, _mm512_loadu_ps((row_max_rf + ((row_max_i * 128) + 16))));
+              row_max_acc2 = _mm512_max_ps(row_max_acc2, _mm512_loadu_ps((row_max_rf + ((row_max_i * 128) + 32))));
+              row_max_acc3 = _mm512_max_ps(row_max_acc3, _mm512_loadu_ps((row_max_rf + ((row_max_i * 128) + 48))));
+              row_max_acc = _mm512_max_ps(row_max_acc, _mm512_loadu_ps((row_max_rf + ((row_max_i * 128) + 64))));
+              row_max_acc1 = _mm512_max_ps(row_max_acc1, _mm512_loadu_ps((row_max_rf + ((row_max_i * 128) + 80))));
+              row_max_acc2 = _mm512_max_ps(row_max_acc2, _mm512_loadu_ps((row_max_rf + ((row_max_i * 128) + 96))));
+              row_max_acc3 = _mm512_max_ps(row_max_acc3, _mm512_loadu_ps((row_max_rf + ((row_max_i * 128) + 112))));
+              row_max_acc = _mm512_max_ps(row_max_acc, row_max_acc1);
+              row_max_acc = _mm512_max_ps(row_max_acc, row_max_acc2);
+              row_max_acc = _mm512_max_ps(row_max_acc, row_max_acc3);
+              row_max[row_max_i] = ansorc_max_f32(row_max[row_max_i], ansorc_reduce_max_m512(row_max_acc));
+            }
+          }
+          #pragma omp parallel for schedule(static)
+          for (int32_t exp_i = 0; exp_i < 256; ++exp_i) {
+            for (int32_t exp_j_c = 0; exp_j_c < 16; ++exp_j_c) {
+              _mm512_storeu_ps((u_exp + ((exp_i * 256) + (exp_j_c * 16))), ansorc_exp_m512(_mm512_sub_ps(_mm512_loadu_ps((A + ((exp_i * 256) + (exp_j_c * 16)))), _mm512_set1_ps(row_max[exp_i]))));
+            }
+          }
+          #pragma omp parallel for schedule(static)
+          for (int32_t row_sum_rf_i = 0; row_sum_rf_i < 256; ++row_sum_rf_i) {
+            row_sum_rf[(row_sum_rf_i * 32)] = 0.0f;
+            row_sum_rf[(row_sum_rf_i * 32)] = (row_sum_rf[(row_sum_rf_i * 32)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + (row_sum_rf_i * 256)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 1)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 1)] = (row_sum_rf[((row_sum_rf_i * 32) + 1)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 8)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 2)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 2)] = (row_sum_rf[((row_sum_rf_i * 32) + 2)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 16)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 3)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 3)] = (row_sum_rf[((row_sum_rf_i * 32) + 3)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 24)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 4)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 4)] = (row_sum_rf[((row_sum_rf_i * 32) + 4)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 32)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 5)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 5)] = (row_sum_rf[((row_sum_rf_i * 32) + 5)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 40)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 6)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 6)] = (row_sum_rf[((row_sum_rf_i * 32) + 6)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 48)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 7)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 7)] = (row_sum_rf[((row_sum_rf_i * 32) + 7)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 56)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 8)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 8)] = (row_sum_rf[((row_sum_rf_i * 32) + 8)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 64)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 9)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 9)] = (row_sum_rf[((row_sum_rf_i * 32) + 9)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 72)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 10)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 10)] = (row_sum_rf[((row_sum_rf_i * 32) + 10)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 80)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 11)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 11)] = (row_sum_rf[((row_sum_rf_i * 32) + 11)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 88)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 12)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 12)] = (row_sum_rf[((row_sum_rf_i * 32) + 12)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 96)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 13)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 13)] = (row_sum_rf[((row_sum_rf_i * 32) + 13)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 104)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 14)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 14)] = (row_sum_rf[((row_sum_rf_i * 32) + 14)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 112)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 15)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 15)] = (row_sum_rf[((row_sum_rf_i * 32) + 15)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 120)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 16)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 16)] = (row_sum_rf[((row_sum_rf_i * 32) + 16)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 128)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 17)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 17)] = (row_sum_rf[((row_sum_rf_i * 32) + 17)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 136)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 18)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 18)] = (row_sum_rf[((row_sum_rf_i * 32) + 18)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 144)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 19)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 19)] = (row_sum_rf[((row_sum_rf_i * 32) + 19)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 152)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 20)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 20)] = (row_sum_rf[((row_sum_rf_i * 32) + 20)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 160)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 21)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 21)] = (row_sum_rf[((row_sum_rf_i * 32) + 21)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 168)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 22)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 22)] = (row_sum_rf[((row_sum_rf_i * 32) + 22)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 176)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 23)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 23)] = (row_sum_rf[((row_sum_rf_i * 32) + 23)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 184)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 24)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 24)] = (row_sum_rf[((row_sum_rf_i * 32) + 24)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 192)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 25)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 25)] = (row_sum_rf[((row_sum_rf_i * 32) + 25)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 200)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 26)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 26)] = (row_sum_rf[((row_sum_rf_i * 32) + 26)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 208)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 27)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 27)] = (row_sum_rf[((row_sum_rf_i * 32) + 27)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 216)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 28)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 28)] = (row_sum_rf[((row_sum_rf_i * 32) + 28)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 224)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 29)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 29)] = (row_sum_rf[((row_sum_rf_i * 32) + 29)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 232)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 30)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 30)] = (row_sum_rf[((row_sum_rf_i * 32) + 30)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 240)))));
+            row_sum_rf[((row_sum_rf_i * 32) + 31)] = 0.0f;
+            row_sum_rf[((row_sum_rf_i * 32) + 31)] = (row_sum_rf[((row_sum_rf_i * 32) + 31)] + ansorc_reduce_add_m256(_mm256_loadu_ps((u_exp + ((row_sum_rf_i * 256) + 248)))));
+          }
+          #pragma omp parallel for schedule(static)
+          for (int32_t softmax_i = 0; softmax_i < 256; ++softmax_i) {
+            for (int32_t softmax_j = 0; softmax_j < 256; ++softmax_j) {
+              float row_sum[1] __attribute__((aligned(64)));
+              for (int32_t row_sum_i = 0; row_sum_i < 1; ++row_sum_i) {
+                row_sum[0] = 0.0f;
+                {
+                  __m512 row_sum_acc = _mm512_set1_ps(0.0f);
+                  __m512 row_sum_acc1 = _mm512_set1_ps(0.0f);
+                  row_sum_acc = _mm512_add_ps(row_sum_acc, _mm512_loadu_ps((row_sum_rf + (softmax_i * 32))));
+                  row_sum_acc1 = _mm512_add_ps(row_sum_acc1, _mm512_loadu_ps((row_sum_rf + ((softmax_i * 32) + 16))));
+                  row_sum_acc = _mm512_add_ps(row_sum_acc, row_sum_acc1);
+                  row_sum[0] = (row_sum[0] + ansorc_reduce_add_m512(row_sum_acc));
+                }
+              }
+              softmax[((softmax_i * 256) + softmax_j)] = (u_exp[((softmax_i * 256) + softmax_j)] / row_sum[0]);
+            }
+          }
+          ansorc_workspace_give(row_sum_rf);
+        }
+        ansorc_workspace_give(u_exp);
+      }
+      ansorc_workspace_give(row_max);
+    }
+    ansorc_workspace_give(row_max_rf);
+  }
+  return ansorc_status;
+}
+
+int sfm_0_packed(void** args) {
+  return sfm_0((const float*)args[0], (float*)args[1]);
+}

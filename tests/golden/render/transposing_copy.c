@@ -1,0 +1,196 @@
+#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
+#undef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200112L
+#endif
+#include <stdint.h>
+#include <stdlib.h>
+#include <math.h>
+#ifndef ANSORC_PRELUDE
+#define ANSORC_PRELUDE
+static inline int32_t ansorc_floordiv_i32(int32_t a, int32_t b) { if (b == 0) return 0; if (b == -1) return (int32_t)(0u - (uint32_t)a); int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t ansorc_floormod_i32(int32_t a, int32_t b) { if (b == 0 || b == -1) return 0; int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t ansorc_floordiv_i64(int64_t a, int64_t b) { if (b == 0) return 0; if (b == -1) return (int64_t)(0ull - (uint64_t)a); int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t ansorc_floormod_i64(int64_t a, int64_t b) { if (b == 0 || b == -1) return 0; int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline float ansorc_max_f32(float a, float b) { return a > b ? a : b; }
+static inline float ansorc_min_f32(float a, float b) { return a < b ? a : b; }
+static inline double ansorc_max_f64(double a, double b) { return a > b ? a : b; }
+static inline double ansorc_min_f64(double a, double b) { return a < b ? a : b; }
+static inline int32_t ansorc_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int32_t ansorc_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int64_t ansorc_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t ansorc_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline void* ansorc_alloc(size_t bytes) { void* p = NULL; return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL; }
+#endif
+
+#ifndef ANSORC_POOL
+#define ANSORC_POOL
+#include <sched.h>
+#define ANSORC_POOL_SLOTS 8
+#define ANSORC_HUGE_BYTES ((size_t)2 << 20)
+typedef struct { void* p; size_t n; int busy; } ansorc_slot;
+static ansorc_slot ansorc_pool[ANSORC_POOL_SLOTS];
+static int ansorc_pool_lock;
+#ifdef __linux__
+int madvise(void* addr, size_t length, int advice);
+#endif
+static void* ansorc_fresh(size_t bytes) {
+  void* p = NULL;
+  size_t align = bytes >= ANSORC_HUGE_BYTES ? ANSORC_HUGE_BYTES : 64;
+  if (posix_memalign(&p, align, bytes ? bytes : 64) != 0) return NULL;
+#ifdef __linux__
+  if (align == ANSORC_HUGE_BYTES) madvise(p, bytes, 14); /* MADV_HUGEPAGE, best effort */
+#endif
+  return p;
+}
+static void ansorc_pool_enter(void) {
+  while (__atomic_exchange_n(&ansorc_pool_lock, 1, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void ansorc_pool_leave(void) { __atomic_store_n(&ansorc_pool_lock, 0, __ATOMIC_RELEASE); }
+static void* ansorc_workspace_take(size_t bytes) {
+  ansorc_slot* fit = NULL; ansorc_slot* spare = NULL;
+  ansorc_pool_enter();
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    ansorc_slot* s = &ansorc_pool[i];
+    if (s->busy) continue;
+    if (s->n >= bytes && (!fit || s->n < fit->n)) fit = s;
+    if (!spare || s->n < spare->n) spare = s;
+  }
+  if (!fit && spare) {
+    free(spare->p);
+    spare->p = ansorc_fresh(bytes);
+    spare->n = spare->p ? bytes : 0;
+    fit = spare->p ? spare : NULL;
+  }
+  if (fit) fit->busy = 1;
+  ansorc_pool_leave();
+  return fit ? fit->p : (spare ? NULL : ansorc_fresh(bytes));
+}
+static void ansorc_workspace_give(void* p) {
+  ansorc_pool_enter();
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    if (ansorc_pool[i].busy && ansorc_pool[i].p == p) { ansorc_pool[i].busy = 0; ansorc_pool_leave(); return; }
+  }
+  ansorc_pool_leave();
+  free(p);
+}
+#ifdef __GNUC__
+__attribute__((destructor)) static void ansorc_pool_release(void) {
+  for (int i = 0; i < ANSORC_POOL_SLOTS; ++i) {
+    free(ansorc_pool[i].p); ansorc_pool[i].p = NULL; ansorc_pool[i].n = 0;
+  }
+}
+#endif
+#endif
+
+#include <immintrin.h>
+
+int tbg_0(const float* restrict query, const float* restrict key, float* restrict scores) {
+  volatile int ansorc_status = 0;
+  float* restrict query_T = (float*)ansorc_workspace_take(393216u);
+  if (query_T == NULL) { ansorc_status = 1; } else {
+    float* restrict key_T = (float*)ansorc_workspace_take(393216u);
+    if (key_T == NULL) { ansorc_status = 1; } else {
+      #pragma omp parallel for schedule(static)
+      for (int32_t query_T_b_h_i = 0; query_T_b_h_i < 1536; ++query_T_b_h_i) {
+        _mm512_storeu_ps((query_T + (query_T_b_h_i * 64)), _mm512_loadu_ps((query + (((query_T_b_h_i % 128) * 768) + ((query_T_b_h_i / 128) * 64)))));
+        _mm512_storeu_ps((query_T + ((query_T_b_h_i * 64) + 16)), _mm512_loadu_ps((query + ((((query_T_b_h_i % 128) * 768) + ((query_T_b_h_i / 128) * 64)) + 16))));
+        _mm512_storeu_ps((query_T + ((query_T_b_h_i * 64) + 32)), _mm512_loadu_ps((query + ((((query_T_b_h_i % 128) * 768) + ((query_T_b_h_i / 128) * 64)) + 32))));
+        _mm512_storeu_ps((query_T + ((query_T_b_h_i * 64) + 48)), _mm512_loadu_ps((query + ((((query_T_b_h_i % 128) * 768) + ((query_T_b_h_i / 128) * 64)) + 48))));
+      }
+      #pragma omp parallel for schedule(static)
+      for (int32_t key_T_b_h_d_0_j_0 = 0; key_T_b_h_d_0_j_0 < 48; ++key_T_b_h_d_0_j_0) {
+        for (int32_t key_T_d_1 = 0; key_T_d_1 < 64; ++key_T_d_1) {
+          _mm512_storeu_ps((key_T + ((((key_T_b_h_d_0_j_0 / 4) * 8192) + (key_T_d_1 * 128)) + ((key_T_b_h_d_0_j_0 % 4) * 32))), _mm512_loadu_ps((const float[16]){key[((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 768)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 1536)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 2304)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 3072)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 3840)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 4608)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 5376)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 6144)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 6912)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 7680)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 8448)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 9216)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 9984)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 10752)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 11520)]}));
+          _mm512_storeu_ps((key_T + (((((key_T_b_h_d_0_j_0 / 4) * 8192) + (key_T_d_1 * 128)) + ((key_T_b_h_d_0_j_0 % 4) * 32)) + 16)), _mm512_loadu_ps((const float[16]){key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 12288)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 13056)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 13824)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 14592)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 15360)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 16128)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 16896)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 17664)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 18432)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 19200)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 19968)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 20736)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 21504)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 22272)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 23040)], key[(((((key_T_b_h_d_0_j_0 % 4) * 24576) + ((key_T_b_h_d_0_j_0 / 4) * 64)) + key_T_d_1) + 23808)]}));
+        }
+      }
+      #pragma omp parallel for schedule(static)
+      for (int32_t scores_b_h_0_i_0_j_0_h_1_i_1 = 0; scores_b_h_0_i_0_j_0_h_1_i_1 < 256; ++scores_b_h_0_i_0_j_0_h_1_i_1) {
+        for (int32_t scores_j_1 = 0; scores_j_1 < 64; ++scores_j_1) {
+          float scores_local[12] __attribute__((aligned(64)));
+          for (int32_t scores_local_b = 0; scores_local_b < 1; ++scores_local_b) {
+            for (int32_t scores_local_h_0 = 0; scores_local_h_0 < 1; ++scores_local_h_0) {
+              for (int32_t scores_local_i_0 = 0; scores_local_i_0 < 1; ++scores_local_i_0) {
+                for (int32_t scores_local_j_0 = 0; scores_local_j_0 < 1; ++scores_local_j_0) {
+                  for (int32_t scores_local_h_1 = 0; scores_local_h_1 < 1; ++scores_local_h_1) {
+                    for (int32_t scores_local_i_1 = 0; scores_local_i_1 < 1; ++scores_local_i_1) {
+                      for (int32_t scores_local_j_1 = 0; scores_local_j_1 < 1; ++scores_local_j_1) {
+                        #pragma omp simd
+                        for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                          scores_local[scores_local_j_3] = 0.0f;
+                        }
+                        #pragma omp simd
+                        for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                          scores_local[(scores_local_j_3 + 2)] = 0.0f;
+                        }
+                        #pragma omp simd
+                        for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                          scores_local[(scores_local_j_3 + 4)] = 0.0f;
+                        }
+                        #pragma omp simd
+                        for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                          scores_local[(scores_local_j_3 + 6)] = 0.0f;
+                        }
+                        #pragma omp simd
+                        for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                          scores_local[(scores_local_j_3 + 8)] = 0.0f;
+                        }
+                        #pragma omp simd
+                        for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                          scores_local[(scores_local_j_3 + 10)] = 0.0f;
+                        }
+                        for (int32_t scores_local_r_0 = 0; scores_local_r_0 < 2; ++scores_local_r_0) {
+                          for (int32_t scores_local_r_1 = 0; scores_local_r_1 < 32; ++scores_local_r_1) {
+                            #pragma omp simd
+                            for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                              scores_local[scores_local_j_3] = (scores_local[scores_local_j_3] + (query_T[(((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + ((scores_b_h_0_i_0_j_0_h_1_i_1 / 64) * 2048)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 % 16) * 128)) + (scores_local_r_0 * 32)) + scores_local_r_1)] * key_T[(((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + (scores_local_r_0 * 4096)) + (scores_local_r_1 * 128)) + (scores_j_1 * 2)) + scores_local_j_3)]));
+                            }
+                            #pragma omp simd
+                            for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                              scores_local[(scores_local_j_3 + 2)] = (scores_local[(scores_local_j_3 + 2)] + (query_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + ((scores_b_h_0_i_0_j_0_h_1_i_1 / 64) * 2048)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 % 16) * 128)) + (scores_local_r_0 * 32)) + scores_local_r_1) + 64)] * key_T[(((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + (scores_local_r_0 * 4096)) + (scores_local_r_1 * 128)) + (scores_j_1 * 2)) + scores_local_j_3)]));
+                            }
+                            #pragma omp simd
+                            for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                              scores_local[(scores_local_j_3 + 4)] = (scores_local[(scores_local_j_3 + 4)] + (query_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + ((scores_b_h_0_i_0_j_0_h_1_i_1 / 64) * 2048)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 % 16) * 128)) + (scores_local_r_0 * 32)) + scores_local_r_1) + 8192)] * key_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + (scores_local_r_0 * 4096)) + (scores_local_r_1 * 128)) + (scores_j_1 * 2)) + scores_local_j_3) + 8192)]));
+                            }
+                            #pragma omp simd
+                            for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                              scores_local[(scores_local_j_3 + 6)] = (scores_local[(scores_local_j_3 + 6)] + (query_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + ((scores_b_h_0_i_0_j_0_h_1_i_1 / 64) * 2048)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 % 16) * 128)) + (scores_local_r_0 * 32)) + scores_local_r_1) + 8256)] * key_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + (scores_local_r_0 * 4096)) + (scores_local_r_1 * 128)) + (scores_j_1 * 2)) + scores_local_j_3) + 8192)]));
+                            }
+                            #pragma omp simd
+                            for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                              scores_local[(scores_local_j_3 + 8)] = (scores_local[(scores_local_j_3 + 8)] + (query_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + ((scores_b_h_0_i_0_j_0_h_1_i_1 / 64) * 2048)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 % 16) * 128)) + (scores_local_r_0 * 32)) + scores_local_r_1) + 16384)] * key_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + (scores_local_r_0 * 4096)) + (scores_local_r_1 * 128)) + (scores_j_1 * 2)) + scores_local_j_3) + 16384)]));
+                            }
+                            #pragma omp simd
+                            for (int32_t scores_local_j_3 = 0; scores_local_j_3 < 2; ++scores_local_j_3) {
+                              scores_local[(scores_local_j_3 + 10)] = (scores_local[(scores_local_j_3 + 10)] + (query_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + ((scores_b_h_0_i_0_j_0_h_1_i_1 / 64) * 2048)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 % 16) * 128)) + (scores_local_r_0 * 32)) + scores_local_r_1) + 16448)] * key_T[((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 24576) + (scores_local_r_0 * 4096)) + (scores_local_r_1 * 128)) + (scores_j_1 * 2)) + scores_local_j_3) + 16384)]));
+                            }
+                          }
+                        }
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+          for (int32_t scores_h_2 = 0; scores_h_2 < 3; ++scores_h_2) {
+            for (int32_t scores_i_2 = 0; scores_i_2 < 2; ++scores_i_2) {
+              #pragma omp simd
+              for (int32_t scores_j_2 = 0; scores_j_2 < 2; ++scores_j_2) {
+                scores[(((((((((scores_b_h_0_i_0_j_0_h_1_i_1 / 16) % 4) * 49152) + (scores_h_2 * 16384)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 / 64) * 4096)) + ((scores_b_h_0_i_0_j_0_h_1_i_1 % 16) * 256)) + (scores_i_2 * 128)) + (scores_j_1 * 2)) + scores_j_2)] = scores_local[(((scores_h_2 * 4) + (scores_i_2 * 2)) + scores_j_2)];
+              }
+            }
+          }
+        }
+      }
+      ansorc_workspace_give(key_T);
+    }
+    ansorc_workspace_give(query_T);
+  }
+  return ansorc_status;
+}
+
+int tbg_0_packed(void** args) {
+  return tbg_0((const float*)args[0], (const float*)args[1], (float*)args[2]);
+}
