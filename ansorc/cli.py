@@ -282,13 +282,34 @@ def cmd_show(args) -> dict:
         top = best(records, wk, target)
         if top:
             row["best_seconds"] = top[0].median
+            row["implausible"] = _implausible(args.log, top[0], row["flop"])
     out = []
     for row in rows.values():
-        ok = math.isfinite(row["best_seconds"])
+        ok = math.isfinite(row["best_seconds"]) and not row.get("implausible")
         row["best_gflops"] = significant(row["flop"] / row["best_seconds"] / 1e9) if ok and row["flop"] else None
         row["best_seconds"] = row["best_seconds"] if ok else None
         out.append(row)
     return {"workloads": out}
+
+
+def _implausible(log, rec, flop) -> bool:
+    """Whether the best record claims more than this machine could do (search/plausible.py); warns, naming it."""
+    import warnings
+
+    from .search.plausible import ImplausibleRecordWarning, cpu_target, line_of
+    try:
+        tgt = cpu_target(rec.target)
+    except (AnsorcError, ValueError, KeyError):   # a target this ansorc does not know: no bound to hold it to
+        return False
+    if tgt is None or not flop:   # a GPU target, or a record without its flop count: no bound to hold it to
+        return False
+    bound = tgt.peak_flops_bound(1)   # lanes of one byte, the most: the record does not say its dtypes
+    if rec.median > 0 and flop / rec.median <= bound:
+        return False
+    warnings.warn(f"{log}:{line_of(log, rec)}: the best record of workload {printable(rec.workload_key)} claims "
+                  f"{rec.median:.3g} s, above this machine's bound of {bound / 1e9:.4g} GFLOP/s: not believed "
+                  "(no GFLOP/s shown)", ImplausibleRecordWarning, stacklevel=2)
+    return True
 
 
 def _print_human(command: str, result: dict) -> None:

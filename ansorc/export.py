@@ -1,9 +1,10 @@
 """Exporting a kernel for embedding: lib<name>.so, <name>.h and <name>.c, built from its KernelSpec with the
 compiler and flags it was built with (for its target, not this machine's -march=native).
 
-The library also defines <name>_ansorc_signature() (its arguments as JSON), which `ansorc.load` checks against
-the header. Every file is written under a temporary name in the output folder, synced, then renamed into place:
-a process that has the previous lib<name>.so mapped keeps running on the old file instead of dying of SIGBUS."""
+The library also defines <name>_ansorc_signature() (its arguments as JSON, kept in the ELF section `.ansorc_sig`),
+which `ansorc.load` reads from the file and checks against the header before loading the library. Every file is
+written under a temporary name in the output folder, synced, then renamed into place: a process that has the
+previous lib<name>.so mapped keeps running on the old file instead of dying of SIGBUS."""
 from __future__ import annotations
 
 import os

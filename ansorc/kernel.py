@@ -11,6 +11,7 @@ import numpy as np
 from cffi import FFI
 
 from .codegen.c import prototype, status_message
+from .codegen.elf import SignatureError, read_section_signature
 from .codegen.header import read_signature
 from .codegen.source import ArgSpec, Source
 from .errors import AnsorcError, ArgumentError
@@ -187,7 +188,9 @@ class Kernel:
 
 def load(path) -> Kernel:
     """Load an exported library back as a Kernel: `path` is lib<name>.so (its <name>.h must sit beside it)
-    or the output directory holding exactly one exported kernel."""
+    or the output directory holding exactly one exported kernel. Loading a library runs its code (its
+    constructors): load only libraries you trust. The signature it carries in its `.ansorc_sig` section is read
+    from the file and checked against the header first, so a file that is not such a library is refused unloaded."""
     p = Path(path)
     if p.is_dir():
         libs = sorted(p.glob("lib*.so"))
@@ -204,6 +207,13 @@ def load(path) -> Kernel:
         sig = read_signature(header.read_text(encoding="utf-8", errors="replace"))
     except ValueError as e:
         raise ExportError(f"{header}: {e}") from None
+    try:  # from the file, before dlopen runs any of the library's code
+        carried = read_section_signature(p)
+    except SignatureError as e:
+        raise ExportError(str(e)) from None
+    if carried != sig:
+        raise ExportError(f"{p.name} does not match {header.name}: the library was built for other arguments "
+                          f"(its own signature names {str(carried.get('entry'))!r}; re-export the kernel)")
     if _library_signature(p, sig["entry"]) != sig:
         # the dynamic loader hands back a library already open under the same path, even if the file changed
         again = any(key[0] == str(p.resolve()) for key in _LOADED)

@@ -3,9 +3,10 @@ macros, and a comment with the source expression and the tuning provenance.
 
 The signature (entry, argument names, shapes, dtypes) is machine-readable twice: one header line of its own,
 `/* ansorc-signature: {...} */`, and a function `const char* <entry>_ansorc_signature(void)` compiled into the
-library, which returns the same JSON. `ansorc.load` reads the header line and refuses a library that does not
-carry the same signature. Text copied from users (expression, provenance) goes only into ` * ` comment lines,
-one line each, so it can never form the signature line.
+library, which returns the same JSON, kept in the ELF section `.ansorc_sig` (elf.py). `ansorc.load` reads the
+header line and the section (from the file, before loading it: loading runs the library's code) and refuses a
+library that does not carry the same signature. Text copied from users (expression, provenance) goes only
+into ` * ` comment lines, one line each, so it can never form the signature line.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 from ..ir.dtypes import C_TYPE
 from ..ir.names import is_c_ident
 from .c import prototype
+from .elf import SECTION_ATTRIBUTE
 from .source import Source
 from .target import library_flags
 
@@ -67,8 +69,10 @@ def signature_function(source: Source) -> str:
     """C defining <entry>_ansorc_signature(): the library's own record of its arguments, for `ansorc.load`."""
     # the JSON holds identifiers, numbers and punctuation; escape what C would read otherwise (? for trigraphs)
     literal = "".join("\\" + c if c in '"\\?' else c for c in signature_json(source))
-    return (f"\nconst char* {source.entry}_ansorc_signature(void);\n"
-            f"const char* {source.entry}_ansorc_signature(void) {{ return \"{literal}\"; }}\n")
+    # the string lives in its own ELF section: ansorc.load reads it from the file before loading the library
+    return (f"\n{SECTION_ATTRIBUTE} static const char {source.entry}_ansorc_sig[] = \"{literal}\";\n"
+            f"const char* {source.entry}_ansorc_signature(void);\n"
+            f"const char* {source.entry}_ansorc_signature(void) {{ return {source.entry}_ansorc_sig; }}\n")
 
 
 def render_header(source: Source, provenance: dict | None = None, expression: str = "",

@@ -79,6 +79,9 @@ def host_isas() -> tuple:
     return ("generic",)
 
 
+PEAK_CLOCK_HZ = 6e9   # a clock no CPU core sustains: the "impossible" bound's clock (Target.peak_flops_bound)
+
+
 def num_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -152,6 +155,13 @@ class Target:
 
     def lanes(self, dtype: str = "float32") -> int:
         return max(1, self.vector_bytes // itemsize(dtype))
+
+    def peak_flops_bound(self, itemsize_bytes: int = 4) -> float:
+        """Operations a second that no program can reach here: lanes of `itemsize_bytes` elements x 2 FMA units x
+        2 operations (multiply, add) x cores x 6 GHz, above any clock. Generous on purpose (a core's real peak,
+        bench/peak_fma.py, is half of it or less): a logged timing above it is forged or corrupt, not fast.
+        One-byte lanes count VNNI's four byte products a 32-bit lane."""
+        return max(1, self.vector_bytes // itemsize_bytes) * 2 * 2 * self.num_cores * PEAK_CLOCK_HZ
 
     def missing_tools(self) -> list:
         """Programs this target needs that are not installed (empty when it can build and run here)."""

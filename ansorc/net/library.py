@@ -12,6 +12,7 @@ copies `<model>_free` marks stale, since the next init's weights may land where 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..codegen.c import _STATUS_NOTE, PRELUDE  # the notes' format is codegen's
+from ..codegen.elf import SECTION_ATTRIBUTE
 from ..codegen.pipeline import render, resolve_target
 from ..codegen.source import Source
 from ..codegen.target import Target, compile_flags
@@ -31,7 +33,7 @@ from ..measure.builder import build as build_sources
 from .arena import ArenaPlan, Interval, plan_arena
 from .library_c import PROFILER, STATUS, c_string, header, loader
 from .network import NetError, Network, tensors_by_name
-from .weights import DTYPE_CODE, layout, write_weights
+from .weights import DTYPE_CODE, layout, table_bytes, write_weights
 
 BUILD_TIMEOUT = 600.0   # seconds: a whole model is one translation unit, far larger than one kernel
 
@@ -49,6 +51,7 @@ class Library:
     weight_order: tuple     # names of the weights, in the weights file's order
     arena: ArenaPlan
     target: Target
+    digest: bytes           # the model's (model_digest), in its weights file and checked by <name>_init
 
     @property
     def source(self) -> Source:
@@ -260,6 +263,17 @@ def _signature(net: Network, m: str, arena: ArenaPlan, calls: list, n_kernels: i
             "weights": len(wfile[0]), "weights_bytes": wfile[2], "calls": calls}
 
 
+def model_digest(net: Network, groups, schedules: dict, wfile: tuple) -> bytes:
+    """SHA-256 of what the weights file must fit: the model's inputs and outputs, each group's tensors and
+    workload (its computation, not its schedule: a re-tuned library takes the same file), and the weights' table."""
+    structure = {"inputs": [[n, list(t.shape), t.dtype] for n, t in zip(net.input_names, net.inputs)],
+                 "outputs": [[n, list(t.shape), t.dtype] for n, t in zip(net.output_names, net.outputs)],
+                 "groups": [[g.name, list(g.inputs), list(g.outputs), schedules[g.name].dag.workload_key]
+                            for g in groups]}
+    text = json.dumps(structure, separators=(",", ":"), sort_keys=True).encode()
+    return hashlib.sha256(text + b"\0" + table_bytes(wfile[0])).digest()
+
+
 def emit_library(net: Network, groups, schedules: dict, target="native", name: str | None = None) -> Library:
     """The C source and header of the model library; `schedules`: group name -> State of group_dag(net, group)."""
     tgt = resolve_target(target)
@@ -271,11 +285,14 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     helpers, bodies, calls, called, forget = _kernels(groups, schedules, tgt, m, expr, everything)
     wfile = layout(net.weights, order)
     proto, run = _run_function(net, m, calls, len(called))
-    sig = _signature(net, m, arena, called, len(bodies), wfile)
+    digest = model_digest(net, groups, schedules, wfile)
+    sig = {**_signature(net, m, arena, called, len(bodies), wfile), "digest": digest.hex()}
     sig_text = c_string(json.dumps(sig, separators=(",", ":")))
-    code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE, forget),
-                      f"const char {m}_signature[] = {sig_text};", "", run])
-    return Library(m, code, header(m, proto, sig, build_line(m, tgt)), sig, order, arena, tgt)
+    # in its own ELF section too: Model reads it from the file before loading (running) the library
+    code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE, digest, forget),
+                      f"#define ANSORC_NET_SIGNATURE_SECTION {SECTION_ATTRIBUTE}",
+                      f"ANSORC_NET_SIGNATURE_SECTION const char {m}_signature[] = {sig_text};", "", run])
+    return Library(m, code, header(m, proto, sig, build_line(m, tgt)), sig, order, arena, tgt, digest)
 
 
 def build_library(lib: Library, cc: str | None = None, extra_flags=()) -> Path:
@@ -314,7 +331,7 @@ def write_library(outdir, lib: Library, so_path, weights: dict) -> dict:
     _replace(paths["c"], lambda p: p.write_text(lib.code))
     _replace(paths["h"], lambda p: p.write_text(lib.header))
     _replace(paths["so"], lambda p: shutil.copyfile(so_path, p))
-    write_weights(paths["weights"], weights, lib.weight_order)
+    write_weights(paths["weights"], weights, lib.weight_order, lib.digest)
     return {k: str(v) for k, v in paths.items()}
 
 

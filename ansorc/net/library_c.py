@@ -3,8 +3,9 @@ status codes, and `<model>.h`. library.py assembles the translation unit; this f
 
 The loader reads the whole weights file (format in weights.py) into one 64-byte aligned block and checks it
 against what the library was built for (count, names, dtypes, byte sizes, offsets in bounds and aligned, file
-size, CRC-32 of the data) before any kernel may read it. Fields are decoded byte by byte (little-endian file,
-any host); the weights themselves are in the host's byte order, as numpy wrote them (x86-64 and AArch64 alike).
+size, the model digest, CRC-32 of everything after the header) before any kernel may read it. Fields are decoded
+byte by byte (little-endian file, any host); the weights themselves are in the host's byte order, as numpy wrote
+them (x86-64 and AArch64 alike).
 """
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from ..ir.dtypes import ITEMSIZE
 
 # status codes of <model>_init and <model>_run; model.py turns them into messages
 STATUS = {"OK": 0, "ERR_OPEN": 1, "ERR_FORMAT": 2, "ERR_SIZE": 3, "ERR_MISMATCH": 4, "ERR_CHECKSUM": 5,
-          "ERR_NOMEM": 6, "ERR_NOT_INIT": 7, "ERR_KERNEL": 1000, "KERNEL_STRIDE": 256}
+          "ERR_NOMEM": 6, "ERR_NOT_INIT": 7, "ERR_VERSION": 8, "ERR_KERNEL": 1000, "KERNEL_STRIDE": 256}
 MESSAGES = {1: "cannot open the weights file", 2: "not an ansorc weights file (or another format version)",
             3: "the weights file is truncated or has trailing bytes", 4: "the weights file is for another model",
             5: "the weights file is corrupt (checksum mismatch)", 6: "out of memory",
-            7: "the model is not initialized"}
+            7: "the model is not initialized",
+            8: "the weights file is of another format version (written by another ansorc); rebuild the model"}
 
 LOADER = Template(r"""
 #include <stdio.h>
@@ -28,6 +30,8 @@ LOADER = Template(r"""
 static const char* const ansorc_net_wname[$nw1] = {$names};
 static const uint32_t ansorc_net_wdtype[$nw1] = {$dtypes};
 static const uint64_t ansorc_net_wbytes[$nw1] = {$sizes};
+/* the model's digest (weights.py): a file of a model with the same weight names, dtypes and sizes is foreign */
+static const unsigned char ansorc_net_digest[32] = {$digest};
 static const unsigned char* ansorc_net_w[$nw1];
 static unsigned char* ansorc_net_blob = NULL;
 static unsigned char* ansorc_net_arena = NULL;
@@ -60,10 +64,10 @@ static uint32_t ansorc_net_crc32(const unsigned char* p, uint64_t n) {
 }
 /* The file's table against this library's: names, dtypes, sizes; offsets aligned and inside the file. */
 static int ansorc_net_check(const unsigned char* b, uint64_t size) {
-  if (ansorc_net_rd32(b + 8) != 1u) return 2;
   if (ansorc_net_rd32(b + 12) != (uint32_t)ANSORC_NET_NW) return 4;
-  uint64_t data_start = ansorc_net_rd64(b + 16), at = 40;
+  uint64_t data_start = ansorc_net_rd64(b + 16), at = 72;
   if (data_start > size || data_start < at) return 2;
+  if (memcmp(b + 40, ansorc_net_digest, 32) != 0) return 4;
   for (int i = 0; i < ANSORC_NET_NW; ++i) {
     if (data_start - at < 4) return 2;
     uint64_t n = ansorc_net_rd32(b + at);
@@ -76,7 +80,7 @@ static int ansorc_net_check(const unsigned char* b, uint64_t size) {
     ansorc_net_w[i] = b + off;
     at += 20;
   }
-  if (ansorc_net_crc32(b + data_start, size - data_start) != ansorc_net_rd32(b + 32)) return 5;
+  if (ansorc_net_crc32(b + 40, size - 40) != ansorc_net_rd32(b + 32)) return 5;
   return 0;
 }
 static int ansorc_net_load(const char* path) {
@@ -85,6 +89,7 @@ static int ansorc_net_load(const char* path) {
   if (!f) return 1;
   if (fread(head, 1, 40, f) != 40) { fclose(f); return 3; }
   if (memcmp(head, "ANSORCWT", 8) != 0) { fclose(f); return 2; }
+  if (ansorc_net_rd32(head + 8) != 2u) { fclose(f); return 8; }
   uint64_t size = ansorc_net_rd64(head + 24);
   if (size != (uint64_t)$file_size) { fclose(f); return 4; }
   ansorc_net_blob = (unsigned char*)ansorc_alloc((size_t)size);
@@ -155,12 +160,13 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def loader(m: str, entries, file_size: int, arena_bytes: int, dtype_code: dict, forget=()) -> str:
+def loader(m: str, entries, file_size: int, arena_bytes: int, dtype_code: dict, digest: bytes, forget=()) -> str:
     """The weights loader, `<model>_init` and `<model>_free`; `forget`: lines of `_free` marking the kernels' kept
     copies of the weights stale."""
     n = len(entries)
     return LOADER.substitute(
         m=m, nw=n, nw1=max(n, 1), file_size=f"{file_size}u", arena=f"{arena_bytes}u",
+        digest=", ".join(f"0x{b:02x}" for b in digest),
         forget="\n".join(forget) or "  /* no kernel keeps a copy of the weights */",
         names=", ".join(c_string(e.name) for e in entries) or "0",
         dtypes=", ".join(f"{dtype_code[e.dtype]}u" for e in entries) or "0",

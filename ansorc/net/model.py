@@ -19,6 +19,7 @@ import numpy as np
 from cffi import FFI
 
 from ..codegen.c import status_message
+from ..codegen.elf import SignatureError, read_section_signature
 from ..ir.dtypes import C_TYPE, NP_DTYPE
 from ..ir.names import is_c_ident
 from ..kernel import empty
@@ -77,6 +78,7 @@ class Model:
         self._ffi.cdef(_prototypes(self.signature))
         copy = _private_copy(self.files["so"])
         try:
+            self._check_file_signature(copy)   # the copy, before dlopen: loading runs the library's code
             self._lib = self._ffi.dlopen(copy)
             _LOADED.append((self._ffi, self._lib))
         except OSError as exc:
@@ -93,13 +95,32 @@ class Model:
     def _tensors(self) -> list:
         return [*self.signature.get("inputs", []), *self.signature.get("outputs", [])]
 
-    def _check_signature(self) -> None:
-        """The library's own signature must be the one its arrays are checked against: a header edited or taken
-        from another build would otherwise make run read and write past the arrays."""
-        text = self._ffi.string(getattr(self._lib, f"{self.name}_signature")).decode()
-        if json.loads(text) != self.signature:
+    def _check_file_signature(self, copy: str) -> None:
+        """The signature the library file carries (its .ansorc_sig section, read without loading it) must be the
+        one its arrays are checked against: a header edited or taken from another build, or another model's
+        library under this model's name, would otherwise make run read and write past the arrays."""
+        so = self.files["so"]
+        try:
+            carried = read_section_signature(copy)
+        except SignatureError as exc:
+            raise NetError(str(exc).replace(copy, so)) from None
+        if carried.get("model") != self.name:
+            raise NetError(f"model {self.name!r}: {so} is the library of model {str(carried.get('model'))!r}, "
+                           f"not of {self.name!r}; export the two models to separate folders")
+        self._mismatch(carried)
+
+    def _mismatch(self, carried: dict) -> None:
+        if carried != self.signature:
             raise NetError(f"model {self.name!r}: {self.files['so']} was built for other inputs or outputs than "
                            f"{self.files.get('h', 'its signature')} describes")
+
+    def _check_signature(self) -> None:
+        """The loaded library's own signature, checked again (as the file's was before loading it)."""
+        try:
+            text = self._ffi.string(getattr(self._lib, f"{self.name}_signature")).decode()
+        except (AttributeError, KeyError):   # cffi raises KeyError for a symbol the library lacks
+            raise NetError(f"model {self.name!r}: {self.files['so']} has no {self.name}_signature") from None
+        self._mismatch(json.loads(text))
 
     @classmethod
     def load(cls, outdir, name: str | None = None) -> "Model":

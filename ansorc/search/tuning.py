@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import random
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 
 from ..codegen.pipeline import render
@@ -27,6 +28,7 @@ from .annotate import sample, state_key
 from .cost_model import LGBModel, RandomModel
 from .evolution import SearchParams, search_round
 from .parallel import register, render_states_parallel, rendered
+from .plausible import ImplausibleRecordWarning, claim, cpu_target, plausible
 from .sketch import generate_sketches
 from .task import SearchTask
 
@@ -103,7 +105,7 @@ class TaskTuner:
         register(task)   # known to the search's worker pool before it forks (tasks tuned together: one fork)
         self.rng = random.Random(options.seed)
         logged = log.load() if log else []
-        history = records_for(logged, task.workload_key, task.target)
+        history = _believable(task, records_for(logged, task.workload_key, task.target), log)
         self.measured = {_actual_key(task, r) for r in history}  # in this DAG's names, as state_key gives
         self.result = TuneResult(task, None, math.inf, list(history))
         self.best_states = _replay_best(task, history)  # (seconds, state) of measured programs, best first
@@ -307,6 +309,19 @@ def canonical_steps(task: SearchTask, state) -> list:
 def _actual_key(task: SearchTask, rec: Record) -> str:
     """steps_key of a logged schedule in this task's names (logs before canonical names are already so)."""
     return steps_key(rename_steps(task.dag, rec.steps, to_canonical=False))
+
+
+def _believable(task: SearchTask, history: list, log) -> list:
+    """The logged history less the records claiming more than this machine could do (search/plausible.py):
+    resumed, such a forged best would stand as the session's best and cut every candidate early."""
+    tgt = cpu_target(task.target)
+    bad = {id(r) for r in history if tgt is not None and r.ok and not plausible(task.dag, tgt, r.median)}
+    if bad:
+        first = next(r for r in history if id(r) in bad)
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        warnings.warn(f"{claim(log.path, first, task.dag, tgt)}{more}: not believed, left out of the resumed "
+                      "history (its program may be measured again)", ImplausibleRecordWarning, stacklevel=3)
+    return [r for r in history if id(r) not in bad]
 
 
 def _replay_best(task: SearchTask, history: list) -> list:

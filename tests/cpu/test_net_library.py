@@ -11,7 +11,7 @@ from ansorc.ir.state import State
 from ansorc.net import Model
 from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.network import NetError, group_dag
-from ansorc.net.weights import read_weights, write_weights
+from ansorc.net.weights import read_digest, read_weights, write_weights
 
 from tests.net_samples import (chain, conv_mlp_softmax, convnet_fused_groups, mixed_dtypes, one_group_per_op,
                                row_reductions, two_dense, two_embeddings)
@@ -164,7 +164,7 @@ def test_weights_are_constants_whose_kept_copies_are_per_group_and_made_again_af
             np.testing.assert_allclose(model(x)[0], reference(net, [x])[0], rtol=1e-4, atol=1e-4)
         weights = {k: v.reshape(net.weights[k].shape).copy() for k, v in read_weights(model.files["weights"]).items()}
         weights["w1"].reshape(-1)[1] += 4.0     # word 1 of 262144: between the samples 0 and 8456 of its key
-        write_weights(tmp_path / "other.weights", weights, list(weights))
+        write_weights(tmp_path / "other.weights", weights, list(weights), read_digest(model.files["weights"]))
         init = getattr(model._lib, f"{model.name}_init")
         assert init(str(tmp_path / "other.weights").encode()) == 0
         other = dataclasses.replace(net, weights=weights)

@@ -11,7 +11,7 @@ from ansorc.net.arena import Interval, overlaps, plan_arena
 from ansorc.net.library import model_ident
 from ansorc.net.library_c import c_string
 from ansorc.net.network import NetError
-from ansorc.net.weights import HEADER, MAGIC, layout, read_weights, write_weights
+from ansorc.net.weights import HEADER, MAGIC, TABLE_START, layout, read_digest, read_weights, write_weights
 
 
 def sample_weights():
@@ -38,9 +38,33 @@ def test_header_fields_describe_the_file(tmp_path):
     write_weights(tmp_path / "m.weights", w)
     blob = (tmp_path / "m.weights").read_bytes()
     magic, version, count, start, fsize, crc, _ = HEADER.unpack_from(blob)
-    assert (magic, version, count, start, fsize) == (MAGIC, 1, 4, data_start, size) and len(blob) == size
-    assert crc == zlib.crc32(blob[data_start:])
-    assert struct.unpack_from("<I", blob, HEADER.size)[0] == len(entries[0].name)
+    assert (magic, version, count, start, fsize) == (MAGIC, 2, 4, data_start, size) and len(blob) == size
+    assert crc == zlib.crc32(blob[HEADER.size:])   # the digest and the table too, not only the data
+    assert blob[HEADER.size:TABLE_START] == bytes(32)
+    assert struct.unpack_from("<I", blob, TABLE_START)[0] == len(entries[0].name)
+
+
+def test_the_model_digest_is_kept_and_a_flipped_table_byte_is_a_corrupt_file(tmp_path):
+    """Issue 50.6: the file carries its model's digest, and the CRC covers the table (an offset changed by one
+    bit was accepted before: the CRC covered only the data)."""
+    path, digest = tmp_path / "m.weights", bytes(range(32))
+    write_weights(path, sample_weights(), digest=digest)
+    assert read_digest(path) == digest
+    blob = bytearray(path.read_bytes())
+    blob[TABLE_START + 4] ^= 1     # a byte of the first weight's name
+    path.write_bytes(bytes(blob))
+    with pytest.raises(NetError, match="checksum"):
+        read_weights(path)
+
+
+def test_an_old_format_file_says_to_rebuild(tmp_path):
+    path = tmp_path / "m.weights"
+    write_weights(path, sample_weights())
+    blob = bytearray(path.read_bytes())
+    blob[8] = 1
+    path.write_bytes(bytes(blob))
+    with pytest.raises(NetError, match="format version 1.*rebuild the model"):
+        read_weights(path)
 
 
 def test_corrupt_files_are_refused(tmp_path):
