@@ -94,6 +94,8 @@ def _params(node, op: str) -> _Rnn:
     if sw != (dirs, gh, sx[2]) or sr != (dirs, gh, hidden):
         raise node.unsupported(f"W {list(sw)} / R {list(sr)} do not match X {list(sx)}, {dirs} direction(s), "
                                f"hidden size {hidden}")
+    if seq < 1 or batch < 1:
+        raise node.unsupported(f"X of shape {list(sx)} has no time steps or no batch entries")
     if seq * dirs > MAX_STEPS:
         raise node.unsupported(f"{seq} time steps x {dirs} direction(s) is more than the {MAX_STEPS} steps "
                                "unrolled")
