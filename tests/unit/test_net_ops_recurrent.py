@@ -110,3 +110,11 @@ def test_refusals_name_the_node_in_one_line():
     with pytest.raises(UnsupportedError, match=r"node 'rnn1' \(LSTM\).*sequence_lens \[6, 1, 1\]"):
         lower_and_run("LSTM", inputs("LSTM", lens=[6, 1, 1]), [None, (1, 3, 6)], {"hidden_size": 6}, 14, (4,),
                       None, "rnn1")
+
+
+def test_constant_weights_states_and_peepholes_as_torch_exports_them():
+    """torch.onnx.export passes W, R, B, initial_h/c (and here P) as initializers: the constant paths."""
+    ins = inputs("LSTM", dirs=2, h0=True, c0=True, peep=True)
+    assert len(ins) == 8 and ins[4] is None
+    check_op("LSTM", ins, {"hidden_size": 6, "direction": "bidirectional"}, n_out=3, opset=14,
+             consts=(1, 2, 3, 5, 6, 7))
