@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import te
-from . import ops_attention, ops_conv, ops_einsum, ops_norm, ops_norm_more, ops_pool, ops_reduce
+from . import ops_attention, ops_conv, ops_einsum, ops_norm, ops_norm_more, ops_pool, ops_recurrent, ops_reduce
 from .ops_nn_util import FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, reader, spec, te_shape
 
 
@@ -87,5 +87,5 @@ OPS: dict = {  # ONNX op type -> ops_common.OpSpec
     "MatMul": spec(lower_matmul, FLOATS + ("int32", "int64"), note="1-D and batched N-D with broadcasting",
                    required=2),
     **ops_attention.OPS, **ops_conv.OPS, **ops_einsum.OPS, **ops_pool.OPS, **ops_norm.OPS, **ops_norm_more.OPS,
-    **ops_reduce.OPS,
+    **ops_reduce.OPS, **ops_recurrent.OPS,
 }
