@@ -16,7 +16,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..ir.dtypes import DTYPE_TABLE
-from .import_passes import PASSES, Graph
+from ..ir.te import MAX_ELEMENTS
+from .import_passes import PASSES, Graph, check_result_sizes
 from .layout_pass import apply_layout
 from .network import NetError, Network, UnsupportedError
 
@@ -239,6 +240,7 @@ def graph_of(model, input_shapes: dict | None = None, layout: str | None = None)
     ANSORC_NET_LAYOUT, else nhwc."""
     proto, name = load(model)
     default_opset(proto, name)
+    check_result_sizes(proto, name, MAX_ELEMENTS)
     types = infer(static_shapes(proto, name, input_shapes), name)
     graph = to_graph(proto, name, types)
     for p in PASSES:

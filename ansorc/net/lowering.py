@@ -11,7 +11,7 @@ from .. import te
 from ..errors import AnsorcError
 from ..ir.dtypes import DTYPE_TABLE
 from ..ir.te import PlaceholderOp, Tensor
-from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, run_node
+from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, result_elements, run_node
 from .network import NetError, Network, UnsupportedError, c_name
 from .ops_common import LowerContext, Node
 from .ops_layout import DOMAIN, internal_spec
@@ -117,7 +117,8 @@ def _te_shape(shape) -> tuple:
 
 
 def _lower(node: Node, proto, ins: list, spec, ctx: LowerContext, g: Graph) -> list:
-    small_out = all(s is None or int(np.prod(s)) <= FOLD_LIMIT for s in node.out_shapes)
+    small_out = all(s is None or int(np.prod(s)) <= FOLD_LIMIT for s in node.out_shapes) and \
+        result_elements(proto, ins) <= FOLD_LIMIT
     if ins and small_out and node.op_type not in NOT_FOLDABLE and all(not isinstance(v, Tensor) for v in ins):
         outs = run_node(proto, ins, g.opset)  # constant inputs (a lowering returned an array): fold
         if outs is not None and all(o is None or o.dtype != object for o in outs):
