@@ -2,6 +2,8 @@
 table in topological order into one te graph, a `Network`."""
 from __future__ import annotations
 
+import math
+
 import networkx as nx
 import numpy as np
 import onnx
@@ -10,7 +12,7 @@ from onnx import helper, numpy_helper
 from .. import te
 from ..errors import AnsorcError
 from ..ir.dtypes import DTYPE_TABLE
-from ..ir.te import PlaceholderOp, Tensor
+from ..ir.te import MAX_ELEMENTS, PlaceholderOp, Tensor
 from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, result_elements, run_node
 from .network import NetError, Network, UnsupportedError, c_name
 from .ops_common import LowerContext, Node
@@ -152,6 +154,9 @@ def _placeholder(name: str, g: Graph, ctx: LowerContext) -> Tensor:
         raise UnsupportedError(f"model {g.name!r}: input {name!r} has dtype {dtype}, which is not supported")
     if 0 in shape:
         raise UnsupportedError(f"model {g.name!r}: input {name!r} has an empty dimension {shape}")
+    if math.prod(shape) > MAX_ELEMENTS:  # here, by the user's name for it (te's error names n_<name>_0)
+        raise UnsupportedError(f"model {g.name!r}: input {name!r} of shape {shape} has {math.prod(shape)} elements "
+                               f"(at most {MAX_ELEMENTS}: kernels index with 32-bit integers)")
     return te.placeholder(_te_shape(shape), dtype, name=ctx.name(name))
 
 
