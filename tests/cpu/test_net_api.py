@@ -139,3 +139,20 @@ def test_compile_refuses_negative_trials_and_fractional_shapes(tmp_path, kwargs,
     with pytest.raises(NetError) as err:
         ansorc.net.compile(tiny_cnn(tmp_path / "m.onnx", batch="N"), **kwargs)
     assert fragment in str(err.value), err.value
+
+
+def test_a_gather_index_out_of_range_at_run_time_names_the_model_input():
+    # issue 50.5: the error named the te placeholder n_x_0, a name the user never gave
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4])
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])
+    graph = helper.make_graph([helper.make_node("Gather", ["x", "ids"], ["y"], name="pick")], "pick", [x, ids], [y])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(proto)
+    data = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+    with ansorc.net.compile(proto) as model:
+        np.testing.assert_allclose(model(data, np.array([5, 0, 2]))[0], data[[5, 0, 2]])
+        with pytest.raises(NetError, match=r"index out of range in x$"):
+            model(data, np.array([1, 6, 0]))
