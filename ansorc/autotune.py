@@ -29,6 +29,14 @@ class NoRecordError(AnsorcError, LookupError):
     """No usable program: the log holds no successful record, or tuning measured none."""
 
 
+class LogReplayError(NoRecordError):
+    """The log's best record of this workload does not replay on it (a log edited, or of another ansorc)."""
+
+
+class LogFallbackWarning(UserWarning):
+    """compile(trials=0, log=...) found a record that does not replay: it builds the default program instead."""
+
+
 def _provenance(dag, target: str, seconds: float, trials: int | None = None) -> dict:
     out = {"workload key": dag.workload_key, "target": target}
     if trials is not None:
@@ -49,8 +57,14 @@ def apply_best(log, tensors, target: str = "native", name: str = "kernel"):
         raise NoRecordError(f"{log}: no successful record for workload {dag.workload_key} on target {target!r}"
                             + _elsewhere(records, dag, target))
     rec = recs[0]
+    try:
+        state = replay(dag, steps_from_json(rec.steps))
+    except (ValueError, KeyError, IndexError, TypeError) as e:  # what net/api.py's _from_log catches too
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        raise LogReplayError(f"{log}: the best logged program of workload {dag.workload_key} does not replay "
+                             f"({why})") from None
     tgt = Target.from_name(target)
-    spec = KernelSpec.of(dag, replay(dag, steps_from_json(rec.steps)), tgt)
+    spec = KernelSpec.of(dag, state, tgt)
     kernel = build_spec(spec, name)
     seconds, prov = rec.median, {}
     if not plausible(dag, tgt, seconds):
@@ -131,7 +145,11 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     if trials <= 0:
         if log is None:
             return build(dag, default_state(SearchTask(dag, target)), target=target, name=name)
-        return apply_best(log, dag, target, name)
+        try:
+            return apply_best(log, dag, target, name)
+        except LogReplayError as e:  # the same as a model compile: one warning naming the log, then the default
+            warnings.warn(f"{e}; using the default program", LogFallbackWarning, stacklevel=2)
+            return build(dag, default_state(SearchTask(dag, target)), target=target, name=name)
     res = tune(SearchTask(dag, target), trials=trials, log=log, seed=seed, **tune_kwargs)
     if res.best_state is None:
         raise NoRecordError("tuning measured no valid program; see the log for the errors")

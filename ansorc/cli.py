@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from .cli_checks import (CliError, check_compiler, check_kernel_name, check_log, check_output_dir, gflops_text,
@@ -130,11 +131,13 @@ def cmd_compile(args) -> dict:
     from .net.cli import compile_model, is_model_path
     if args.trials is None:
         args.trials = 0 if is_model_path(args.file) else 64
+    if args.trials < 0:
+        raise CliError("--trials must be >= 0")
     if is_model_path(args.file):
         _no_constants(args)
         check_output_dir(args.output)
         if args.log:
-            check_log(args.log)
+            check_log(args.log, writes=args.trials > 0)
         return _model_command(compile_model, args)
     from .autotune import NoRecordError, compile as compile_kernel
     from .export import export
@@ -143,9 +146,7 @@ def cmd_compile(args) -> dict:
     check_kernel_name(name)
     check_output_dir(args.output)
     if args.log:
-        check_log(args.log)
-    if args.trials < 0:
-        raise CliError("--trials must be >= 0")
+        check_log(args.log, writes=args.trials > 0)
     prog = _load_program(args)
     args.target = _target_name(args)
     _check_target(args.target)
@@ -229,7 +230,7 @@ def cmd_tune(args) -> dict:
     from .net.cli import is_model_path, tune_model
     from .search.task import SearchTask
     from .search.tuner import tune
-    check_log(args.log)
+    check_log(args.log, writes=True)
     args.trials = 64 if args.trials is None else args.trials
     if args.trials < 1:
         raise CliError("--trials must be >= 1 for tune")
@@ -352,7 +353,18 @@ def _compiler(cc: str | None):
             os.environ["CC"] = old
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the user's one line: no Python file path, no source line (warnings.showwarning's signature)."""
+    print(f"ansorc: warning: {printable((str(message).splitlines() or [category.__name__])[0])}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
+    with warnings.catch_warnings():   # (restores the caller's warnings.showwarning: main() is called in tests)
+        warnings.showwarning = _one_line_warning
+        return _main(argv)
+
+
+def _main(argv) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)

@@ -37,15 +37,18 @@ def check_output_dir(path: str) -> None:
         raise CliError(f"-o {path}: {parent} is not writable (expected a folder you can write to)")
 
 
-def check_log(path: str, must_exist: bool = False) -> None:
+def check_log(path: str, must_exist: bool = False, writes: bool = False) -> None:
     """--log / show: a tuning log (JSON lines, or .gz), or for --log a file not there yet. Refuses folders, devices,
-    and files that are something else (an expression file would get JSON appended to it)."""
+    and files that are something else (an expression file would get JSON appended to it). `writes`: tuning will
+    append to it, so it (or the folder it will be made in) must be writable now, not after the tuning ran."""
     p = Path(path)
     try:
         st = p.stat()
     except FileNotFoundError:
         if must_exist:
             raise CliError(f"{path}: no such file (expected a tuning log written by 'ansorc tune')") from None
+        if writes:
+            _check_creatable(path)
         return
     except OSError as e:
         raise CliError(f"{path}: {e.strerror or e} (expected a tuning log)") from None
@@ -65,6 +68,18 @@ def check_log(path: str, must_exist: bool = False) -> None:
     if head and not head.startswith(b"{"):
         raise CliError(f"{path}: not a tuning log (its first line is not a JSON record; expected a log written "
                        "by 'ansorc tune', or a new file)")
+    if writes and not os.access(p, os.W_OK):
+        raise CliError(f"{path}: not writable (tuning appends its measurements to the log)")
+
+
+def _check_creatable(path: str) -> None:
+    """A new log's nearest existing ancestor is a folder this user can write in (the log's folders are made)."""
+    parent = Path(path).parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise CliError(f"--log {path}: {parent} is not a writable folder (tuning appends its measurements to the "
+                       "log)")
 
 
 def check_kernel_name(name: str) -> None:

@@ -8,6 +8,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 
+from ..codegen.cuda_target import is_cuda
 from ..codegen.pipeline import resolve_target
 from ..codegen.target import Target
 from ..ir.state import replay
@@ -21,26 +22,25 @@ from .tasks import NetTask, extract_tasks
 
 @dataclass(frozen=True)
 class TaskInfo(NetTask):
-    """A task of a compiled model (tasks.NetTask) and where its program came from: "log" or "default"."""
+    """A task of a compiled model (tasks.NetTask) and where its program came from: "log" or "default"; `replays`
+    is False when the log's record of it does not replay (it runs the default program)."""
     schedule: str = "default"
+    replays: bool = True
 
 
 def _from_log(records, dags, task_dag, target: str):
-    """The best logged schedule of `task_dag`'s workload, replayed on the first of `dags` whose names it fits. A
-    task whose weights are constant falls back on its programs logged with the weights passed per call (logs from
-    before weights were constant): they are valid in both modes (search/tuning.py, best_logged)."""
+    """(state, replays): the best logged schedule of `task_dag`'s workload, replayed on the first of `dags` whose
+    names it fits (None: no record, or replays False: none fits). A task whose weights are constant falls back on
+    its programs logged with the weights passed per call (logs from before weights were constant): they are valid
+    in both modes (search/tuning.py, best_logged)."""
     from ..search.tuning import best_logged
     recs = best_logged(records, task_dag, target, k=1)
-    key = task_dag.workload_key
     for dag in dags if recs else ():  # an iterable, consumed lazily
         try:
-            return replay(dag, steps_from_json(recs[0].steps))
-        except (ValueError, KeyError, IndexError):  # a record of another naming of this workload
+            return replay(dag, steps_from_json(recs[0].steps)), True
+        except (ValueError, KeyError, IndexError, TypeError):  # a record of another naming of this workload
             continue
-    if recs:
-        warnings.warn(f"workload {key}: the logged schedule replays on none of its groups; using the default",
-                      stacklevel=3)
-    return None
+    return None, not recs  # (the one warning naming the log: _warn_untuned)
 
 
 def schedule_groups(net: Network, groups, log=None, target="native") -> tuple:
@@ -56,11 +56,11 @@ def schedule_groups(net: Network, groups, log=None, target="native") -> tuple:
     for t in extract_tasks(net, groups):
         # the other groups' DAGs are built only if the first naming does not replay the record
         dags = itertools.chain([t.dag], (group_dag(net, by_name[n]) for n in t.groups[1:]))
-        state = _from_log(records, dags, t.dag, tgt.name) if records else None
+        state, replays = _from_log(records, dags, t.dag, tgt.name) if records else (None, True)
         how = "log" if state is not None else "default"
         state = state if state is not None else default_cpu_schedule(t.dag, tgt)
         schedules.update(dict.fromkeys(t.groups, state))
-        tasks.append(TaskInfo(t.dag, t.weight, t.groups, t.flops, t.name, how))
+        tasks.append(TaskInfo(t.dag, t.weight, t.groups, t.flops, t.name, how, replays))
     return schedules, tasks
 
 
@@ -82,6 +82,11 @@ def compile(model, trials: int = 0, log=None, input_shapes=None, target="native"
     """An ONNX model (a path, an onnx.ModelProto, or an imported Network) compiled into a Model: each fused
     group runs the best program of its workload in `log`, else the default program. With trials > 0 the model's
     tasks are tuned first for that many measured programs in all (task scheduler, appending to `log`)."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 0:
+        raise NetError(f"trials={trials!r}: expected an integer >= 0 (0: no tuning)")
+    if is_cuda(target):   # before the import and any tuning: emit_library writes C for CPU targets only
+        raise NetError(f"target {getattr(target, 'name', target)!r}: models compile for CPU targets only "
+                       "(native, avx512, avx2, neon, generic)")
     if trials > 0 and log is None:
         raise NetError("tuning a model (trials > 0) needs a log: its programs are recorded there and read back")
     if isinstance(model, Network):
@@ -109,10 +114,13 @@ def _warn_untuned(tasks, log) -> None:
     """TVM users' most common complaint is a log silently not applied: name every task the log did not serve."""
     missing = [t for t in tasks if t.schedule != "log"]
     if missing:
-        names = ", ".join(f"{t.name} ({t.workload_key[:12]})" for t in missing[:8])
+        names = ", ".join(f"{t.name} ({t.workload_key[:12]}{'' if t.replays else ', does not replay'})"
+                          for t in missing[:8])
         more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
-        warnings.warn(f"{log}: {len(missing)} of {len(tasks)} tasks have no tuned program there and run the default "
-                      f"program: {names}{more}", UntunedTaskWarning, stacklevel=3)
+        broken = sum(not t.replays for t in missing)
+        why = f" ({broken} of them: the logged program does not replay)" if broken else ""
+        warnings.warn(f"{log}: {len(missing)} of {len(tasks)} tasks have no tuned program there that replays{why} "
+                      f"and run the default program: {names}{more}", UntunedTaskWarning, stacklevel=3)
 
 
 __all__ = ["compile", "build_model", "schedule_groups", "TaskInfo", "UntunedTaskWarning"]

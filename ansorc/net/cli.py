@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ..cli_checks import significant
+from ..ir.te import MAX_ELEMENTS
 from .network import NetError
 
 _SHAPE = re.compile(r"^([^=]+)=([0-9]+(?:[x,][0-9]+)*)$", re.ASCII)
@@ -26,6 +27,9 @@ def parse_input_shapes(items) -> dict | None:
         name, dims = m.group(1), tuple(int(d) for d in re.split("[x,]", m.group(2)))
         if any(d <= 0 for d in dims):
             raise NetError(f"--input-shape {item!r}: every dimension must be positive")
+        if max(dims) > MAX_ELEMENTS:   # (protobuf refuses dims past int64 with a ValueError traceback)
+            raise NetError(f"--input-shape {item!r}: a dimension above {MAX_ELEMENTS} (kernels index with 32-bit "
+                           "integers)")
         if name in out:
             raise NetError(f"--input-shape {name!r} given twice")
         out[name] = dims

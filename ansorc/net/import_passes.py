@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from .network import NetError
+
 # never evaluated at import time: random values, or optional/sequence values (no tensors: outside ansorc)
 NOT_FOLDABLE = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                           "Bernoulli", "Optional", "OptionalHasElement", "OptionalGetElement"})
@@ -89,6 +91,40 @@ def _too_big(node, g: Graph) -> bool:
     return False
 
 
+def result_elements(node, arrays: list) -> int:
+    """Elements of a ConstantOfShape / EyeLike / Range result from its constant inputs (0 for other ops), known
+    before the reference evaluator allocates it: shape inference may not know the size."""
+    try:
+        arrays = [a if isinstance(a, np.ndarray) else None for a in arrays]  # (a lowering's te tensor: unknown)
+        if node.op_type == "ConstantOfShape" and arrays and arrays[0] is not None:
+            return math.prod(abs(int(d)) for d in np.asarray(arrays[0]).reshape(-1))
+        if node.op_type == "EyeLike" and arrays and arrays[0] is not None:
+            return int(np.asarray(arrays[0]).size)
+        if node.op_type == "Range" and len(arrays) == 3 and all(a is not None for a in arrays):
+            start, limit, delta = (float(np.asarray(a).reshape(-1)[0]) for a in arrays)
+            return max(int(math.ceil((limit - start) / delta)), 0)
+    except (ValueError, OverflowError, ZeroDivisionError, IndexError):  # NaN, inf, delta 0: the lowering says so
+        return 0
+    return 0
+
+
+def check_result_sizes(proto, model: str, limit: int) -> None:
+    """Refuse a ConstantOfShape / Range on constants whose result has more than `limit` elements, naming the node,
+    before onnx's shape inference (its data propagation would try to hold the values: std::bad_alloc or worse)."""
+    g = proto.graph
+    known = {t.name: t for t in g.initializer if math.prod(t.dims) <= 64}
+    known.update((n.output[0], a.t) for n in g.node if n.op_type == "Constant"
+                 for a in n.attribute if a.name == "value")
+    for k, node in enumerate(g.node):
+        if node.op_type not in ("ConstantOfShape", "Range") or not all(i in known for i in node.input):
+            continue
+        size = result_elements(node, [numpy_helper.to_array(known[i]) for i in node.input])
+        if size > limit:
+            raise NetError(f"node {node.name or f'{node.op_type}_{k}'!r} ({node.op_type}) of model {model!r}: its "
+                           f"result would have {size} elements (at most {limit}: kernels index with 32-bit "
+                           "integers)")
+
+
 def _fold_one(node, consts: dict, g: Graph):
     """The node's outputs when known at import time, else None."""
     if node.op_type in NOT_FOLDABLE or node.op_type.startswith("Sequence") or _has_subgraph(node) or \
@@ -101,7 +137,10 @@ def _fold_one(node, consts: dict, g: Graph):
         return None
     if not all(not i or i in consts for i in node.input):
         return None
-    outs = run_node(node, [consts.get(i) for i in node.input], g.opset)
+    arrays = [consts.get(i) for i in node.input]
+    if result_elements(node, arrays) > FOLD_LIMIT:
+        return None
+    outs = run_node(node, arrays, g.opset)
     if outs is None or any(a is not None and a.size > FOLD_LIMIT for a in outs):
         return None  # (a size shape inference did not know)
     return [_as_type(a, g.types.get(o)) if o else None for o, a in zip(node.output, outs)]

@@ -9,6 +9,7 @@ removal, BatchNorm folding) live in import_passes.py; each op is lowered by its 
 from __future__ import annotations
 
 import math
+import operator
 import os
 
 import numpy as np
@@ -16,7 +17,8 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..ir.dtypes import DTYPE_TABLE
-from .import_passes import PASSES, Graph
+from ..ir.te import MAX_ELEMENTS
+from .import_passes import PASSES, Graph, check_result_sizes
 from .layout_pass import apply_layout
 from .network import NetError, Network, UnsupportedError
 
@@ -155,11 +157,12 @@ def _input_dims(vi, given, model: str) -> list:
 
 def _given_dims(name: str, given, model: str) -> list:
     try:
-        dims = [int(d) for d in given]
-    except (TypeError, ValueError):
+        dims = [operator.index(d) for d in given]   # 2.5 is refused, not truncated to 2
+    except TypeError:
         dims = None
-    if dims is None or any(d <= 0 or isinstance(g, bool) for d, g in zip(dims, given)):
-        raise NetError(f"model {model!r}: input_shapes[{name!r}] must be a sequence of positive integers, "
+    if dims is None or any(d <= 0 or d > MAX_ELEMENTS or isinstance(g, bool) for d, g in zip(dims, given)):
+        raise NetError(f"model {model!r}: input_shapes[{name!r}] must be a sequence of positive integers "
+                       f"(at most {MAX_ELEMENTS}), "
                        f"got {given!r}")
     return dims
 
@@ -239,6 +242,7 @@ def graph_of(model, input_shapes: dict | None = None, layout: str | None = None)
     ANSORC_NET_LAYOUT, else nhwc."""
     proto, name = load(model)
     default_opset(proto, name)
+    check_result_sizes(proto, name, MAX_ELEMENTS)
     types = infer(static_shapes(proto, name, input_shapes), name)
     graph = to_graph(proto, name, types)
     for p in PASSES:

@@ -193,10 +193,11 @@ def _check_args(src: Source, g, everything: dict):
         raise LibraryError(f"group {g.name!r}: its schedule's arguments {got} are not the group's {want}")
 
 
-def _call_notes(src: Source, g, call: str) -> list:
+def _call_notes(src: Source, g, call: str, shown: dict) -> list:
     """The kernel's status notes (codegen.c) restated for one call, in the names of this group's tensors: a
-    kernel shared by several groups names the first group's tensors in its own notes."""
-    rename = {a.name: n for a, n in zip(src.args, (*g.inputs, *g.outputs))}
+    kernel shared by several groups names the first group's tensors in its own notes. `shown`: te name -> the
+    name to show (a model input's own ONNX name, not the te placeholder's n_x_0)."""
+    rename = {a.name: shown.get(n, n) for a, n in zip(src.args, (*g.inputs, *g.outputs))}
     word = re.compile(r"\b(" + "|".join(map(re.escape, rename)) + r")\b") if rename else None
     notes = []
     for entry, code, text in _STATUS_NOTE.findall(src.code):
@@ -206,7 +207,7 @@ def _call_notes(src: Source, g, call: str) -> list:
     return notes
 
 
-def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict) -> tuple:
+def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict, shown: dict) -> tuple:
     helpers, bodies, calls, entries, order = [], [], [], {}, []
     for g in groups:
         if g.name not in schedules:
@@ -227,7 +228,7 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict)
         calls.append("  if (ansorc_net_profiling) t0 = ansorc_net_now();")
         calls.append(f"  rc = {src.entry}({args});  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
         calls.append(f"  if (ansorc_net_profiling) ansorc_net_prof[{len(order)}] += ansorc_net_now() - t0;")
-        calls += _call_notes(src, g, f"{m}_call{len(order)}")
+        calls += _call_notes(src, g, f"{m}_call{len(order)}", shown)
         # which call failed and its status (1: workspace allocation, >= 2: a data index out of range), for the caller
         at = STATUS["ERR_KERNEL"] + STATUS["KERNEL_STRIDE"] * len(order)
         calls.append(f"  if (rc != 0) return {at} + (rc > 0 && rc < 255 ? rc : 255);")
@@ -282,7 +283,8 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     m = model_ident(name or net.name)
     everything = tensors_by_name([*net.outputs, *net.inputs])  # an unused input still has a parameter
     expr, arena, order = _bindings(net, groups, everything)
-    helpers, bodies, calls, called, forget = _kernels(groups, schedules, tgt, m, expr, everything)
+    shown = {t.name: n for t, n in zip(net.inputs, net.input_names)}
+    helpers, bodies, calls, called, forget = _kernels(groups, schedules, tgt, m, expr, everything, shown)
     wfile = layout(net.weights, order)
     proto, run = _run_function(net, m, calls, len(called))
     digest = model_digest(net, groups, schedules, wfile)

@@ -2,6 +2,8 @@
 table in topological order into one te graph, a `Network`."""
 from __future__ import annotations
 
+import math
+
 import networkx as nx
 import numpy as np
 import onnx
@@ -10,8 +12,8 @@ from onnx import helper, numpy_helper
 from .. import te
 from ..errors import AnsorcError
 from ..ir.dtypes import DTYPE_TABLE
-from ..ir.te import PlaceholderOp, Tensor
-from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, run_node
+from ..ir.te import MAX_ELEMENTS, PlaceholderOp, Tensor
+from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, result_elements, run_node
 from .network import NetError, Network, UnsupportedError, c_name
 from .ops_common import LowerContext, Node
 from .ops_layout import DOMAIN, internal_spec
@@ -117,7 +119,8 @@ def _te_shape(shape) -> tuple:
 
 
 def _lower(node: Node, proto, ins: list, spec, ctx: LowerContext, g: Graph) -> list:
-    small_out = all(s is None or int(np.prod(s)) <= FOLD_LIMIT for s in node.out_shapes)
+    small_out = all(s is None or int(np.prod(s)) <= FOLD_LIMIT for s in node.out_shapes) and \
+        result_elements(proto, ins) <= FOLD_LIMIT
     if ins and small_out and node.op_type not in NOT_FOLDABLE and all(not isinstance(v, Tensor) for v in ins):
         outs = run_node(proto, ins, g.opset)  # constant inputs (a lowering returned an array): fold
         if outs is not None and all(o is None or o.dtype != object for o in outs):
@@ -151,6 +154,9 @@ def _placeholder(name: str, g: Graph, ctx: LowerContext) -> Tensor:
         raise UnsupportedError(f"model {g.name!r}: input {name!r} has dtype {dtype}, which is not supported")
     if 0 in shape:
         raise UnsupportedError(f"model {g.name!r}: input {name!r} has an empty dimension {shape}")
+    if math.prod(shape) > MAX_ELEMENTS:  # here, by the user's name for it (te's error names n_<name>_0)
+        raise UnsupportedError(f"model {g.name!r}: input {name!r} of shape {shape} has {math.prod(shape)} elements "
+                               f"(at most {MAX_ELEMENTS}: kernels index with 32-bit integers)")
     return te.placeholder(_te_shape(shape), dtype, name=ctx.name(name))
 
 

@@ -1,6 +1,8 @@
 """ONNX Pad, CenterCropPad and Trilu, and the ops whose result is known at import time (Shape, Size, Constant,
-ConstantOfShape, EyeLike, Range: shapes are static, so they return np.ndarray). Merged into ops_shape.OPS.
-Interface: ops_common.py."""
+ConstantOfShape, EyeLike, Range: shapes are static, so they return np.ndarray). A ConstantOfShape, EyeLike or
+Range result above import_passes.FOLD_LIMIT elements is computed at run time instead (a te tensor): folded, it
+would fill memory at import and the weight file (te.compute refuses what no kernel can index). Merged into
+ops_shape.OPS. Interface: ops_common.py."""
 from __future__ import annotations
 
 import math
@@ -9,6 +11,7 @@ import numpy as np
 
 from .. import te
 from ..ir.expr import binary, const
+from .import_passes import FOLD_LIMIT
 from .network import NetError
 from .ops_common import OpSpec
 from .ops_util import (ALL, NUMERIC, ONNX_DTYPES, attr_array, axes, check_dtypes, compute, const_input, int_list, numel,
@@ -49,7 +52,7 @@ def _source(mode, s, n, lo, hi):
         return _clamp(s, n), None
     if mode == "reflect":
         r = te.if_then_else(s < 0, -s, te.if_then_else(s > n - 1, 2 * (n - 1) - s, s))
-        return _clamp(r, n), None  # the clamp is a no-op for pads < n; it lets te prove the read in range
+        return _clamp(r, n), None  # a no-op (pads < n, checked above); it lets te prove the read in range
     if mode == "wrap":
         return s % n, None
     conds = ([s >= 0] if lo > 0 else []) + ([s < n] if hi > 0 else [])
@@ -82,6 +85,11 @@ def pad_compute(node, x, begin, end, mode, value, ctx):
     dst = tuple(n + b + e for n, b, e in zip(src, begin, end))
     if any(d <= 0 for d in dst):
         raise NetError(f"{node.where()}: pads {list(begin) + list(end)} leave an empty output")
+    wide = [a for a, (n, b, e) in enumerate(zip(src, begin, end)) if max(b, e) >= n]
+    if mode == "reflect" and wide:  # undefined in ONNX (onnxruntime refuses it): reading clamped would be made up
+        a = wide[0]
+        raise NetError(f"{node.where()}: reflect pads {begin[a]}, {end[a]} on axis {a} must be smaller than its "
+                       f"size {src[a]}")
 
     def body(i):
         idx, conds = [], []
@@ -165,6 +173,9 @@ def _constant_of_shape(node, ins, ctx):
         raise node.unsupported(f"value of dtype {value.dtype.name} and {value.size} elements")
     if min(shape, default=1) < 0:
         raise NetError(f"{node.where()}: negative dimension in shape {shape}")
+    if math.prod(shape) > FOLD_LIMIT:
+        fill = scalar_const(value)
+        return [compute(tuple(shape), lambda i: fill, ctx, node)]  # too large to fold: run time
     return [np.full(shape, value.reshape(-1)[0], dtype=value.dtype)]
 
 
@@ -173,7 +184,11 @@ def _eye_like(node, ins, ctx):
     dtype = ONNX_DTYPES.get(int(node.attrs["dtype"])) if "dtype" in node.attrs else node.in_dtypes[0]
     if len(src) != 2 or dtype not in ALL:
         raise node.unsupported(f"a {len(src)}-D input or dtype {node.attrs.get('dtype', dtype)}")
-    return [np.eye(src[0], src[1], int(node.attrs.get("k", 0)), dtype=dtype)]
+    k = int(node.attrs.get("k", 0))
+    if math.prod(src) > FOLD_LIMIT:
+        one, zero = const(1, dtype), const(0, dtype)
+        return [compute(src, lambda i: te.if_then_else((i[1] - i[0]).equal(k), one, zero), ctx, node)]
+    return [np.eye(src[0], src[1], k, dtype=dtype)]
 
 
 def _range(node, ins, ctx):
@@ -184,18 +199,22 @@ def _range(node, ins, ctx):
         raise NetError(f"{node.where()}: delta is 0")
     n = max(int(math.ceil((float(limit) - float(start)) / float(delta))), 0)
     dtype = const_input(node, ins, 0, "start").dtype
+    if n > FOLD_LIMIT:  # (te.compute refuses more elements than a kernel can index: one line naming the node)
+        first, step = const(start.item(), dtype.name), const(delta.item(), dtype.name)
+        return [compute((n,), lambda i: first + i[0].astype(dtype.name) * step, ctx, node)]
     return [(start + np.arange(n, dtype=dtype) * delta).astype(dtype)]
 
 
+_BIG = "a constant result (computed at run time above 4M elements)"
 OPS: dict = {
     "Pad": OpSpec(_pad, ALL, ("mode", "pads", "paddings", "value"),
-                  "constant pads; modes constant, reflect, edge, wrap"),
+                  "constant pads; modes constant, reflect (pads < the dimension), edge, wrap"),
     "CenterCropPad": OpSpec(_center_crop_pad, ALL, ("axes",), "constant shape"),
     "Trilu": OpSpec(_trilu, ALL, ("upper",), "constant k"),
     "Shape": OpSpec(_shape, ALL, ("start", "end"), "a constant (static shapes)"),
     "Size": OpSpec(_size, ALL, (), "a constant (static shapes)"),
     "Constant": OpSpec(_constant, ALL, ("value", "value_float", "value_floats", "value_int", "value_ints")),
-    "ConstantOfShape": OpSpec(_constant_of_shape, ("int64",), ("value",), "constant shape; a constant result"),
-    "EyeLike": OpSpec(_eye_like, ALL, ("dtype", "k"), "a constant result"),
-    "Range": OpSpec(_range, NUMERIC, (), "constant inputs; a constant result"),
+    "ConstantOfShape": OpSpec(_constant_of_shape, ("int64",), ("value",), "constant shape; " + _BIG),
+    "EyeLike": OpSpec(_eye_like, ALL, ("dtype", "k"), _BIG),
+    "Range": OpSpec(_range, NUMERIC, (), "constant inputs; " + _BIG),
 }

@@ -60,7 +60,8 @@ ROW_OPERAND_BYTES = 256 << 10
 def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None) -> State:
     """A complete State of `dag` for a CPU target (a name or Target); `hw` overrides the target's parameters."""
     if is_cuda(target):
-        raise ScheduleError(f"the default CPU schedule cannot run on {target!r}, a GPU target")
+        raise ScheduleError(f"the default CPU schedule cannot run on {getattr(target, 'name', target)!r}, a GPU "
+                            "target")
     dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)
     hw = hw or hardware_params(target)
     state = State.initial(dag)

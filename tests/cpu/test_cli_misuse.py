@@ -65,6 +65,9 @@ MISUSE = [
     ("--log not a log (compile)", "compile {d}/ok.te -o {d}/out --trials 0 --log {d}/notes.txt", "not a tuning log",
      {}),
     ("--log not a log (tune)", "tune {d}/ok.te --log {d}/notes.txt --trials 1", "not a tuning log", {}),
+    # issue 50.5: found only after the tuning ran (exit 1); /proc/self refuses new files even to root
+    ("--log unwritable (tune)", "tune {d}/ok.te --log /proc/self/l.jsonl --trials 1 --quiet", "not a writable folder",
+     {}),
     ("show an expression file", "show {d}/ok.te", "is an expression file", {}),
     ("-D Unicode digits", "compile {d}/ok.te -o {d}/out --trials 0 -D N=\u0661\u0662\u0668", "ASCII digits", {}),
     ("-D fullwidth digits", "compile {d}/ok.te -o {d}/out --trials 0 -D N=\uff11\uff16", "ASCII digits", {}),
@@ -149,3 +152,20 @@ def test_show_keeps_a_tiny_kernels_gflops_above_zero(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["workloads"][0]["best_gflops"] == 0.002844
     assert main(["show", str(log)]) == 0
     assert " 0.0028  -\n" in capsys.readouterr().out   # "-": the record names no arguments
+
+
+def test_a_log_whose_record_does_not_replay_warns_in_one_line_naming_it_and_builds_the_default(tmp_path, capsys):
+    # issue 50.5: exit 1 with "no stage named ..." and no word of the log (a model compile fell back instead)
+    from ansorc.frontend import load
+    from ansorc.ir.dag import ComputeDAG
+    from ansorc.measure.record import Record, RecordLog, steps_key
+    _scratch(tmp_path)
+    dag, log = ComputeDAG(load(str(tmp_path / "ok.te"), {}).tensors), tmp_path / "stale.jsonl"
+    RecordLog(log).append([Record(dag.workload_key, "native", steps_key([["SP", "gone", "i", [4]]]), (1e-6,), 0,
+                                  timestamp=1.0)])
+    code = main(["compile", str(tmp_path / "ok.te"), "-o", str(tmp_path / "out"), "--trials", "0", "--log", str(log)])
+    err = capsys.readouterr().err
+    assert code == 0 and (tmp_path / "out" / "libok.so").exists(), err
+    [line] = err.splitlines()   # one line: no Python file path, no source line
+    assert line.startswith(f"ansorc: warning: {log}: the best logged program of workload {dag.workload_key} does "
+                           "not replay (") and line.endswith("using the default program"), line

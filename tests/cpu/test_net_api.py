@@ -110,3 +110,49 @@ def test_profile_times_every_kernel_call_and_leaves_results_alone():
         model(x)                                           # off: nothing is counted
         getattr(lib, f"{model.name}_profile_read")(buf, n)
         assert list(buf) == [0.0] * n
+
+
+def test_a_logged_schedule_that_does_not_replay_is_named_once_with_its_log(tmp_path):
+    # issue 50.5: the warning named the workload, not the log (and a second warning said the same task again)
+    import warnings
+    net = conv_mlp_softmax(seed=2)
+    groups = convnet_fused_groups(net)
+    dense = group_dag(net, groups[1])
+    log = tmp_path / "net.jsonl"
+    RecordLog(log).append([Record(dense.workload_key, "native", steps_key([["SP", "gone", "i", [4]]]), (1e-3,), 0,
+                                  timestamp=time.time())])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, tasks = ansorc.net.api.schedule_groups(net, groups, log=str(log))
+        ansorc.net.api._warn_untuned(tasks, str(log))
+    assert [t.replays for t in tasks] == [True, False, True] and all(t.schedule == "default" for t in tasks)
+    [w] = [str(w.message) for w in caught]
+    assert w.startswith(f"{log}: 3 of 3 tasks have no tuned program there that replays (1 of them: the logged "
+                        "program does not replay)") and f"{dense.workload_key[:12]}, does not replay)" in w, w
+
+
+@pytest.mark.parametrize("kwargs,fragment", [({"trials": -1}, "trials=-1: expected an integer >= 0"),
+                                             ({"input_shapes": {"x": (2.5, 3, 8, 8)}}, "got (2.5, 3, 8, 8)")])
+def test_compile_refuses_negative_trials_and_fractional_shapes(tmp_path, kwargs, fragment):
+    # issue 50.5: trials=-1 was accepted and 2.5 became 2 silently
+    from tests.cpu.test_net_cli import tiny_cnn
+    with pytest.raises(NetError) as err:
+        ansorc.net.compile(tiny_cnn(tmp_path / "m.onnx", batch="N"), **kwargs)
+    assert fragment in str(err.value), err.value
+
+
+def test_a_gather_index_out_of_range_at_run_time_names_the_model_input():
+    # issue 50.5: the error named the te placeholder n_x_0, a name the user never gave
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4])
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])
+    graph = helper.make_graph([helper.make_node("Gather", ["x", "ids"], ["y"], name="pick")], "pick", [x, ids], [y])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(proto)
+    data = np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32)
+    with ansorc.net.compile(proto) as model:
+        np.testing.assert_allclose(model(data, np.array([5, 0, 2]))[0], data[[5, 0, 2]])
+        with pytest.raises(NetError, match=r"index out of range in x$"):
+            model(data, np.array([1, 6, 0]))

@@ -94,3 +94,18 @@ def test_input_shape_fixes_a_dynamic_dimension(tmp_path, capsys):
     model = tiny_cnn(tmp_path / "m.onnx", batch="N")
     code, out, err = run(capsys, "compile", model, "-o", str(tmp_path / "out"), "--input-shape", "x=2x3x8x8")
     assert code == 0, err
+
+
+# issue 50.5: each of these was a traceback, a wrong exit code, an internal name or a whole repr
+@pytest.mark.parametrize("case,argv,fragment", [
+    ("dynamic", ["--input-shape", "x=99999999999999999999x3x8x8"], "a dimension above 2147483647"),
+    (1 << 24, [], "input 'x' of shape (16777216, 3, 8, 8) has 3221225472 elements"),
+    ("static", ["--trials", "-5"], "--trials must be >= 0"),
+    ("static", ["--target", "cuda"], "target 'cuda': models compile for CPU targets only"),
+    ("static", ["--trials", "2", "--log", "/proc/self/m.jsonl"], "not a writable folder"),
+])
+def test_bad_input_on_a_model_exits_2_in_one_line(tmp_path, capsys, case, argv, fragment):
+    model = tiny_cnn(tmp_path / "m.onnx", batch="N" if case == "dynamic" else 1 if case == "static" else case)
+    code, out, err = run(capsys, "compile", model, "-o", str(tmp_path / "out"), *argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, (code, err)
+    assert fragment in err and "n_x_0" not in err and "CudaTarget(" not in err, err

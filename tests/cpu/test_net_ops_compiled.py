@@ -158,3 +158,24 @@ def test_resize_with_affine_reads_and_an_index_table_compiles_like_the_evaluator
     assert any(w.dtype == np.int32 for w in CTX.weights.values())
     for t in outs:
         np.testing.assert_allclose(got[t.name], want[t.name], rtol=1e-5, atol=1e-6)
+
+
+def test_constants_too_large_to_fold_compile_like_numpy(monkeypatch):
+    # issue 50.3: above the folding limit ConstantOfShape / EyeLike / Range are computed by the kernel
+    import ansorc.net.ops_shape_const as shape_const
+    monkeypatch.setattr(shape_const, "FOLD_LIMIT", 4)
+    x = te.placeholder((5, 7), "float32", "x")
+    ctx = LowerContext()
+    [eye] = SH["EyeLike"].lower(_node("EyeLike", [(5, 7)], ["float32"], {"k": 2}), [x], ctx)
+    seven = {"value": np.array([7], np.int64)}
+    [fill] = SH["ConstantOfShape"].lower(_node("ConstantOfShape", [(2,)], ["int64"], seven, ("int64",)),
+                                         [np.array([3, 4], np.int64)], ctx)
+    [rng] = SH["Range"].lower(_node("Range", [(), (), ()], ["float32"] * 3),
+                              [np.array(v, np.float32) for v in (2.0, -3.0, -0.75)], ctx)
+    assert all(isinstance(t, te.Tensor) for t in (eye, fill, rng))
+    check_kernel([x, eye, fill, rng], name="net_big_consts")   # the compiled kernel agrees with the evaluator
+    from ansorc.ir.evaluate import evaluate
+    got = [evaluate([eye, fill, rng], {"x": np.zeros((5, 7), np.float32)})[t.name] for t in (eye, fill, rng)]
+    np.testing.assert_array_equal(got[0], np.eye(5, 7, 2, dtype=np.float32))
+    np.testing.assert_array_equal(got[1], np.full((3, 4), 7, np.int64))
+    np.testing.assert_allclose(got[2], np.arange(2.0, -3.0, -0.75, dtype=np.float32))

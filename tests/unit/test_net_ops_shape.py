@@ -274,3 +274,54 @@ def test_resize_unsupported_modes_are_one_line_errors():
         with pytest.raises(UnsupportedError, match=r"node 'n0' \(Resize\)"):
             OPS["Resize"].lower(node("Resize", [(1, 1, 4, 4), None, (4,), (4,)], attrs, opset=opset), ins,
                                 LowerContext())
+
+
+def test_constant_producing_ops_above_the_fold_limit_are_computed_at_run_time(monkeypatch):
+    # issue 50.3: ConstantOfShape / EyeLike / Range results were folded at any size (8 GB weight files)
+    import ansorc.net.ops_shape_const as shape_const
+    monkeypatch.setattr(shape_const, "FOLD_LIMIT", 4, raising=False)
+    for op, inputs, attrs in [("ConstantOfShape", [ints(2, 3)], {}), ("EyeLike", [rand(3, 5)], {"k": 1}),
+                              ("Range", [np.array(1, I64), np.array(20, I64), np.array(3, I64)], {}),
+                              ("Range", [np.array(5.0, np.float32), np.array(1.0, np.float32),
+                                         np.array(-0.5, np.float32)], {})]:
+        lower_and_compare(OPS, op, inputs, attrs)
+        shapes = [a.shape for a in inputs]
+        [out] = OPS[op].lower(node(op, shapes, attrs, dtypes=[a.dtype.name for a in inputs]), inputs,
+                              LowerContext())
+        assert isinstance(out, te.Tensor), (op, type(out))
+
+
+def _const_model(op: str, size: int):
+    from onnx import TensorProto, helper, numpy_helper
+    if op == "Range":
+        inits = [numpy_helper.from_array(np.array(v, I64), k) for k, v in (("a", 0), ("b", size), ("d", 1))]
+        nodes, dtype, shape = [helper.make_node("Range", ["a", "b", "d"], ["c"], name="big")], TensorProto.INT64, [size]
+    else:
+        inits, dtype, shape = [numpy_helper.from_array(ints(size // 1024, 1024), "s")], TensorProto.FLOAT, \
+            [size // 1024, 1024]
+        nodes = [helper.make_node("ConstantOfShape", ["s"], ["c"], name="big",
+                                  value=helper.make_tensor("v", dtype, [1], [1.5]))]
+    nodes.append(helper.make_node("Add", ["x", "c"], ["y"], name="add"))
+    graph = helper.make_graph(nodes, "consts", [helper.make_tensor_value_info("x", dtype, shape)],
+                              [helper.make_tensor_value_info("y", dtype, shape)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_large_constants_stay_out_of_the_weights_and_impossible_ones_are_refused_naming_the_node():
+    from ansorc.net.import_passes import FOLD_LIMIT
+    from ansorc.net.importer import import_model
+    for op in ("ConstantOfShape", "Range"):
+        net = import_model(_const_model(op, 2 * FOLD_LIMIT))
+        assert not net.weights, (op, {k: v.nbytes for k, v in net.weights.items()})
+    with pytest.raises(NetError, match=r"^node 'big' \(Range\) of model 'consts': its result would have "
+                                       r"1000000000000 elements \(at most 2147483647"):
+        import_model(_const_model("Range", 10**12))   # was a numpy _ArrayMemoryError (or the OOM killer)
+
+
+def test_reflect_pads_as_large_as_the_dimension_are_refused_naming_the_node():
+    # issue 50.4: onnxruntime refuses these, onnx's reference reflects again; ansorc returned clamped values
+    lower_and_compare(OPS, "Pad", [rand(3, 4), ints(2, 3, 2, 3)], {"mode": "reflect"}, opset=19)  # n - 1: valid
+    with pytest.raises(NetError, match=r"node 'n0' \(Pad\) of model 'm': reflect pads 0, 4 on axis 1 must be "
+                                       r"smaller than its size 4"):
+        OPS["Pad"].lower(node("Pad", [(3, 4), (4,)], {"mode": "reflect"}, dtypes=("float32", "int64")),
+                         [te.placeholder((3, 4), "float32", "x"), ints(0, 0, 0, 4)], LowerContext())
