@@ -9,6 +9,7 @@ from .codegen.pipeline import render
 from .codegen.source import Source
 from .codegen.target import Target
 from .ir.dag import ComputeDAG
+from .ir.lower_options import DEFAULT_LOWER, LowerOptions
 from .ir.state import State
 
 
@@ -21,6 +22,7 @@ class KernelSpec:
     cc: str                      # the compiler those flags are for
     provenance: tuple = ()       # (label, value) pairs for the exported header: tuning log, trials, speed
     expression: str = ""         # the source expression file's text, quoted in the exported header
+    lower_options: LowerOptions = DEFAULT_LOWER   # the lowering's choices (all on unless a benchmark says)
 
     @classmethod
     def of(cls, dag: ComputeDAG, state: State | None, target: Target, flags=None, cc: str | None = None
@@ -30,7 +32,7 @@ class KernelSpec:
 
     def source(self, name: str) -> Source:
         """The C source of this kernel with entry point `name`."""
-        return render(self.dag, self.state, name, self.target)
+        return render(self.dag, self.state, name, self.target, self.lower_options)
 
     def with_provenance(self, provenance: dict) -> "KernelSpec":
         return replace(self, provenance=tuple((str(k), v) for k, v in provenance.items()))
