@@ -82,6 +82,11 @@ def pad_compute(node, x, begin, end, mode, value, ctx):
     dst = tuple(n + b + e for n, b, e in zip(src, begin, end))
     if any(d <= 0 for d in dst):
         raise NetError(f"{node.where()}: pads {list(begin) + list(end)} leave an empty output")
+    for k, (n, b, e) in enumerate(zip(src, begin, end)):
+        # the modes copy from what the crop keeps (onnxruntime: "zero effective input extent")
+        if mode != "constant" and max(b, e) > 0 and n + min(b, 0) + min(e, 0) <= 0:
+            raise NetError(f"{node.where()}: mode={mode!r} pads {list(begin) + list(end)} crop axis {k} to nothing "
+                           f"to pad from")
 
     def body(i):
         idx, conds = [], []

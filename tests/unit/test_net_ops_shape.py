@@ -274,3 +274,14 @@ def test_resize_unsupported_modes_are_one_line_errors():
         with pytest.raises(UnsupportedError, match=r"node 'n0' \(Resize\)"):
             OPS["Resize"].lower(node("Resize", [(1, 1, 4, 4), None, (4,), (4,)], attrs, opset=opset), ins,
                                 LowerContext())
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap"])
+def test_pad_modes_refuse_to_grow_a_dim_cropped_to_nothing(mode):
+    """Found by the ONNX fuzzer (tests/cpu/test_fuzz_onnx.py, seed 7000220): pads [0, -3, 0, 2] crop all 3
+    columns and grow 2 copied from... nothing; onnxruntime refuses ('zero effective input extent'), ansorc
+    read the uncropped input instead."""
+    x = te.placeholder((2, 3), "float32", "x")
+    with pytest.raises(NetError, match=r"node 'n0' \(Pad\) of model 'm'.*crop axis 1 to nothing") as err:
+        OPS["Pad"].lower(node("Pad", [(2, 3), (4,)], {"mode": mode}), [x, ints(0, -3, 0, 2)], LowerContext())
+    assert "\n" not in str(err.value)
