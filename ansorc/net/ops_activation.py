@@ -95,6 +95,16 @@ def _map(fn, dtypes=FLOATS, attrs=(), note=""):
     return OpSpec(lower, dtypes, attrs + ("consumed_inputs",), note)  # an opset-1 attribute without effect
 
 
+_CELU = _map(lambda x, a: binary("max", x, const(0, x.dtype)) + binary(
+    "min", const(0, x.dtype), a.get("alpha", 1.0) * (te.exp(x * (1.0 / a.get("alpha", 1.0))) - 1.0)))
+
+
+def _celu(node, ins, ctx):
+    if float(node.attrs.get("alpha", 1.0)) == 0.0:   # Celu divides x by alpha
+        raise node.unsupported("alpha=0 (Celu divides by alpha)")
+    return _CELU.lower(node, ins, ctx)
+
+
 def _prelu(node, ins, ctx):
     check_dtypes(node, NUMERIC)
     return [elementwise(node, ins[:2], ctx, lambda x, s: te.if_then_else(x < 0, x * s, x))]
@@ -128,9 +138,7 @@ OPS: dict = {
     "Selu": _map(lambda x, a: te.if_then_else(x > 0, a.get("gamma", _SELU_GAMMA) * x, a.get("gamma", _SELU_GAMMA)
                                               * a.get("alpha", _SELU_ALPHA) * (te.exp(x) - 1.0)),
                  attrs=("alpha", "gamma")),
-    "Celu": _map(lambda x, a: binary("max", x, const(0, x.dtype)) + binary(
-        "min", const(0, x.dtype), a.get("alpha", 1.0) * (te.exp(x * (1.0 / a.get("alpha", 1.0))) - 1.0)),
-        attrs=("alpha",)),
+    "Celu": OpSpec(_celu, FLOATS, ("alpha", "consumed_inputs")),
     "ThresholdedRelu": _map(lambda x, a: te.if_then_else(x > a.get("alpha", 1.0), x, const(0, x.dtype)),
                             attrs=("alpha",)),
     "HardSigmoid": _map(lambda x, a: _clamp01(x * a.get("alpha", 0.2) + a.get("beta", 0.5)),

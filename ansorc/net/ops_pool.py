@@ -16,6 +16,16 @@ from .ops_nn_util import as_tensor, compute, ints, lowest, spec, zero
 from .ops_window import Window, pad_spatial, taps, window
 
 
+def pool_window(node, sizes, kernel, ceil_mode: bool) -> Window:
+    """The pool's window; pads of at least the kernel are refused (as onnxruntime does): a window wholly in
+    the padding has no element to take the max or the average of."""
+    win = window(node, sizes, kernel, ceil_mode)
+    pads = ints(node, "pads", (0,) * 2 * len(sizes), 2 * len(sizes))
+    if node.attrs.get("auto_pad", "NOTSET") == "NOTSET" and any(p >= k for p, k in zip(pads, kernel * 2)):
+        raise node.unsupported(f"pads {list(pads)} must be smaller than kernel_shape {list(kernel)}")
+    return win
+
+
 def _prepare(node, ins, ctx):
     shape = tuple(node.in_shapes[0])
     nd = len(shape) - 2
@@ -25,7 +35,7 @@ def _prepare(node, ins, ctx):
         raise node.unsupported("attribute kernel_shape is required")
     kernel = ints(node, "kernel_shape", (), nd)
     ceil_mode = bool(node.attrs.get("ceil_mode", 0))
-    win = window(node, shape[2:], kernel, ceil_mode)
+    win = pool_window(node, shape[2:], kernel, ceil_mode)
     return as_tensor(ins[0], ctx, f"{node.name}_x"), shape, win
 
 
@@ -163,7 +173,7 @@ def _nhwc(node, ins, ctx, fill):
     shape = tuple(node.in_shapes[0])
     if len(shape) != 4 or "kernel_shape" not in node.attrs:
         raise node.unsupported(f"a channels-last pool needs a 4-D input (got {list(shape)}) and kernel_shape")
-    win = window(node, shape[1:3], ints(node, "kernel_shape", (), 2), bool(node.attrs.get("ceil_mode", 0)))
+    win = pool_window(node, shape[1:3], ints(node, "kernel_shape", (), 2), bool(node.attrs.get("ceil_mode", 0)))
     x = as_tensor(ins[0], ctx, f"{node.name}_x")
     return x, pad_spatial(x, shape[1:3], win, fill(x.dtype), ctx.name(f"{node.name}_pad"), True), win, shape[1:3]
 

@@ -90,6 +90,11 @@ def pad_compute(node, x, begin, end, mode, value, ctx):
         a = wide[0]
         raise NetError(f"{node.where()}: reflect pads {begin[a]}, {end[a]} on axis {a} must be smaller than its "
                        f"size {src[a]}")
+    for k, (n, b, e) in enumerate(zip(src, begin, end)):
+        # the modes copy from what the crop keeps (onnxruntime: "zero effective input extent")
+        if mode != "constant" and max(b, e) > 0 and n + min(b, 0) + min(e, 0) <= 0:
+            raise NetError(f"{node.where()}: mode={mode!r} pads {list(begin) + list(end)} crop axis {k} to nothing "
+                           f"to pad from")
 
     def body(i):
         idx, conds = [], []

@@ -268,3 +268,13 @@ def test_all_constant_inputs_fold_to_a_constant():
     n = node("Div", [(3,), (3,)], ["int64", "int64"], out_shapes=((3,),), out_dtypes=("int64",))
     [q] = OPS["Div"].lower(n, [np.array([7, -7, 9]), np.array([2, 2, -4])], LowerContext())
     assert isinstance(q, np.ndarray) and q.tolist() == [3, -3, -2] and q.dtype == np.int64
+
+
+def test_celu_alpha_zero_is_one_line_not_a_division_by_zero():
+    """Found by the ONNX fuzzer (bench/fuzz_onnx.py, seed 711): Celu divides by alpha; alpha=0 raised
+    ZeroDivisionError (a traceback) while lowering."""
+    from ansorc import te
+    x = te.placeholder((2, 3), "float32", "x")
+    with pytest.raises(UnsupportedError, match=r"node 'n0' \(Celu\) of model 'm'.*alpha=0") as err:
+        OPS["Celu"].lower(node("Celu", [(2, 3)], ["float32"], {"alpha": 0.0}), [x], LowerContext())
+    assert "\n" not in str(err.value)

@@ -143,3 +143,13 @@ def test_an_optional_output_left_out_keeps_the_next_one_in_place(op, ins, attrs,
     assert outs[1] is None and len(outs) == 3
     np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "LpPool"])
+def test_pool_pads_as_large_as_the_kernel_are_rejected_with_one_line(op):
+    """Found by the ONNX fuzzer (bench/fuzz_onnx.py, seed 145): pads >= kernel_shape put whole windows in the
+    padding (MaxPool returned the lowest float, AveragePool divided by a count of 0); onnxruntime refuses them."""
+    from ansorc.net.network import UnsupportedError
+    from .nn_harness import lower_and_run
+    with pytest.raises(UnsupportedError, match=r"pads \[2, 0, 1, 0\] must be smaller than kernel_shape \[2, 1\]"):
+        lower_and_run(op, [r(1, 2, 1, 6)], [(1, 2, 3, 6)], {"kernel_shape": [2, 1], "pads": [2, 0, 1, 0]})

@@ -325,3 +325,14 @@ def test_reflect_pads_as_large_as_the_dimension_are_refused_naming_the_node():
                                        r"smaller than its size 4"):
         OPS["Pad"].lower(node("Pad", [(3, 4), (4,)], {"mode": "reflect"}, dtypes=("float32", "int64")),
                          [te.placeholder((3, 4), "float32", "x"), ints(0, 0, 0, 4)], LowerContext())
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap"])
+def test_pad_modes_refuse_to_grow_a_dim_cropped_to_nothing(mode):
+    """Found by the ONNX fuzzer (tests/cpu/test_fuzz_onnx.py, seed 7000220): pads [0, -3, 0, 2] crop all 3
+    columns and grow 2 copied from... nothing; onnxruntime refuses ('zero effective input extent'), ansorc
+    read the uncropped input instead."""
+    x = te.placeholder((2, 3), "float32", "x")
+    with pytest.raises(NetError, match=r"node 'n0' \(Pad\) of model 'm'.*crop axis 1 to nothing") as err:
+        OPS["Pad"].lower(node("Pad", [(2, 3), (4,)], {"mode": mode}), [x, ints(0, -3, 0, 2)], LowerContext())
+    assert "\n" not in str(err.value)
