@@ -79,7 +79,7 @@ def compile_library(model, outdir: Path) -> tuple:
     lib = emit_library(net, groups, schedules, "native", "fz")
     (outdir / "fz.c").write_text(lib.code)
     (outdir / "fz.h").write_text(lib.header)
-    write_weights(outdir / "fz.weights", net.weights, lib.weight_order)
+    write_weights(outdir / "fz.weights", net.weights, lib.weight_order, lib.digest)
     return lib, outdir / "fz.weights"
 
 
