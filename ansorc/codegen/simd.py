@@ -187,7 +187,7 @@ def _exp_helper(cls: str) -> tuple:
 
 def _x4(a: str, b: str, imm: int) -> str:
     """The 128-bit lanes of two __m512 picked by imm (0x88: the even ones, 0xDD: the odd; a's two, then b's)."""
-    return f"_mm512_shuffle_f32x4({a}, {b}, {imm:#04X})".replace("0X", "0x")
+    return f"_mm512_shuffle_f32x4({a}, {b}, 0x{imm:02X})"
 
 
 # register class -> the C that transposes rows r0..r{n-1} into columns c0..c{n-1} (float32; ir/transpose.py)
