@@ -1,8 +1,8 @@
 """With a fixed seed and a deterministic measurer, every tuning driver measures the same programs in the same
 order as the golden (tests/golden/tuner_order.json): a refactor of the drivers must not change what they search.
 The fake backend times a program by a hash of its C text, so the order depends on the search and the renders only
-(render changes show in tests/golden/render first). The search sizes
-parallel loops by the core count: the golden holds on 2-core machines (CI's). ANSORC_UPDATE_GOLDEN=1 rewrites the golden."""
+(render changes show in tests/golden/render first). The search sizes parallel loops by the core count: the golden
+holds on 2-core machines (CI's). ANSORC_UPDATE_GOLDEN=1 rewrites the golden."""
 import hashlib
 import json
 import os
