@@ -1,6 +1,6 @@
 """Peak float32 FMA throughput of this machine: independent FMA chains on every core, timed inside C.
 
-    python ansorc/suite/peak.py [--threads 2] [--chains 12] [--isa native]
+    python ansorc/suite/peak.py [--threads 2] [--chains 12] [--isa native] [--kind fp32|int8|bf16]
 
 Each thread runs `chains` independent accumulators (enough to cover the FMA latency times the FMA ports),
 built from the same simd.py tables the code generator uses, so the figure is the ceiling for ansorc's kernels
@@ -118,13 +118,28 @@ def main():
     ap.add_argument("--isa", default="native")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--chains", type=int, default=12)
+    ap.add_argument("--kind", choices=("fp32", "int8", "bf16"), default="fp32",
+                    help="fp32 FMAs, or the int8 / bf16 dot-product instructions (suite/peak_dot.py)")
     ap.add_argument("--wait-idle", type=float, default=0.0, help="wait up to this many seconds for an idle machine")
     args = ap.parse_args()
     t = Target.from_name(args.isa)
     busy = wait_until_idle(args.wait_idle) if args.wait_idle else busy_cpus()
+    if args.kind != "fp32":
+        return dot_main(args, busy)
     g = measure_peak(args.isa, args.threads, args.chains)
     print(f"peak FMA ({t.isa}, {args.threads or t.num_cores} threads, {args.chains} chains): {g:.0f} GFLOP/s "
           f"(busy CPUs before: {busy}, after: {busy_cpus()})")
+
+
+def dot_main(args, busy: float) -> None:
+    from .peak_dot import measure_dot_peak
+    loop, g = measure_dot_peak(args.kind, args.threads, args.chains)
+    threads = args.threads or Target.from_name("native").num_cores
+    if loop is None:
+        print(f"peak {args.kind}: this CPU has no {args.kind} dot-product instruction (skipped)")
+        return
+    print(f"peak {args.kind} ({loop.name}, {threads} threads, {args.chains} chains): {g:.0f} G-ops/s "
+          f"(a multiply-add is 2 ops; busy CPUs before: {busy}, after: {busy_cpus()})")
 
 
 if __name__ == "__main__":
