@@ -4,8 +4,8 @@ from __future__ import annotations
 import warnings
 
 from .api import build, build_spec
-from .codegen.cuda_target import is_cuda
 from .codegen.target import Target
+from .targets import plugin
 from .errors import AnsorcError
 from .ir.dag import ComputeDAG
 from .ir.state import replay
@@ -13,7 +13,7 @@ from .ir.steps import steps_from_json
 from .measure import record as records_module
 from .measure.builder import BuildResult
 from .measure.errors import MeasureErrorNo
-from .measure.record import best as best_records, load as load_records
+from .measure.record import load as load_records
 from .measure.runner import Runner
 from .search.plausible import ImplausibleRecordWarning, claim, gflops, plausible
 from .search.task import SearchTask
@@ -111,19 +111,6 @@ def _elsewhere(records, dag, target: str) -> str:
             "expression or set of constant inputs is a different workload; tune this one first, with trials > 0)")
 
 
-def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, **tune_kwargs):
-    """The GPU program to build: tuned (a GPU is needed), the best logged, or the untuned default."""
-    from .search.gpu_policy import default_gpu_schedule
-    task = SearchTask(dag, target)
-    if trials > 0:
-        res = tune(task, trials=trials, log=log, seed=seed, **tune_kwargs)
-        if res.best_state is None:
-            raise NoRecordError("tuning measured no valid program; see the log for the errors")
-        return res.best_state
-    recs = best_records(load_records(log), dag.workload_key, target, k=1) if log else []
-    return replay(dag, steps_from_json(recs[0].steps)) if recs else default_gpu_schedule(task)
-
-
 def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
             name: str = "kernel", constants=(), **tune_kwargs):  # noqa: A001 - the verb users expect
     """Tune for `trials` measured programs (resuming `log`), then build the best program as a Kernel.
@@ -137,11 +124,15 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
     if constants:
         dag = dag.with_constants(set(dag.constants) | {getattr(c, "name", c) for c in constants})
-    if dag.constants and is_cuda(target):
-        raise AnsorcError(f"constant inputs {sorted(dag.constants)}: not supported on CUDA targets yet")
-    if is_cuda(target):
-        from .cuda_kernel import build_cuda_kernel
-        return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, seed, **tune_kwargs), target, name)
+    kind = plugin(target)
+    if dag.constants and not kind.constants:
+        raise AnsorcError(f"constant inputs {sorted(dag.constants)}: not supported on {kind.kind.upper()} targets "
+                          "yet")
+    return kind.compile(dag, trials, log, target, seed, name, tune_kwargs)
+
+
+def compile_cpu(dag, trials: int, log, target: str, seed: int, name: str, tune_kwargs: dict):
+    """compile() on a CPU target (its plug-in's kernel loader): a Kernel, with its provenance."""
     if trials <= 0:
         if log is None:
             return build(dag, default_state(SearchTask(dag, target)), target=target, name=name)

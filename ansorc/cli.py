@@ -17,9 +17,10 @@ from pathlib import Path
 from .cli_checks import (CliError, check_compiler, check_kernel_name, check_log, check_output_dir, gflops_text,
                          printable, significant)
 from .errors import AnsorcError
+from .targets import known_names
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-TARGETS = ("native", "avx512", "avx2", "neon", "generic", "cuda")
+TARGETS = known_names()   # every target plug-in's names (ansorc/targets/)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,7 +77,7 @@ def _load_program(args):
         raise CliError(str(e)) from None
     except OSError as e:
         raise CliError(f"{args.file}: {e.strerror or e}") from None
-    if args.trials > 0 and not args.target.startswith("cuda"):
+    if args.trials > 0:   # the numpy reference of every target is computed in host memory
         from .ir.dag import ComputeDAG
         from .measure.memory import NotEnoughMemoryError, check_fits
         try:
@@ -97,19 +98,16 @@ def _dag(args, prog):
 
 def _target_name(args) -> str:
     """--target, with --arch folded in for CUDA ("cuda:sm_80")."""
-    if args.arch and args.target != "cuda":
-        raise CliError(f"--arch {args.arch}: only for --target cuda")
-    if args.target == "cuda" and args.arch:
-        from .codegen.cuda_target import ARCH_SPECS
-        if args.arch not in ARCH_SPECS:
-            raise CliError(f"--arch {args.arch}: unknown; known: {', '.join(ARCH_SPECS)}")
-        return f"cuda:{args.arch}"
-    return args.target
+    if not args.arch:
+        return args.target
+    from .targets import parse
+    try:
+        return parse(f"{args.target}:{args.arch}").name
+    except ValueError as e:
+        raise CliError(f"--arch {args.arch}: {e} (--arch is only for --target cuda)") from None
 
 
 def _check_target(target: str):
-    if target.startswith("cuda"):
-        return
     if target not in ("native",):
         try:
             from .codegen.target import Target
@@ -139,8 +137,6 @@ def cmd_compile(args) -> dict:
         if args.log:
             check_log(args.log, writes=args.trials > 0)
         return _model_command(compile_model, args)
-    from .autotune import NoRecordError, compile as compile_kernel
-    from .export import export
     from .ir.names import c_ident
     name = args.name or c_ident(Path(args.file).stem)
     check_kernel_name(name)
@@ -150,11 +146,18 @@ def cmd_compile(args) -> dict:
     prog = _load_program(args)
     args.target = _target_name(args)
     _check_target(args.target)
-    if args.target.startswith("cuda"):
-        if args.constants:
-            raise CliError("--constant: not supported on CUDA targets yet")
-        return _compile_cuda(args, prog, name)
+    from .targets import plugin
+    kind = plugin(args.target)
+    if args.constants and not kind.constants:
+        raise CliError(f"--constant: not supported on {kind.kind.upper()} targets yet")
+    return kind.cli_compile(args, prog, name)
+
+
+def compile_cpu_command(args, prog, name: str) -> dict:
+    """`ansorc compile` on a CPU target (its plug-in's exporter): lib<name>.so and <name>.h."""
+    from .autotune import NoRecordError, compile as compile_kernel
     from .codegen.target import Target
+    from .export import export
     tgt = Target.from_name(args.target)
     if not tgt.runs_here():
         return _cross_compile(args, prog, name, tgt)
@@ -193,32 +196,6 @@ def _cross_compile(args, prog, name, tgt) -> dict:
     except ExportError as e:
         raise CliError(str(e).splitlines()[0], EXIT_FAILED) from None
     return {"name": name, "files": paths, **{k.replace(" ", "_"): v for k, v in prov.items()}}
-
-
-def _compile_cuda(args, prog, name) -> dict:
-    """lib<name>.so, <name>.h and <name>.cu: tuned on this machine's GPU (--trials N), the best program of
-    --log (--trials 0), or the untuned default GPU program."""
-    from .autotune import NoRecordError, cuda_schedule
-    from .codegen.cuda_target import CudaTarget
-    from .codegen.pipeline import render
-    from .export_cuda import export_cuda
-    from .ir.dag import ComputeDAG
-    dag = ComputeDAG(prog.tensors)
-    try:
-        state = cuda_schedule(dag, args.trials, args.log, args.target, args.seed,
-                              **({"progress": not args.quiet} if args.trials > 0 else {}))
-    except NoRecordError as e:
-        raise CliError(str(e), EXIT_FAILED) from None
-    except ValueError as e:   # no GPU to tune on
-        raise CliError(str(e).splitlines()[0], EXIT_FAILED) from None
-    tgt = CudaTarget.from_name(args.target)
-    try:
-        paths = export_cuda(render(dag, state, name, tgt), args.output, tgt.arch,
-                            f"Workload {dag.workload_key}, target {tgt.name}.")
-    except RuntimeError as e:
-        raise CliError(str(e).splitlines()[0], EXIT_FAILED) from None
-    return {"name": name, "files": {k: str(v) for k, v in paths.items()}, "target": tgt.name,
-            "workload_key": dag.workload_key}
 
 
 def _no_constants(args) -> None:

@@ -34,7 +34,7 @@ python3 -c "import sys, torch, numpy, cffi, lightgbm; print(sys.version.split()[
 nproc
 timeout 60 python3 - <<'PY'
 import torch, statistics
-from ansorc.measure.cuda_driver import device_limits
+from ansorc.targets.cuda.measure_driver import device_limits
 print({k: v for k, v in device_limits().items() if k in ("name", "arch", "sm_count", "max_shared_per_block", "max_registers_per_block", "l2_bytes", "clock_khz")})
 x = torch.empty(1 << 28, dtype=torch.float32, device="cuda"); y = torch.empty_like(x)
 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

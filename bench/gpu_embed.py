@@ -8,9 +8,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ansorc.codegen.pipeline import render  # noqa: E402
-from ansorc.export_cuda import export_cuda  # noqa: E402
+from ansorc.targets.cuda.export import export_cuda  # noqa: E402
 from ansorc.frontend import load  # noqa: E402
-from ansorc.search.gpu_policy import default_gpu_schedule  # noqa: E402
+from ansorc.targets.cuda.search_policy import default_gpu_schedule  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 
 out, arch = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "sm_90"

@@ -22,7 +22,7 @@ from ansorc.codegen.pipeline import render  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.ir.state import replay  # noqa: E402
 from ansorc.ir.steps import steps_from_json  # noqa: E402
-from ansorc.measure.nvcc import build_cuda  # noqa: E402
+from ansorc.targets.cuda.measure_nvcc import build_cuda  # noqa: E402
 from ansorc.measure.record import best, load  # noqa: E402
 
 KINDS = ("FFMA", "FMUL", "FADD", "LDS", "LDS.64", "LDS.128", "LDG.E", "LDG.E.64", "LDG.E.128", "STS", "STS.128",

@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ansorc.measure import cuda_samples  # noqa: E402
-from ansorc.measure.cuda_runner import CudaRunner, CudaRunnerConfig  # noqa: E402
+from ansorc.targets.cuda import measure_samples as cuda_samples  # noqa: E402
+from ansorc.targets.cuda.measure_runner import CudaRunner, CudaRunnerConfig  # noqa: E402
 from ansorc.measure.errors import error_name  # noqa: E402
-from ansorc.measure.nvcc import build_cuda, check_limits, nvcc_path  # noqa: E402
+from ansorc.targets.cuda.measure_nvcc import build_cuda, check_limits, nvcc_path  # noqa: E402
 
 SIZE = 1024
 checks: list[tuple[str, bool, str]] = []

@@ -23,8 +23,8 @@ from ansorc.codegen.pipeline import render  # noqa: E402
 from ansorc.ir.dag import ComputeDAG  # noqa: E402
 from ansorc.ir.state import replay  # noqa: E402
 from ansorc.ir.steps import steps_from_json  # noqa: E402
-from ansorc.measure.cuda_driver import Device  # noqa: E402
-from ansorc.measure.nvcc import build_cuda  # noqa: E402
+from ansorc.targets.cuda.measure_driver import Device  # noqa: E402
+from ansorc.targets.cuda.measure_nvcc import build_cuda  # noqa: E402
 from ansorc.measure.record import best, load  # noqa: E402
 
 

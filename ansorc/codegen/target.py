@@ -14,9 +14,10 @@ import re
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from ..ir.dtypes import itemsize
+from ..targets.base import Target
 
 BASE_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c99")
 
@@ -120,7 +121,8 @@ def compile_flags(flags: Sequence[str], cc: str) -> tuple:
 
 
 @dataclass(frozen=True)
-class Target:
+class CpuTarget(Target):
+    """A CPU: C with the ISA's intrinsics and OpenMP, built with gcc or clang (Target.from_name parses names)."""
     name: str               # as asked for: "native" or an ISA name
     isa: str                # avx512 | avx2 | neon | generic
     arch: str               # x86_64 | aarch64 | ...
@@ -130,13 +132,23 @@ class Target:
     isa_flags: tuple
     run_prefix: tuple = ()  # e.g. qemu for a foreign architecture; () runs natively
     vector_registers: int = 16
+    kind: ClassVar[str] = "cpu"
 
     @classmethod
-    def from_name(cls, name: "str | Target" = "native", cc: str | None = None) -> "Target":
-        """The target `name`; its kernels for this machine compile with `cc`, else $CC, else gcc."""
-        if isinstance(name, Target):
-            return name
+    def parse(cls, name: str, cc: str | None = None) -> "CpuTarget | None":
+        """The CPU target `name` ("native" or an ISA), None for another kind's name; its kernels for this machine
+        compile with `cc`, else $CC, else gcc."""
+        if name != "native" and name not in ISA_SPECS:
+            return None
         return _from_name(name, cc or host_cc())
+
+    @property
+    def builds_on_node(self) -> bool:
+        return self.is_cross   # its cross compiler and emulator are on the measuring node
+
+    @property
+    def resource(self) -> str:
+        return self.isa
 
     @property
     def flags(self) -> tuple:
@@ -173,22 +185,20 @@ class Target:
 
 
 @lru_cache(maxsize=None)
-def _from_name(name: str, host_compiler: str) -> Target:
+def _from_name(name: str, host_compiler: str) -> CpuTarget:
     host = host_arch()
     if name == "native":
         isa = host_isas()[0]
         flags = NATIVE_ISA_FLAGS if host in ("x86_64", "aarch64") else ()
-    elif name in ISA_SPECS:
+    else:
         isa = name
         flags = ISA_SPECS[isa].flags
-    else:
-        raise ValueError(f"unknown target {name!r}; known: native, {', '.join(ISA_SPECS)}")
     spec = ISA_SPECS[isa]
     arch = spec.arch or host
     cc = host_compiler if arch == host else COMPILERS.get((arch, host), f"{arch}-linux-gnu-gcc")
-    return Target(name, isa, arch, spec.vector_bytes, num_cores(), cc, flags, RUNNERS.get((arch, host), ()),
-                  spec.vector_registers)
+    return CpuTarget(name, isa, arch, spec.vector_bytes, num_cores(), cc, flags, RUNNERS.get((arch, host), ()),
+                     spec.vector_registers)
 
 
-__all__ = ["Target", "IsaSpec", "host_arch", "host_isas", "cpu_flags", "library_flags", "host_cc", "compiler_family",
-           "ISA_SPECS"]
+__all__ = ["Target", "CpuTarget", "IsaSpec", "host_arch", "host_isas", "cpu_flags", "library_flags", "host_cc",
+           "compiler_family", "ISA_SPECS"]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ansorc.codegen.cuda_target import CudaTarget, is_cuda
+from ansorc.targets import parse, plugin
 from ansorc.codegen.source import Source
 from ansorc.codegen.target import Target, library_flags, num_cores
 from ansorc.measure.builder import BuildResult, build, cache_root
@@ -37,15 +37,13 @@ NODE_BUILT = "node-built:"   # lib_path prefix of a build deferred to the measur
 def target_resource(target: str) -> str:
     """The custom resource a node advertises to measure `target`: ansorc-target-avx512 / -avx2 / -neon /
     -sm_90 ("native" names this machine's widest ISA)."""
-    if is_cuda(target):
-        return f"ansorc-target-{CudaTarget.from_name(target).arch}"
-    return f"ansorc-target-{Target.from_name(target).isa}"
+    return f"ansorc-target-{parse(target).resource}"
 
 
 def node_builds(target: str) -> bool:
     """True when the measuring node builds itself: a cross target (its compiler and emulator are there) or a GPU
     (nvcc is there); native x86 libraries are built by tasks on any node."""
-    return is_cuda(target) or Target.from_name(target).is_cross
+    return parse(target).builds_on_node
 
 
 @lru_cache(maxsize=None)
@@ -140,7 +138,8 @@ class NodeRunner:
         self.fetch = fetch or (lambda box: box[0])
         self.task_key: str | None = None
         self.task = None
-        self.runner = None   # made on first use: a CPU Runner, or a CUDA backend
+        self.runner = None   # made on first use: a CPU Runner (programs built elsewhere)
+        self.node_measure = None   # made on first use: the plug-in's build-and-time here (node_builds)
 
     def omp_threads(self) -> int:
         """The OpenMP threads the measured kernels get here."""
@@ -170,14 +169,6 @@ class NodeRunner:
         reference = self._local(task.reference) if isinstance(task.reference, Item) else task.reference
         self.runner.set_task(task.inputs, task.reference_outputs, **task.runner_options(reference))
 
-    def _cuda_backend(self):
-        """nvcc and the GPU runner of this node (made on first use; CUDA is initialised in its worker only)."""
-        if self.runner is None:
-            from ansorc.measure.cuda_runner import CudaBackend, CudaRunner, CudaRunnerConfig
-            cfg = CudaRunnerConfig(rtol=self.config.rtol, atol=self.config.atol)
-            self.runner = CudaBackend(CudaRunner(cfg), CudaTarget.from_name(self.target).arch, self.build_timeout)
-        return self.runner
-
     def _local(self, item: Item) -> BuildResult:
         """The build with lib_path in this node's cache (its bytes fetched only if the cache lacks them)."""
         if not item.build.ok or not item.digest:
@@ -187,17 +178,19 @@ class NodeRunner:
         return replace(item.build, lib_path=path)
 
     def _measure_one(self, item: Item, best: float | None, early_cut: bool) -> MeasureResult:
-        if is_cuda(self.target):
-            backend = self._cuda_backend()
-            builds = backend.build([item.build.source])
-            return backend.run(builds, self.task, best_seconds=best, early_cut=early_cut)[0]
-        if Target.from_name(self.target).is_cross:
-            return measure_emulated(item.build.source, self.target, self.task, self.config, self.build_timeout)
+        if node_builds(self.target):
+            if self.node_measure is None:
+                self.node_measure = plugin(self.target).node_measure(parse(self.target), self.config,
+                                                                     self.build_timeout)
+            return self.node_measure(item.build.source, self.task, best, early_cut)
         return self.runner.run([self._local(item)], best, early_cut)[0]
 
     def close(self) -> None:
         if self.runner is not None:
             self.runner.close()
+        close = getattr(self.node_measure, "close", None)   # a node backend that holds a worker
+        if close is not None:
+            close()
 
 
 def measure_emulated(source: Source, target: str, task, config: RunnerConfig, timeout: float) -> MeasureResult:

@@ -8,7 +8,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 
-from ..codegen.cuda_target import is_cuda
+from ..targets import PLUGINS, plugin, plugin_of_kind
 from ..codegen.pipeline import resolve_target
 from ..codegen.target import Target
 from ..ir.state import replay
@@ -84,9 +84,10 @@ def compile(model, trials: int = 0, log=None, input_shapes=None, target="native"
     tasks are tuned first for that many measured programs in all (task scheduler, appending to `log`)."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 0:
         raise NetError(f"trials={trials!r}: expected an integer >= 0 (0: no tuning)")
-    if is_cuda(target):   # before the import and any tuning: emit_library writes C for CPU targets only
-        raise NetError(f"target {getattr(target, 'name', target)!r}: models compile for CPU targets only "
-                       "(native, avx512, avx2, neon, generic)")
+    if not plugin(target).networks:   # before the import and any tuning
+        able = [n for kind in PLUGINS for n in plugin_of_kind(kind).names if plugin_of_kind(kind).networks]
+        raise NetError(f"target {getattr(target, 'name', target)!r}: models do not compile for it yet; they do for "
+                       f"{', '.join(able)}")
     if trials > 0 and log is None:
         raise NetError("tuning a model (trials > 0) needs a log: its programs are recorded there and read back")
     if isinstance(model, Network):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..codegen.cuda_target import is_cuda
+from ..targets import plugin
 from ..search.multi import ScheduleResult, tune_tasks
 from ..search.task import SearchTask
 from .network import Network
@@ -44,7 +44,7 @@ def tune_network(model, trials: int, log: str, input_shapes=None, target: str = 
     net = network_of(model, input_shapes)
     groups = fuse(net)
     tasks = extract_tasks(net, groups)
-    cold = cold_weights and not is_cuda(target)  # GPU weights stay in device memory; its caches are small
+    cold = cold_weights and plugin(target).cold_weights  # e.g. a GPU's weights stay in device memory
     search = [SearchTask(t.dag, target, cold_inputs=weight_inputs(net, t) if cold else ()) for t in tasks]
     res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,
                      objective=objective, **kwargs)

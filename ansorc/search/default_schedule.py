@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from ..codegen.cuda_target import is_cuda
+from ..codegen.target import CpuTarget, Target
 from ..ir.dag import (ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, op_flops, permutes_outer_axes,
                       transposed_axes)
 from ..ir.dtypes import itemsize
@@ -59,7 +59,7 @@ ROW_OPERAND_BYTES = 256 << 10
 
 def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None) -> State:
     """A complete State of `dag` for a CPU target (a name or Target); `hw` overrides the target's parameters."""
-    if is_cuda(target):
+    if not isinstance(Target.from_name(target), CpuTarget):
         raise ScheduleError(f"the default CPU schedule cannot run on {getattr(target, 'name', target)!r}, a GPU "
                             "target")
     dag = dag if isinstance(dag, ComputeDAG) else ComputeDAG(dag)

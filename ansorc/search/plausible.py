@@ -6,7 +6,6 @@ out of what it resumes (tuning.py), each with one ImplausibleRecordWarning namin
 """
 from __future__ import annotations
 
-from ..codegen.cuda_target import is_cuda
 from ..codegen.target import Target
 from ..ir.dtypes import ITEMSIZE
 from ..measure.record import Record
@@ -31,8 +30,9 @@ def plausible(dag, tgt: Target, seconds: float) -> bool:
 
 
 def cpu_target(name: str) -> Target | None:
-    """The CPU Target of a target name, None for a GPU one (no CPU bound applies there)."""
-    return None if is_cuda(name) else Target.from_name(name)
+    """The Target of a target name where a peak bound is known (Target.peak_flops_bound), else None."""
+    tgt = Target.from_name(name)
+    return tgt if tgt.peak_flops_bound() is not None else None
 
 
 def gflops(dag, seconds: float) -> str:

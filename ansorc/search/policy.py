@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol, Sequence
 
-from ..codegen.cuda_target import CudaTarget, is_cuda
 from .annotate import CPU_INIT_RULES
-from .gpu_policy import GpuPolicy
 from .mutate import MUTATORS, WEIGHTS
 from .rules import Rule, default_cpu_rules
 
@@ -43,10 +41,9 @@ class CpuPolicy:
 
 
 def policy_for(target) -> SearchPolicy:
-    """The default policy of a target: the GPU one for CUDA targets, else the CPU one."""
-    if is_cuda(target):
-        return GpuPolicy(target if isinstance(target, CudaTarget) else CudaTarget.from_name(target))
-    return CpuPolicy()
+    """The default policy of a target: its plug-in's."""
+    from ..targets import parse, plugin
+    return plugin(target).policy(parse(target))
 
 
-__all__ = ["SearchPolicy", "CpuPolicy", "GpuPolicy", "policy_for"]
+__all__ = ["SearchPolicy", "CpuPolicy", "policy_for"]

@@ -22,14 +22,9 @@ class HardwareParams:
 
 
 def hardware_params(target: str) -> HardwareParams:
-    """The search's view of a target: core count and vector width come from codegen's Target."""
-    from ..codegen.pipeline import resolve_target
-    t = resolve_target(target)
-    if getattr(t, "kind", "cpu") == "cuda":   # a GPU: cores are SMs; 16-byte loads; registers per thread
-        return HardwareParams(num_cores=t.num_cores, vector_bytes=t.vector_bytes,
-                              vector_registers=t.max_registers_per_thread, cache_line_bytes=128)
-    return HardwareParams(num_cores=t.num_cores, vector_bytes=t.vector_bytes, vector_registers=t.vector_registers,
-                          max_vectorize_elems=max(16, 4 * t.lanes("float32")))
+    """The search's view of a target (its plug-in's): core count and vector width come from the Target."""
+    from ..targets import parse, plugin
+    return plugin(target).hardware_params(parse(target))
 
 
 @dataclass(eq=False)

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..codegen.cuda_target import CudaTarget, is_cuda
 from ..errors import AnsorcError
-from ..codegen.target import Target
-from ..measure.backend import LocalBackend
 from ..measure.record import RecordLog, steps_key
-from ..measure.runner import Runner
+from ..targets import parse, plugin
 from .scheduler import round_size
 from .task import SearchTask
 from .tuning import TaskTuner, TuneOptions, TuneResult, make_cost_model
@@ -86,26 +83,9 @@ class TargetUnavailableError(AnsorcError, ValueError):
 
 
 def local_backend(target: str, options: TuneOptions):
-    """This machine's compiler and runner for `target`; ValueError when its kernels cannot run here."""
-    if is_cuda(target):
-        return cuda_backend(target, options)
-    tgt = Target.from_name(target)
-    if not tgt.runs_here():
-        raise TargetUnavailableError(f"target {target!r} cannot be measured on this machine ({tgt.arch}, {tgt.isa}); "
-                         "tune on the target machine")
-    runner = Runner(config=replace(options.runner, cc=tgt.cc))  # the timing runtime too: one OpenMP runtime
-    return LocalBackend(runner, target_flags=options.flags or tgt.flags, cc=tgt.cc)
-
-
-def cuda_backend(target: str, options: TuneOptions):
-    """nvcc and the GPU runner (a worker process; CUDA is never initialised in this one)."""
-    from ..measure import cuda_driver
-    from ..measure.cuda_runner import CudaBackend, CudaRunner, CudaRunnerConfig
-    if not cuda_driver.available():
-        raise TargetUnavailableError(f"target {target!r} needs an NVIDIA GPU and its driver (libcuda.so.1), and "
-                                     "this machine has none; compile with trials=0, or tune on a GPU machine")
-    arch = CudaTarget.from_name(target).arch
-    return CudaBackend(CudaRunner(CudaRunnerConfig(rtol=options.runner.rtol, atol=options.runner.atol)), arch)
+    """This machine's compiler and runner for `target` (its plug-in's); TargetUnavailableError when its kernels
+    cannot run here."""
+    return plugin(target).local_backend(parse(target), options)
 
 
 class _progress:

@@ -290,15 +290,9 @@ def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int
 
 
 def default_state(task: SearchTask):
-    """The default CPU schedule of the task (None on GPU targets or where it does not apply)."""
-    from ..codegen.cuda_target import is_cuda
-    from .default_schedule import default_cpu_schedule
-    if is_cuda(task.target):
-        return None
-    try:
-        return default_cpu_schedule(task.dag, task.target, task.hw)
-    except (ScheduleError, ValueError, KeyError, NotImplementedError):
-        return None
+    """The task's untuned program by its target's plug-in (None where none applies)."""
+    from ..targets import plugin
+    return plugin(task.target).default_state(task)
 
 
 def canonical_steps(task: SearchTask, state) -> list:

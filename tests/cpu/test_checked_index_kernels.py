@@ -132,14 +132,14 @@ def test_onnx_gather_compiles_with_negative_indices_wrapping(idx_dtype):
 
 
 def test_gpu_programs_clamp_in_cuda_and_report_in_the_c_emulation():
-    from ansorc.codegen.cuda import codegen_cuda
-    from ansorc.codegen.gpu_emulate import codegen_gpu_emulation
+    from ansorc.targets.cuda.codegen_cuda import codegen_cuda
+    from ansorc.targets.cuda.codegen_emulate import codegen_gpu_emulation
     from ansorc.ir.lower import lower
     from ansorc.ir.state import ScheduleError
     from ansorc.kernel import Kernel
     from ansorc.measure.builder import build
-    from ansorc.search.gpu_annotate import sample_gpu
-    from ansorc.search.gpu_rules import default_gpu_rules
+    from ansorc.targets.cuda.search_annotate import sample_gpu
+    from ansorc.targets.cuda.search_rules import default_gpu_rules
     from ansorc.search.sketch import generate_sketches
     tensors, feeds = embedding_matmul()
     task = SearchTask(tensors, "native")

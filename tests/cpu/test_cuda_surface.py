@@ -14,8 +14,8 @@ import pytest
 
 import ansorc
 from ansorc import workloads
-from ansorc.cuda_kernel import CudaKernel, CudaKernelError
-from ansorc.measure import cuda_driver
+from ansorc.targets.cuda.kernel import CudaKernel, CudaKernelError
+from ansorc.targets.cuda import measure_driver as cuda_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

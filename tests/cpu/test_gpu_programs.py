@@ -13,13 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ansorc import workloads
-from ansorc.codegen.cuda import codegen_cuda
-from ansorc.codegen.cuda_target import CudaTarget
-from ansorc.codegen.gpu_emulate import codegen_gpu_emulation
+from ansorc.targets.cuda.codegen_cuda import codegen_cuda
+from ansorc.targets.cuda.codegen_target import CudaTarget
+from ansorc.targets.cuda.codegen_emulate import codegen_gpu_emulation
 from ansorc.ir.lower import lower
 from ansorc.ir.state import ScheduleError
-from ansorc.search.gpu_annotate import annotate_gpu, sample_gpu
-from ansorc.search.gpu_rules import default_gpu_rules
+from ansorc.targets.cuda.search_annotate import annotate_gpu, sample_gpu
+from ansorc.targets.cuda.search_rules import default_gpu_rules
 from ansorc.search.sketch import generate_sketches
 from ansorc.search.task import SearchTask
 

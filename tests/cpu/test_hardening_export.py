@@ -197,7 +197,7 @@ def test_reloading_a_reexported_library_in_the_same_process_is_refused(tmp_path)
 
 def test_cuda_header_macros_are_distinct_and_its_description_stays_a_comment(tmp_path):
     from ansorc.codegen.source import ArgSpec, Source
-    from ansorc.export_cuda import cuda_header
+    from ansorc.targets.cuda.export import cuda_header
     args = (ArgSpec("a", (3,), "int32", False), ArgSpec("A", (4,), "int64", False),
             ArgSpec("out", (3,), "float32", True))
     header = cuda_header(Source("", "k", args, "cuda"), "nvcc k.cu", "evil */ int x;\n#define K_A_DIM0 99")

@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 
 from ansorc.codegen.source import Launch, Source
-from ansorc.measure import cuda_samples, nvcc
+from ansorc.targets.cuda import measure_samples as cuda_samples
+from ansorc.targets.cuda import measure_nvcc as nvcc
 from ansorc.measure.errors import MeasureErrorNo
 
 pytestmark = pytest.mark.skipif(nvcc.nvcc_path() is None, reason="needs nvcc")

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from ansorc.measure import cuda_driver
+from ansorc.targets.cuda import measure_driver as cuda_driver
 
 HERE = Path(__file__).parent
 

@@ -5,7 +5,7 @@ import pytest
 
 import ansorc
 from ansorc import workloads
-from ansorc.cuda_kernel import CudaKernelError
+from ansorc.targets.cuda.kernel import CudaKernelError
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ansorc.measure import cuda_samples
-from ansorc.measure.cuda_runner import CudaBackend, CudaRunner, CudaRunnerConfig
+from ansorc.targets.cuda import measure_samples as cuda_samples
+from ansorc.targets.cuda.measure_runner import CudaBackend, CudaRunner, CudaRunnerConfig
 from ansorc.measure.errors import MeasureErrorNo
-from ansorc.measure.nvcc import build_cuda, nvcc_path
+from ansorc.targets.cuda.measure_nvcc import build_cuda, nvcc_path
 
 M = N = K = 256
 

@@ -6,7 +6,7 @@ import sys
 
 from fake_cuda import FakeCudaError, FakeDevice
 
-from ansorc.measure.cuda_worker import serve
+from ansorc.targets.cuda.measure_worker import serve
 
 
 def make_device():

@@ -6,7 +6,7 @@ import pytest
 
 from ansorc import te
 from ansorc.codegen.c import STATUS_INDEX, codegen_c, status_message
-from ansorc.codegen.cuda import CudaRenderer
+from ansorc.targets.cuda.codegen_cuda import CudaRenderer
 from ansorc.errors import ExpressionError
 from ansorc.ir.bounds import BoundsError
 from ansorc.ir.dag import ComputeDAG, is_strictly_inlinable

@@ -3,9 +3,9 @@ work (numpy arrays by their buffers, GPU arrays by their device address ranges);
 import numpy as np
 import pytest
 
-from ansorc import cuda_kernel
+from ansorc.targets.cuda import kernel as cuda_kernel
 from ansorc.codegen.source import ArgSpec, Source
-from ansorc.cuda_kernel import CudaKernel, CudaKernelError
+from ansorc.targets.cuda.kernel import CudaKernel, CudaKernelError
 
 
 class GpuArray:

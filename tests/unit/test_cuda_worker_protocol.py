@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from ansorc.codegen.source import ArgSpec, Launch, Source, Workspace
-from ansorc.measure import cuda_driver
-from ansorc.measure.cuda_runner import CudaRunner, CudaRunnerConfig
-from ansorc.measure.cuda_worker import Session, replay_count
+from ansorc.targets.cuda import measure_driver as cuda_driver
+from ansorc.targets.cuda.measure_runner import CudaRunner, CudaRunnerConfig
+from ansorc.targets.cuda.measure_worker import Session, replay_count
 from ansorc.measure.errors import MeasureErrorNo
-from ansorc.measure.nvcc import CudaBuildResult
+from ansorc.targets.cuda.measure_nvcc import CudaBuildResult
 from ansorc.measure.zygote import WorkerDied, WorkerTimeout, _read_frame, _send_frame
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -108,7 +108,7 @@ def test_early_cut_of_a_far_slower_run_needs_no_graph(session, tmp_path):
 
 
 def test_early_cut_stops_after_one_replay(session, tmp_path, monkeypatch):
-    from ansorc.measure import cuda_worker
+    from ansorc.targets.cuda import measure_worker as cuda_worker
     # the warm run's sleep can overshoot past the no-graph cut on a loaded machine; this test is about the replays
     monkeypatch.setattr(cuda_worker, "SLOW_RUN_SECONDS", 10.0)
     launches_before = session.dev.launches

@@ -13,7 +13,7 @@ from ansorc.ir.skip import (MIN_GUARDED_STEPS, contribution_conditions, relaxed,
 from ansorc.ir.tile_edges import tile_edges
 from ansorc.ir.stmt import THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, store_executions, walk_stmt
 from ansorc.search.default_schedule import default_cpu_schedule
-from ansorc.search.gpu_annotate import sample_gpu
+from ansorc.targets.cuda.search_annotate import sample_gpu
 from ansorc.search.task import SearchTask
 
 

@@ -7,6 +7,9 @@ reads them through the driver API).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from ..base import Target
 
 # arch -> (SM count of the flagship part, max shared memory per block with opt-in, registers per SM)
 ARCH_SPECS = {
@@ -22,7 +25,7 @@ NVCC_FLAGS = ("-O3",)   # no --use_fast_math: results are checked against numpy
 
 
 @dataclass(frozen=True)
-class CudaTarget:
+class CudaTarget(Target):
     name: str                     # "cuda" or "cuda:sm_80"
     arch: str                     # sm_90 ...
     num_sms: int
@@ -33,11 +36,16 @@ class CudaTarget:
     max_registers_per_thread: int = 255
     max_vthread: int = 8                  # Ansor's warp_size / 4
     vector_bytes: int = 16                # widest load a thread issues (float4)
-    kind: str = "cuda"
     isa: str = "cuda"
+    kind: ClassVar[str] = "cuda"
 
     @classmethod
-    def from_name(cls, name: str = "cuda") -> "CudaTarget":
+    def parse(cls, name: str, cc: str | None = None) -> "CudaTarget | None":  # noqa: ARG003 - nvcc only
+        """"cuda" (sm_90) or "cuda:sm_XX"; None for another kind's name."""
+        return cls.from_arch_name(name) if name == "cuda" or name.startswith("cuda:") else None
+
+    @classmethod
+    def from_arch_name(cls, name: str = "cuda") -> "CudaTarget":
         arch = name.split(":", 1)[1] if ":" in name else DEFAULT_ARCH
         if arch not in ARCH_SPECS:
             raise ValueError(f"unknown CUDA architecture {arch!r}; known: {', '.join(ARCH_SPECS)}")
@@ -70,6 +78,14 @@ class CudaTarget:
     @property
     def is_cross(self) -> bool:
         return False
+
+    @property
+    def builds_on_node(self) -> bool:
+        return True    # nvcc and the GPU are on the measuring node
+
+    @property
+    def resource(self) -> str:
+        return self.arch
 
 
 def is_cuda(target) -> bool:

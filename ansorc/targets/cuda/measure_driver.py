@@ -119,7 +119,7 @@ def _symbol(lib, *names):
     raise OSError(f"libcuda.so.1 exports none of {names}")
 
 
-_PROBE = ("from ansorc.measure.cuda_driver import Device\n"
+_PROBE = ("from ansorc.targets.cuda.measure_driver import Device\n"
           "d = Device(); print('ok', d.name)")
 
 

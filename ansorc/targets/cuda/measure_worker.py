@@ -1,6 +1,6 @@
 """GPU measurement worker: one long-lived process that owns the CUDA context and times candidates for the runner.
 
-Started by cuda_runner.py as `python -m ansorc.measure.cuda_worker FD` (a new interpreter, never a fork: CUDA
+Started by cuda_runner.py as `python -m ansorc.targets.cuda.measure_worker FD` (a new interpreter, never a fork: CUDA
 does not survive one). It talks frames (8-byte length, then a pickle; worker.py's read_frame/write_frame) on the
 socket FD. On start it answers {"ok", "limits"}; then:
   {"op": "task", ...}  the task's inputs (copied to the device once), reference outputs, tolerances
@@ -228,7 +228,7 @@ def replay_count(once: float, cfg: dict, launches_per_run: int) -> int:
 
 
 def _is_sticky(code: int) -> bool:
-    from ansorc.measure.cuda_driver import is_sticky
+    from ansorc.targets.cuda.measure_driver import is_sticky
     return is_sticky(code)
 
 
@@ -261,7 +261,7 @@ def main() -> int:
     faulthandler.enable()
     os.dup2(2, 1)  # a kernel's printf and the driver's messages go to the log, never onto the socket
     start_orphan_watch()
-    from ansorc.measure.cuda_driver import Device
+    from ansorc.targets.cuda.measure_driver import Device
     ordinal = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     return serve(socket.socket(fileno=int(sys.argv[1])), lambda: Device(ordinal))
 

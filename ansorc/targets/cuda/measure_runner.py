@@ -52,7 +52,7 @@ class CudaWorkerProcess:
     def __init__(self, config: CudaRunnerConfig):
         self.log = tempfile.NamedTemporaryFile(prefix="ansorc-cuda-worker-", suffix=".log", delete=False)
         self.sock, theirs = socket.socketpair()
-        cmd = list(config.worker_command) or [sys.executable, "-u", "-m", "ansorc.measure.cuda_worker"]
+        cmd = list(config.worker_command) or [sys.executable, "-u", "-m", "ansorc.targets.cuda.measure_worker"]
         path = os.environ.get("PYTHONPATH", "")
         env = dict(os.environ, PYTHONPATH=str(PACKAGE_ROOT) + (os.pathsep + path if path else ""))
         self.proc = subprocess.Popen([*cmd, str(theirs.fileno()), str(config.device)], stdin=subprocess.DEVNULL,
@@ -274,7 +274,7 @@ class CudaBackend:
     def limits(self) -> dict:
         """The given limits, else the device's (asks the worker), else the architecture's table."""
         if self._limits is None:
-            from ansorc.measure.nvcc import ARCH_LIMITS
+            from ansorc.targets.cuda.measure_nvcc import ARCH_LIMITS
             try:
                 self._limits = self.runner.device_limits()
             except RuntimeError:
@@ -282,7 +282,7 @@ class CudaBackend:
         return self._limits
 
     def build(self, sources) -> list:
-        from ansorc.measure.nvcc import DEFAULT_NVCC_TIMEOUT, build_cuda, with_limit_check
+        from ansorc.targets.cuda.measure_nvcc import DEFAULT_NVCC_TIMEOUT, build_cuda, with_limit_check
         results = build_cuda(sources, self.arch, self.build_timeout or DEFAULT_NVCC_TIMEOUT, self.n_parallel,
                              self.build_dir)
         limits = self.limits() if any(r.ok for r in results) else {}

@@ -9,13 +9,13 @@ runner launches the kernels itself from `Source.launches`. Expressions render ex
 """
 from __future__ import annotations
 
-from ..ir.gpu_passes import check_kernel, gpu_passes, split_kernels
-from ..ir.expr import Binary, CheckedIndex, Var
-from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
-from ..ir.te import _identity
-from .c import C_TYPE, PRELUDE, CRenderer
-from .cuda_target import CudaTarget
-from .source import ArgSpec, Launch, Source, Workspace
+from .ir_passes import check_kernel, gpu_passes, split_kernels
+from ...ir.expr import Binary, CheckedIndex, Var
+from ...ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
+from ...ir.te import _identity
+from ...codegen.c import C_TYPE, PRELUDE, CRenderer
+from .codegen_target import CudaTarget
+from ...codegen.source import ArgSpec, Launch, Source, Workspace
 
 # The C prelude's helpers as device functions (from its first #include on; the host-only allocator dropped).
 CUDA_PRELUDE = "\n".join(line.replace("static inline", "static __device__ __forceinline__")

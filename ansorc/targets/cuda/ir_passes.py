@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import Const, Read, Var, free_vars, transform
-from .expr import substitute as substitute_expr
-from .passes import map_stmt_exprs, run_passes, simplify_stmt, verify_structure
-from .state import ScheduleError
-from .stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, ThreadReduce, seq,
-                   walk_stmt)
+from ...ir.expr import Const, Read, Var, free_vars, transform
+from ...ir.expr import substitute as substitute_expr
+from ...ir.passes import map_stmt_exprs, run_passes, simplify_stmt, verify_structure
+from ...ir.state import ScheduleError
+from ...ir.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, ThreadReduce, seq,
+                        walk_stmt)
 
 MAX_LOCAL_ELEMS = 1024   # per-thread local arrays beyond this spill to local memory: not worth building
 # A loop that indexes a per-thread array is unrolled up to this many statement executions even without an
@@ -57,7 +57,7 @@ def _touches(s: Stmt, names: set) -> bool:
 
 
 def _reads(e):
-    from .expr import walk
+    from ...ir.expr import walk
     return [n for n in walk(e) if isinstance(n, Read)]
 
 

@@ -7,12 +7,12 @@ every barrier, and runs the same lowered program the CUDA renderer prints (after
 """
 from __future__ import annotations
 
-from ..ir.gpu_passes import check_kernel, gpu_passes, split_kernels
-from ..ir.expr import Binary, Var
-from ..ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce, walk_stmt
-from .c import C_TYPE, CRenderer
-from .cuda_target import CudaTarget
-from .source import ArgSpec, Source
+from .ir_passes import check_kernel, gpu_passes, split_kernels
+from ...ir.expr import Binary, Var
+from ...ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce, walk_stmt
+from ...codegen.c import C_TYPE, CRenderer
+from .codegen_target import CudaTarget
+from ...codegen.source import ArgSpec, Source
 
 
 class EmulationRenderer(CRenderer):

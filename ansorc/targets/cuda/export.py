@@ -10,11 +10,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .codegen.c import C_TYPE
-from .codegen.header import comment_safe, shape_macros
-from .codegen.source import Source
-from .export import write_atomically
-from .measure.nvcc import build_cuda_library, cuda_library_command
+from ...codegen.c import C_TYPE
+from ...codegen.header import comment_safe, shape_macros
+from ...codegen.source import Source
+from ...export import write_atomically
+from .measure_nvcc import build_cuda_library, cuda_library_command
 
 
 def cuda_header(source: Source, build_line: str, description: str = "") -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import random
 
-from ..ir.state import ScheduleError, SplitRel, State
-from ..ir.steps import Annotate, FollowFusedSplit, Fuse, Split
-from .annotate import NON_DIVISOR_PROB, add_unroll, divisors, factor_schemes, sample_lengths
+from ...ir.state import ScheduleError, SplitRel, State
+from ...ir.steps import Annotate, FollowFusedSplit, Fuse, Split
+from ...search.annotate import NON_DIVISOR_PROB, add_unroll, divisors, factor_schemes, sample_lengths
 
 GPU_UNROLL_CANDIDATES = (0, 16, 64, 512, 1024)
 THREAD_CHOICES = (32, 64, 128, 256, 512)   # also the thread counts of a cross-thread reduction
@@ -215,7 +215,7 @@ def _prefer_balanced(rng: random.Random, draws: list, axis_of: dict, operands: l
 
 def _operand_axes(op) -> list:
     """For each tensor the stage reads, the stage's spatial axes its indices use."""
-    from ..ir.expr import Read, free_vars, walk
+    from ...ir.expr import Read, free_vars, walk
     spatial = {a.name for a in op.axes}
     out = {}
     for r in walk(op.body):
@@ -296,8 +296,8 @@ def annotate_gpu(task, sketch: State, rng: random.Random) -> State:
 def sample_gpu(task, n: int, seed: int = 0, sketches: list | None = None, max_tries: int | None = None) -> list:
     """n distinct complete GPU programs of `task`'s DAG (annotate.sample under the CUDA policy, whatever the
     task's own target); same seed, same programs. Shared memory is checked when a program is lowered."""
-    from .annotate import sample
-    from .task import SearchTask
+    from ...search.annotate import sample
+    from ...search.task import SearchTask
     gpu_task = task if getattr(task.policy, "kind", "") == "cuda" else SearchTask(task.dag, "cuda")
     return sample(gpu_task, n, seed=seed, sketches=sketches, max_tries=max_tries)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codegen.source import Source
-from .errors import AnsorcError
-from .ir.dtypes import np_dtype as numpy_dtype
+from ...codegen.source import Source
+from ...errors import AnsorcError
+from ...ir.dtypes import np_dtype as numpy_dtype
 
 _DEVICE = None
 
@@ -20,7 +20,7 @@ _DEVICE = None
 def _device():
     global _DEVICE
     if _DEVICE is None:
-        from .measure.cuda_driver import CudaError, Device
+        from .measure_driver import CudaError, Device
         try:
             _DEVICE = Device()
         except (OSError, CudaError) as e:
@@ -149,8 +149,8 @@ class CudaKernel:
 
 def build_cuda_kernel(dag, state, target, name: str = "kernel") -> CudaKernel:
     """Render `state` for the CUDA target, build its cubin with nvcc and wrap it (no GPU needed until a call)."""
-    from .codegen.pipeline import render, resolve_target
-    from .measure.nvcc import build_cuda
+    from ...codegen.pipeline import render, resolve_target
+    from .measure_nvcc import build_cuda
     tgt = resolve_target(target)
     src = render(dag, state, name, tgt)
     [res] = build_cuda([src], tgt.arch)
@@ -159,4 +159,28 @@ def build_cuda_kernel(dag, state, target, name: str = "kernel") -> CudaKernel:
     return CudaKernel(src, res.lib_path, {"target": tgt.name, "arch": tgt.arch, "state": state})
 
 
-__all__ = ["CudaKernel", "CudaKernelError", "build_cuda_kernel"]
+def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, tune_kwargs: dict | None = None):
+    """The GPU program to build: tuned (a GPU is needed), the best logged, or the untuned default."""
+    from ...autotune import NoRecordError
+    from ...ir.state import replay
+    from ...ir.steps import steps_from_json
+    from ...measure.record import best as best_records, load as load_records
+    from ...search.task import SearchTask
+    from ...search.tuner import tune
+    from .search_policy import default_gpu_schedule
+    task = SearchTask(dag, target)
+    if trials > 0:
+        res = tune(task, trials=trials, log=log, seed=seed, **(tune_kwargs or {}))
+        if res.best_state is None:
+            raise NoRecordError("tuning measured no valid program; see the log for the errors")
+        return res.best_state
+    recs = best_records(load_records(log), dag.workload_key, target, k=1) if log else []
+    return replay(dag, steps_from_json(recs[0].steps)) if recs else default_gpu_schedule(task)
+
+
+def compile_cuda(dag, trials: int, log, target: str, seed: int, name: str, tune_kwargs: dict) -> CudaKernel:
+    """ansorc.compile on a CUDA target (the plug-in's kernel loader)."""
+    return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, seed, tune_kwargs), target, name)
+
+
+__all__ = ["CudaKernel", "CudaKernelError", "build_cuda_kernel", "cuda_schedule", "compile_cuda"]

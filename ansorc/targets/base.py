@@ -1,0 +1,92 @@
+"""What every target kind shares: the `Target` base type and the `TargetPlugin` interface.
+
+A leaf module (it imports nothing from ansorc), so that every layer may name a target. A kind's plug-in lives in
+its own folder under ansorc/targets/ and is found through the registry (ansorc/targets/__init__.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Target:
+    """A machine that kernels are generated, built and run for. Subclasses set `kind` (the plug-in's key)."""
+    name: str                   # as asked for ("native", "avx2", "cuda:sm_80", ...): what logs record
+    kind: ClassVar[str] = ""
+
+    @classmethod
+    def from_name(cls, name: "str | Target" = "native", cc: str | None = None) -> "Target":
+        """The target `name` names, of whichever kind claims it (ansorc.targets.parse)."""
+        from . import parse   # the registry imports this module: a late import, within the leaf package
+        return parse(name, cc)
+
+    @property
+    def builds_on_node(self) -> bool:
+        """Whether a measuring node (Ray) builds the programs itself, with tools that only it has."""
+        return False
+
+    @property
+    def resource(self) -> str:
+        """What a measuring node advertises to take this target's programs (ansorc-target-<resource>)."""
+        return self.name
+
+    def peak_flops_bound(self, itemsize_bytes: int = 4) -> float | None:
+        """Operations a second no program can reach here (None: no bound known); logged timings above it are
+        not believed (search/plausible.py)."""
+        return None
+
+
+class TargetPlugin:
+    """One target kind: parses its names and holds its pipeline stages. Every stage is imported when first
+    used, so this object can be reached from any layer without the layers importing each other.
+
+    Data: `kind`, `names` (for help and errors), `networks` (whole ONNX models compile for it), `constants`
+    (kernels may keep copies made from constant inputs), `cold_weights` (network weights are timed evicted from
+    the caches, as they run)."""
+    kind: str = ""
+    names: tuple = ()
+    networks: bool = False
+    constants: bool = False
+    cold_weights: bool = False
+
+    def parse(self, name: str, cc: str | None = None) -> Target | None:
+        """The Target `name` names, or None when it is not one of this kind's names."""
+        raise NotImplementedError
+
+    def render(self, state, name: str, target: Target, options) -> Any:
+        """Lower and render a schedule (a State) into a Source: the kind's pass list and renderer."""
+        raise NotImplementedError
+
+    def hardware_params(self, target: Target) -> Any:
+        """The search's view of the machine (search.task.HardwareParams)."""
+        raise NotImplementedError
+
+    def policy(self, target: Target) -> Any:
+        """The search space: sketch and init rules (search.policy.SearchPolicy)."""
+        raise NotImplementedError
+
+    def default_state(self, task) -> Any:
+        """The untuned program of a SearchTask (a State), or None where none applies."""
+        raise NotImplementedError
+
+    def local_backend(self, target: Target, options) -> Any:
+        """This machine's builder and runner for the target (a MeasureBackend); raises TargetUnavailableError
+        when its programs cannot run here."""
+        raise NotImplementedError
+
+    def node_measure(self, target: Target, config, build_timeout: float) -> Any:
+        """For targets that build on the measuring node: a callable (source, task, best_seconds, early_cut)
+        -> MeasureResult that builds and times one program there."""
+        raise NotImplementedError
+
+    def compile(self, dag, trials: int, log, target: str, seed: int, name: str, tune_kwargs: dict) -> Any:
+        """A loaded kernel: tuned for `trials`, else the best in `log`, else the default program."""
+        raise NotImplementedError
+
+    def cli_compile(self, args, prog, name: str) -> dict:
+        """`ansorc compile --target ...`: build and export; returns what the command prints."""
+        raise NotImplementedError
+
+
+__all__ = ["Target", "TargetPlugin"]

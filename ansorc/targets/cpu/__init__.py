@@ -1,0 +1,71 @@
+"""The CPU target plug-in: C with AVX-512 / AVX2 / NEON intrinsics and OpenMP, built with gcc or clang.
+
+Its stages are the project's core modules (codegen/c.py, measure/builder.py and runner.py, search/rules.py,
+kernel.py, export.py); this object names them for the registry. Imports are late: see targets/base.py.
+"""
+from __future__ import annotations
+
+from ..base import TargetPlugin
+
+
+class CpuPlugin(TargetPlugin):
+    kind = "cpu"
+    names = ("native", "avx512", "avx2", "neon", "generic")
+    networks = True
+    constants = True
+    cold_weights = True
+
+    def parse(self, name, cc=None):
+        from ...codegen.target import CpuTarget
+        return CpuTarget.parse(name, cc)
+
+    def render(self, state, name, target, options):
+        from ...codegen.c import codegen_c
+        from ...ir.lower import lower
+        return codegen_c(lower(state, name, True, options), target)
+
+    def hardware_params(self, target):
+        from ...search.task import HardwareParams
+        return HardwareParams(num_cores=target.num_cores, vector_bytes=target.vector_bytes,
+                              vector_registers=target.vector_registers,
+                              max_vectorize_elems=max(16, 4 * target.lanes("float32")))
+
+    def policy(self, target):
+        from ...search.policy import CpuPolicy
+        return CpuPolicy()
+
+    def default_state(self, task):
+        from ...ir.state import ScheduleError
+        from ...search.default_schedule import default_cpu_schedule
+        try:
+            return default_cpu_schedule(task.dag, task.target, task.hw)
+        except (ScheduleError, ValueError, KeyError, NotImplementedError):
+            return None
+
+    def local_backend(self, target, options):
+        from dataclasses import replace
+
+        from ...measure.backend import LocalBackend
+        from ...measure.runner import Runner
+        from ...search.tuner import TargetUnavailableError
+        if not target.runs_here():
+            raise TargetUnavailableError(f"target {target.name!r} cannot be measured on this machine ({target.arch}, "
+                                         f"{target.isa}); tune on the target machine")
+        runner = Runner(config=replace(options.runner, cc=target.cc))  # the timing runtime too: one OpenMP runtime
+        return LocalBackend(runner, target_flags=options.flags or target.flags, cc=target.cc)
+
+    def node_measure(self, target, config, build_timeout):
+        from ...measure.ray_nodes import measure_emulated
+        return lambda source, task, best, early_cut: measure_emulated(source, target.name, task, config,
+                                                                      build_timeout)
+
+    def compile(self, dag, trials, log, target, seed, name, tune_kwargs):
+        from ...autotune import compile_cpu
+        return compile_cpu(dag, trials, log, target, seed, name, tune_kwargs)
+
+    def cli_compile(self, args, prog, name):
+        from ...cli import compile_cpu_command
+        return compile_cpu_command(args, prog, name)
+
+
+PLUGIN = CpuPlugin()

@@ -1,0 +1,64 @@
+"""The CUDA target plug-in: one .cu translation unit per program, built with nvcc, timed on an NVIDIA GPU in a
+worker process (measure_worker.py), emulated on the CPU where there is none (codegen_emulate.py).
+
+The folder holds every CUDA stage; each module's layer is the first word of its file name (codegen_, ir_,
+measure_, search_), kernel.py, export.py and cli.py are top-level. Imports here are late: see targets/base.py.
+"""
+from __future__ import annotations
+
+from ..base import TargetPlugin
+
+
+class CudaPlugin(TargetPlugin):
+    kind = "cuda"
+    names = ("cuda",)   # and "cuda:sm_XX" for an architecture
+
+    def parse(self, name, cc=None):
+        from .codegen_target import CudaTarget
+        return CudaTarget.parse(name, cc)
+
+    def render(self, state, name, target, options):
+        from ...ir.lower import lower
+        from .codegen_cuda import codegen_cuda
+        # the CPU pass list is not run: codegen_cuda runs the GPU one (ir_passes.py)
+        return codegen_cuda(lower(state, name, False, options), target)
+
+    def hardware_params(self, target):
+        from ...search.task import HardwareParams
+        # cores are SMs; 16-byte loads; registers per thread
+        return HardwareParams(num_cores=target.num_cores, vector_bytes=target.vector_bytes,
+                              vector_registers=target.max_registers_per_thread, cache_line_bytes=128)
+
+    def policy(self, target):
+        from .search_policy import GpuPolicy
+        return GpuPolicy(target)
+
+    def default_state(self, task):
+        return None   # the first round samples the space; compile() builds default_gpu_schedule when untuned
+
+    def local_backend(self, target, options):
+        from .search_backend import cuda_backend
+        return cuda_backend(target, options)
+
+    def node_measure(self, target, config, build_timeout):
+        from .measure_runner import CudaBackend, CudaRunner, CudaRunnerConfig
+        backend = []   # made on first use: CUDA is initialised in the runner's worker only
+
+        def measure(source, task, best, early_cut):
+            if not backend:
+                cfg = CudaRunnerConfig(rtol=config.rtol, atol=config.atol)
+                backend.append(CudaBackend(CudaRunner(cfg), target.arch, build_timeout))
+            return backend[0].run(backend[0].build([source]), task, best_seconds=best, early_cut=early_cut)[0]
+        measure.close = lambda: backend and backend[0].close()
+        return measure
+
+    def compile(self, dag, trials, log, target, seed, name, tune_kwargs):
+        from .kernel import compile_cuda
+        return compile_cuda(dag, trials, log, target, seed, name, tune_kwargs)
+
+    def cli_compile(self, args, prog, name):
+        from .cli import compile_cuda_command
+        return compile_cuda_command(args, prog, name)
+
+
+PLUGIN = CudaPlugin()
