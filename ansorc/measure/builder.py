@@ -133,9 +133,9 @@ def pch_flags(cc: str, flags: Sequence[str], timeout: float = DEFAULT_BUILD_TIME
             folder.mkdir(parents=True, exist_ok=True)
             sweep_leftovers(folder)
             if _text(header) != PCH_HEADER:
-                _write_atomically(header, PCH_HEADER)  # never rewritten when present: clang checks its mtime
+                write_atomically(header, PCH_HEADER)  # never rewritten when present: clang checks its mtime
             tmp = compiled.with_name(f"{compiled.name}.tmp.{os.getpid()}")
-            code, _ = _run_compiler([cc, *cflags, "-x", "c-header", "-o", str(tmp), str(header)], timeout)
+            code, _ = run_compiler([cc, *cflags, "-x", "c-header", "-o", str(tmp), str(header)], timeout)
             if code == 0:
                 install(tmp, compiled)
                 return ["-include", str(header)]
@@ -153,13 +153,14 @@ def _text(path: Path) -> str | None:
         return None
 
 
-def _write_atomically(path: Path, data: str) -> None:
+def write_atomically(path: Path, data: str) -> None:
+    """Write through a temporary file and a rename: a reader never sees half a file."""
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(data)
     os.replace(tmp, path)
 
 
-def _run_compiler(cmd: list[str], timeout: float) -> tuple[int | None, str]:
+def run_compiler(cmd: list[str], timeout: float) -> tuple[int | None, str]:
     """(exit code or None on timeout, stderr). The compiler runs in its own session so that a timeout kills cc1 too."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -179,12 +180,12 @@ def _compile_one(source: Source, key: str, build_dir: Path, cc: str, flags: Sequ
     if source.lang != "c":
         return BuildResult(source, None, MeasureErrorNo.COMPILE_DEVICE,
                            f"no builder for lang={source.lang!r} yet", 0.0)
-    _write_atomically(src_path, source.code)
+    write_atomically(src_path, source.code)
     tmp_lib = lib_path.with_name(f"{lib_path.name}.tmp.{os.getpid()}.{threading.get_ident()}")
     cmd = [cc, *flags, *extra, "-I", str(RUNTIME_DIR), "-o", str(tmp_lib), str(src_path)]
     repro = shlex.join([cc, *flags, *extra, "-I", str(RUNTIME_DIR), "-o", str(lib_path), str(src_path)])
     try:
-        code, output = _run_compiler(cmd, timeout)
+        code, output = run_compiler(cmd, timeout)
     except OSError as exc:  # compiler missing or not executable
         code, output = -1, f"cannot run {cc}: {exc}"
     seconds = time.perf_counter() - start
@@ -266,7 +267,7 @@ def runtime_library(cc: str | None = None, cache_dir: str | os.PathLike | None =
         root.mkdir(parents=True, exist_ok=True)
         tmp = lib.with_name(f"{lib.name}.tmp.{os.getpid()}")
         cmd = [cc, *RUNTIME_CFLAGS, "-I", str(RUNTIME_DIR), "-o", str(tmp), str(RUNTIME_DIR / "timer.c"), "-lm"]
-        code, output = _run_compiler(cmd, 120.0)
+        code, output = run_compiler(cmd, 120.0)
         if code != 0:
             tmp.unlink(missing_ok=True)
             raise RuntimeError(f"cannot build the ansorc runtime:\n{output}\nrepro: {shlex.join(cmd)}")

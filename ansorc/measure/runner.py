@@ -196,7 +196,7 @@ class Runner:
             return MeasureResult((), build.error_code, build.error_msg, build.build_seconds, time.time())
         if self.args is None:
             self.args = build.source.args
-        if _signature(build.source.args) != _signature(self.args):
+        if arg_signature(build.source.args) != arg_signature(self.args):
             return self._result(build, start, MeasureErrorNo.INSTANTIATION_ERROR,
                                 "candidate signature differs from the task's")
         best = self._best(best_seconds) if use_best else math.inf
@@ -315,12 +315,12 @@ class Runner:
     def _make_init_msg(self) -> dict:
         in_specs = [a for a in self.args if not a.is_output]
         out_specs = [a for a in self.args if a.is_output]
-        inputs = _by_position(self.inputs, in_specs, "inputs") if self.inputs is not None else _random_inputs(
+        inputs = inputs_by_position(self.inputs, in_specs, "inputs") if self.inputs is not None else random_inputs(
             in_specs, self.config.seed)
         refs = None
         if self.reference_outputs is not None:
-            refs = [np.asarray(r, dtype=s.dtype).reshape(s.shape)
-                    for r, s in zip(_by_position(self.reference_outputs, out_specs, "reference_outputs"), out_specs)]
+            given = inputs_by_position(self.reference_outputs, out_specs, "reference_outputs")
+            refs = [np.asarray(r, dtype=s.dtype).reshape(s.shape) for r, s in zip(given, out_specs)]
         it = iter(inputs)
         inputs_by_arg = [None if a.is_output else np.asarray(next(it), dtype=a.dtype).reshape(a.shape)
                          for a in self.args]
@@ -338,11 +338,13 @@ class Runner:
                 "reference_outputs": refs, "reference_lib": ref_lib, "rtol": self.config.rtol, "atol": self.config.atol}
 
 
-def _signature(args: Sequence[ArgSpec]) -> tuple:
+def arg_signature(args: Sequence[ArgSpec]) -> tuple:
+    """What a program's arguments must match to reuse a task's inputs: shapes, types, directions."""
     return tuple((tuple(a.shape), a.dtype, a.is_output) for a in args)
 
 
-def _by_position(values, specs: Sequence[ArgSpec], what: str) -> list:
+def inputs_by_position(values, specs: Sequence[ArgSpec], what: str) -> list:
+    """`values` (a sequence, or a mapping by argument name) in the order of `specs`; ValueError naming `what`."""
     if isinstance(values, Mapping):
         missing = [s.name for s in specs if s.name not in values]
         if missing:
@@ -354,7 +356,8 @@ def _by_position(values, specs: Sequence[ArgSpec], what: str) -> list:
     return values
 
 
-def _random_inputs(specs: Sequence[ArgSpec], seed: int) -> list[np.ndarray]:
+def random_inputs(specs: Sequence[ArgSpec], seed: int) -> list[np.ndarray]:
+    """The inputs every runner times and checks programs with, drawn from `seed` (the same on every target)."""
     rng = np.random.default_rng(seed)
     out = []
     for s in specs:

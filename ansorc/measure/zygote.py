@@ -27,12 +27,13 @@ class WorkerTimeout(Exception):
     pass
 
 
-def _send_frame(sock: socket.socket, msg: dict) -> None:
+def send_frame(sock: socket.socket, msg: dict) -> None:
+    """The worker frame protocol (every runner's): a little-endian length, then the pickled message."""
     data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     sock.sendall(struct.pack("<Q", len(data)) + data)
 
 
-def _read_frame(sock: socket.socket, deadline: float) -> dict:
+def read_frame(sock: socket.socket, deadline: float) -> dict:
     """One frame; WorkerTimeout at the deadline, WorkerDied(None) when the other end is gone."""
     (size,) = struct.unpack("<Q", _read_exact(sock, 8, deadline))
     return pickle.loads(_read_exact(sock, size, deadline))
@@ -87,8 +88,8 @@ class WorkerProcess:
         """A request to the zygote. A zygote that does not answer in time is killed: its late reply would
         otherwise be read as the answer to the next request."""
         try:
-            _send_frame(self.ctl, msg)
-            return _read_frame(self.ctl, time.monotonic() + timeout)
+            send_frame(self.ctl, msg)
+            return read_frame(self.ctl, time.monotonic() + timeout)
         except WorkerTimeout:
             self.kill()
             raise WorkerDied(f"measurement zygote did not answer {msg['op']!r} in {timeout:g} s; killed") from None
@@ -106,9 +107,9 @@ class WorkerProcess:
         """Fork a fresh child from the zygote."""
         mine, theirs = socket.socketpair()
         try:
-            _send_frame(self.ctl, {"op": "spawn"})
+            send_frame(self.ctl, {"op": "spawn"})
             socket.send_fds(self.ctl, [b"\0"], [theirs.fileno()])
-            reply = _read_frame(self.ctl, time.monotonic() + timeout)
+            reply = read_frame(self.ctl, time.monotonic() + timeout)
         except (WorkerDied, WorkerTimeout, OSError) as exc:
             mine.close()
             self.kill()
@@ -129,14 +130,14 @@ class WorkerProcess:
     def request(self, msg: dict, deadline: float) -> dict:
         """Send to the child; the first frame of its reply (see read)."""
         try:
-            _send_frame(self.child, msg)
+            send_frame(self.child, msg)
         except OSError:
             raise WorkerDied(self.end_child()) from None
         return self.read(deadline)
 
     def read(self, deadline: float) -> dict:
         try:
-            return _read_frame(self.child, deadline)
+            return read_frame(self.child, deadline)
         except WorkerDied:
             raise WorkerDied(self.end_child()) from None
 
@@ -180,7 +181,7 @@ class WorkerProcess:
         if self.proc.poll() is None:
             self.end_child()
             try:
-                _send_frame(self.ctl, {"op": "exit"})
+                send_frame(self.ctl, {"op": "exit"})
             except OSError:
                 pass
             try:

@@ -72,8 +72,8 @@ def test_cache_returns_the_same_cubin_without_nvcc(build_dir, monkeypatch):
     src = cuda_samples.sgemm(128, 128, 64)
     (first,) = nvcc.build_cuda([src], "sm_90", build_dir=build_dir)
     calls = []
-    real = nvcc._run_compiler
-    monkeypatch.setattr(nvcc, "_run_compiler", lambda *a: calls.append(a) or real(*a))
+    real = nvcc.run_compiler
+    monkeypatch.setattr(nvcc, "run_compiler", lambda *a: calls.append(a) or real(*a))
     again, twin = nvcc.build_cuda([src, replace(src, entry="other")], "sm_90", build_dir=build_dir)
     assert calls == [] and again.cached and again.lib_path == first.lib_path
     assert again.resources == first.resources and twin.source.entry == "other" and twin.lib_path == first.lib_path

@@ -17,7 +17,7 @@ from ansorc.targets.cuda.measure_runner import CudaRunner, CudaRunnerConfig
 from ansorc.targets.cuda.measure_worker import Session, replay_count
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.targets.cuda.measure_nvcc import CudaBuildResult
-from ansorc.measure.zygote import WorkerDied, WorkerTimeout, _read_frame, _send_frame
+from ansorc.measure.zygote import WorkerDied, WorkerTimeout, read_frame, send_frame
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_cuda import FakeDevice  # noqa: E402
@@ -145,16 +145,16 @@ def test_sticky_errors_follow_the_header():
 def test_frames_round_trip_and_time_out():
     a, b = socket.socketpair()
     payload = {"op": "run", "data": np.arange(100000, dtype=np.float32)}  # larger than a socket buffer
-    sender = threading.Thread(target=_send_frame, args=(a, payload))
+    sender = threading.Thread(target=send_frame, args=(a, payload))
     sender.start()
-    got = _read_frame(b, time.monotonic() + 5)
+    got = read_frame(b, time.monotonic() + 5)
     sender.join()
     assert np.array_equal(got["data"], payload["data"])
     with pytest.raises(WorkerTimeout):
-        _read_frame(b, time.monotonic() + 0.05)
+        read_frame(b, time.monotonic() + 0.05)
     a.close()
     with pytest.raises(WorkerDied):
-        _read_frame(b, time.monotonic() + 5)
+        read_frame(b, time.monotonic() + 5)
     b.close()
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ansorc.codegen.source import Source
-from ansorc.measure.builder import MAX_STDERR_CHARS, BuildResult, _run_compiler, _write_atomically, cache_root
+from ansorc.measure.builder import MAX_STDERR_CHARS, BuildResult, run_compiler, write_atomically, cache_root
 from ansorc.measure.errors import MeasureErrorNo
 
 DEFAULT_NVCC_TIMEOUT = 60.0     # seconds; ptxas on a heavily unrolled kernel can take several
@@ -168,16 +168,16 @@ def _compile_one(source: Source, key: str, out_dir: Path, nvcc: str, arch: str, 
     if source.lang != "cuda":
         return CudaBuildResult(source, None, MeasureErrorNo.COMPILE_DEVICE,
                                f"nvcc builds lang='cuda' sources, not {source.lang!r}", 0.0, arch=arch)
-    _write_atomically(src, source.code)
+    write_atomically(src, source.code)
     tmp = cubin.with_name(f"{cubin.name}.tmp.{os.getpid()}.{threading.get_ident()}")
     try:
-        code, output = _run_compiler(_command(nvcc, arch, flags, tmp, src), timeout)
+        code, output = run_compiler(_command(nvcc, arch, flags, tmp, src), timeout)
     except OSError as exc:
         code, output = -1, f"cannot run {nvcc}: {exc}"
     seconds = time.perf_counter() - start
     if code == 0:
         resources = parse_ptxas(output)
-        _write_atomically(out_dir / f"{key}.ptxas.json", json.dumps(resources))
+        write_atomically(out_dir / f"{key}.ptxas.json", json.dumps(resources))
         os.replace(tmp, cubin)  # last: a cubin in the cache always has its report
         return CudaBuildResult(source, str(cubin), MeasureErrorNo.NO_ERROR, "", seconds, False, repro, resources,
                                spill_warning(resources), arch)
@@ -249,10 +249,10 @@ def build_cuda_library(source: Source, out_dir: str | os.PathLike, arch: str = "
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     src, lib = out / f"{source.entry}.cu", out / f"lib{source.entry}.so"
-    _write_atomically(src, source.code)
+    write_atomically(src, source.code)
     tmp = lib.with_name(f"{lib.name}.tmp.{os.getpid()}")
     cmd = cuda_library_command(nvcc, arch, str(src), str(tmp))
-    code, output = _run_compiler(cmd, timeout)
+    code, output = run_compiler(cmd, timeout)
     if code != 0:
         tmp.unlink(missing_ok=True)
         cmd[cmd.index(str(tmp))] = str(lib)

@@ -24,8 +24,8 @@ import numpy as np
 from ansorc.codegen.source import ArgSpec
 from ansorc.measure.builder import BuildResult
 from ansorc.measure.errors import MeasureErrorNo
-from ansorc.measure.runner import MAX_ERROR_MSG_CHARS, MeasureResult, _by_position, _random_inputs, _signature
-from ansorc.measure.zygote import WorkerDied, WorkerTimeout, _read_frame, _send_frame
+from ansorc.measure.runner import MAX_ERROR_MSG_CHARS, MeasureResult, inputs_by_position, random_inputs, arg_signature
+from ansorc.measure.zygote import WorkerDied, WorkerTimeout, read_frame, send_frame
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,13 +74,13 @@ class CudaWorkerProcess:
 
     def request(self, msg: dict, deadline: float) -> dict:
         try:
-            _send_frame(self.sock, msg)
+            send_frame(self.sock, msg)
         except OSError:
             raise WorkerDied(None) from None
         return self.read(deadline)
 
     def read(self, deadline: float) -> dict:
-        return _read_frame(self.sock, deadline)
+        return read_frame(self.sock, deadline)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -103,7 +103,7 @@ class CudaWorkerProcess:
     def close(self, kill: bool = False) -> None:
         if self.proc.poll() is None and not kill:
             try:
-                _send_frame(self.sock, {"op": "exit"})
+                send_frame(self.sock, {"op": "exit"})
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 pass
@@ -168,7 +168,7 @@ class CudaRunner:
             return MeasureResult((), build.error_code, build.error_msg, build.build_seconds, time.time())
         if self._args is None:
             self._args = build.source.args
-        if _signature(build.source.args) != _signature(self._args):
+        if arg_signature(build.source.args) != arg_signature(self._args):
             return self._result(build, start, MeasureErrorNo.INSTANTIATION_ERROR,
                                 "candidate signature differs from the task's")
         best = min(self.best_seconds, best_seconds if best_seconds is not None else math.inf)
@@ -242,12 +242,12 @@ class CudaRunner:
         args = self._args
         in_specs = [a for a in args if not a.is_output]
         out_specs = [a for a in args if a.is_output]
-        inputs = (_by_position(self._inputs, in_specs, "inputs") if self._inputs is not None
-                  else _random_inputs(in_specs, self.config.seed))
+        inputs = (inputs_by_position(self._inputs, in_specs, "inputs") if self._inputs is not None
+                  else random_inputs(in_specs, self.config.seed))
         refs = None
         if self._references is not None:
             refs = [np.ascontiguousarray(np.asarray(r, dtype=s.dtype).reshape(s.shape))
-                    for r, s in zip(_by_position(self._references, out_specs, "reference_outputs"), out_specs)]
+                    for r, s in zip(inputs_by_position(self._references, out_specs, "reference_outputs"), out_specs)]
         it = iter(inputs)
         by_arg = [None if a.is_output else np.ascontiguousarray(np.asarray(next(it), dtype=a.dtype).reshape(a.shape))
                   for a in args]
