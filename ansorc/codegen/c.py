@@ -393,7 +393,12 @@ def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> Pr
 def codegen_c(func: PrimFunc, target: "Target | str | None" = None) -> Source:
     """Render C for `target` (a Target, an ISA name, or None for this machine)."""
     target = Target.from_name(target or "native")
-    code = CRenderer(lower_for_target(func, target), target.isa).render()
+    return emit_c(lower_for_target(func, target), target)
+
+
+def emit_c(func: PrimFunc, target: Target) -> Source:
+    """The C translation unit of a program whose passes have all run (the CPU pipeline's last stage)."""
+    code = CRenderer(func, target.isa).render()
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, k >= func.n_inputs) for k, b in enumerate(func.args))
     return Source(code, func.name, args, "c", prepared=bool(func.prepared))
 

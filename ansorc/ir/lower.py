@@ -417,7 +417,14 @@ def lower(state: State, name: str = "kernel", passes: bool = True, options: Lowe
     if not passes:
         return _lowered(state, name, options)[0]
     from .passes import default_passes
-    return default_passes(lower_peeled(state, lambda st: _lowered(st, name, options), enabled=options.peel)[0])
+    return default_passes(lower_loops(state, name, options))
+
+
+def lower_loops(state: State, name: str = "kernel", options: LowerOptions = DEFAULT_LOWER, peel: bool = True
+                ) -> PrimFunc:
+    """The loop nest of a schedule before any pass: the first stage of every target's pipeline. peel: the
+    shifted last tiles of pure stages replaced by narrower copies (ir/peel.py; also off with options.peel)."""
+    return lower_peeled(state, lambda st: _lowered(st, name, options), enabled=peel and options.peel)[0]
 
 
 def _lowered(state: State, name: str, options: LowerOptions = DEFAULT_LOWER) -> tuple:
@@ -437,4 +444,4 @@ def _lowered(state: State, name: str, options: LowerOptions = DEFAULT_LOWER) -> 
                     ranges, ahead), lambda stage, it: low.stage_info(stage).loop_vars[it].name
 
 
-__all__ = ["lower", "LowerOptions"]
+__all__ = ["lower", "lower_loops", "LowerOptions"]

@@ -6,7 +6,7 @@ its own folder under ansorc/targets/ and is found through the registry (ansorc/t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,13 @@ class Target:
         return None
 
 
+@dataclass(frozen=True)
+class Pass:
+    """One step of a target's pass list: a named function from a program (ir.stmt.PrimFunc) to a new one."""
+    name: str
+    run: Callable[[Any], Any]
+
+
 class TargetPlugin:
     """One target kind: parses its names and holds its pipeline stages. Every stage is imported when first
     used, so this object can be reached from any layer without the layers importing each other.
@@ -54,8 +61,16 @@ class TargetPlugin:
         """The Target `name` names, or None when it is not one of this kind's names."""
         raise NotImplementedError
 
-    def render(self, state, name: str, target: Target, options) -> Any:
-        """Lower and render a schedule (a State) into a Source: the kind's pass list and renderer."""
+    def lower(self, state, name: str, options) -> Any:
+        """A schedule (ir.state.State) as a loop nest (a PrimFunc): the pipeline's first stage."""
+        raise NotImplementedError
+
+    def passes(self, target: Target) -> tuple:
+        """The kind's pass list, in order: Pass values (codegen.pipeline.compile_program runs them)."""
+        raise NotImplementedError
+
+    def emit(self, func, target: Target) -> Any:
+        """The Source of a program whose passes have run: the renderer, the pipeline's last stage."""
         raise NotImplementedError
 
     def hardware_params(self, target: Target) -> Any:
@@ -89,4 +104,4 @@ class TargetPlugin:
         raise NotImplementedError
 
 
-__all__ = ["Target", "TargetPlugin"]
+__all__ = ["Target", "TargetPlugin", "Pass"]

@@ -5,7 +5,7 @@ kernel.py, export.py); this object names them for the registry. Imports are late
 """
 from __future__ import annotations
 
-from ..base import TargetPlugin
+from ..base import Pass, TargetPlugin
 
 
 class CpuPlugin(TargetPlugin):
@@ -19,10 +19,22 @@ class CpuPlugin(TargetPlugin):
         from ...codegen.target import CpuTarget
         return CpuTarget.parse(name, cc)
 
-    def render(self, state, name, target, options):
-        from ...codegen.c import codegen_c
-        from ...ir.lower import lower
-        return codegen_c(lower(state, name, True, options), target)
+    def lower(self, state, name, options):
+        from ...ir.lower import lower_loops
+        return lower_loops(state, name, options)
+
+    def passes(self, target):
+        from functools import partial
+
+        from ...codegen.c import CODEGEN_PASSES
+        from ...ir.passes import DEFAULT_PASSES
+        # target-independent clean-up first, then the vector and register passes of the target's ISA
+        return (*(Pass(p.__name__, p) for p in DEFAULT_PASSES),
+                *(Pass(p.__name__, partial(p, target=target)) for p in CODEGEN_PASSES))
+
+    def emit(self, func, target):
+        from ...codegen.c import emit_c
+        return emit_c(func, target)
 
     def hardware_params(self, target):
         from ...search.task import HardwareParams

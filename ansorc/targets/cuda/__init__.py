@@ -6,7 +6,7 @@ measure_, search_), kernel.py, export.py and cli.py are top-level. Imports here 
 """
 from __future__ import annotations
 
-from ..base import TargetPlugin
+from ..base import Pass, TargetPlugin
 
 
 class CudaPlugin(TargetPlugin):
@@ -17,11 +17,17 @@ class CudaPlugin(TargetPlugin):
         from .codegen_target import CudaTarget
         return CudaTarget.parse(name, cc)
 
-    def render(self, state, name, target, options):
-        from ...ir.lower import lower
-        from .codegen_cuda import codegen_cuda
-        # the CPU pass list is not run: codegen_cuda runs the GPU one (ir_passes.py)
-        return codegen_cuda(lower(state, name, False, options), target)
+    def lower(self, state, name, options):
+        from ...ir.lower import lower_loops
+        return lower_loops(state, name, options, peel=False)   # a thread's tile is not peeled
+
+    def passes(self, target):
+        from .ir_passes import GPU_PASSES
+        return tuple(Pass(p.__name__, p) for p in GPU_PASSES)
+
+    def emit(self, func, target):
+        from .codegen_cuda import emit_cuda
+        return emit_cuda(func, target)
 
     def hardware_params(self, target):
         from ...search.task import HardwareParams

@@ -150,10 +150,13 @@ def _host_launcher(func: PrimFunc, kernels: list, workspaces: list) -> list:
 
 def codegen_cuda(func: PrimFunc, target: CudaTarget | None = None) -> Source:
     """Render CUDA for a lowered GPU program; ScheduleError when it breaks a device limit."""
+    return emit_cuda(gpu_passes(func), target or CudaTarget.from_name("cuda"))
+
+
+def emit_cuda(func: PrimFunc, target: CudaTarget) -> Source:
+    """The .cu translation unit of a program whose GPU passes have all run (the CUDA pipeline's last stage)."""
     if func.prepared:
         raise NotImplementedError(f"{func.name}: constant inputs (prepared stages) are not supported on CUDA yet")
-    target = target or CudaTarget.from_name("cuda")
-    func = gpu_passes(func)
     kernels, workspaces = split_kernels(func)
     for k in kernels:
         check_kernel(k, target)
@@ -170,4 +173,4 @@ def codegen_cuda(func: PrimFunc, target: CudaTarget | None = None) -> Source:
     return Source("\n".join(lines), func.name, args, "cuda", launches, ws)
 
 
-__all__ = ["codegen_cuda", "CudaRenderer"]
+__all__ = ["codegen_cuda", "emit_cuda", "CudaRenderer"]
