@@ -37,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     def common(sp, need_log: bool):
         sp.add_argument("file", help="expression file (.te) or ONNX model (.onnx)")
         sp.add_argument("--trials", type=int, default=None,
-                        help="measured programs to try (default 64; for an ONNX model compile, 0: untuned)")
+                        help="measured programs in all, the log's included (default 64; for an ONNX model "
+                             "compile, 0: untuned)")
         sp.add_argument("--log", required=need_log, help="tuning log (JSON lines); resumed if it exists")
         sp.add_argument("--target", choices=TARGETS, default="native")
         sp.add_argument("--arch", help="GPU architecture for --target cuda (sm_80, sm_90, ...; default sm_90)")

@@ -22,7 +22,7 @@ from gpu_cases import tensors  # noqa: E402
 from ansorc.measure.record import RecordLog  # noqa: E402
 from ansorc.search.evolution import SearchParams  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
-from ansorc.search.tuner import cuda_backend  # noqa: E402
+from ansorc.search.tuner import local_backend  # noqa: E402
 from ansorc.search.tuning import TaskTuner, TuneOptions, make_cost_model  # noqa: E402
 
 
@@ -65,7 +65,7 @@ def main() -> int:
                        params=SearchParams(population=args.population, generations=3))
     opts = argparse.Namespace(target=args.target, tune=tune)
     model = make_cost_model(tune)
-    backend = cuda_backend(args.target, tune)
+    backend = local_backend(args.target, tune)   # the CUDA plug-in's backend
     rows = []
     try:
         for item in args.cases.split(","):   # CASE or CASE:SECONDS

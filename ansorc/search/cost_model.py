@@ -16,7 +16,11 @@ from ..ir.steps import steps_from_json
 
 
 class CostModel:
-    """The interface: two methods. Models keep the DAGs of the tasks they have seen to replay records."""
+    """The interface the tuner calls: add_task once per task, then update and predict. Models keep the DAGs of
+    the tasks they have seen to replay records."""
+
+    def add_task(self, task) -> None:
+        """A task whose records and candidates will come (its DAG and hardware); nothing by default."""
 
     def update(self, records) -> None:
         raise NotImplementedError

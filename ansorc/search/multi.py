@@ -1,6 +1,7 @@
-"""tune_tasks: tune many tasks under one budget with the task scheduler (scheduler.py), one cost model shared by
-all tasks, one measurement backend per target (or the caller's), one log. Resumable: each task's records in the
-log restore its trial count and curve, and nothing is measured twice."""
+"""tune_tasks, the one tuning driver: many tasks under one budget with the task scheduler (scheduler.py), one
+cost model shared by all tasks, one measurement backend per target (or the caller's), one log. Resumable: each
+task's records in the log restore its trial count and curve, and nothing is measured twice. tune() (tuner.py)
+is its one-task case."""
 from __future__ import annotations
 
 import math
@@ -11,10 +12,10 @@ from ..measure.backend import BatchBackend
 from ..measure.record import RecordLog
 from .objectives import NO_PROGRAM, make_objective
 from .overlap import DriverTimes, Pipeline
+from .callbacks import ProgressBar, default_callbacks
 from .scheduler import SchedulerOptions, TaskScheduler
 from .task import SearchTask
-from .tuner import local_backend, tune_options
-from .tuning import TaskTuner, TuneOptions, make_cost_model
+from .tuning import TaskTuner, TuneOptions, local_backend, make_cost_model, tune_options
 
 
 @dataclass
@@ -49,45 +50,57 @@ def task_tag(task: SearchTask) -> str:
 def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, objective="f1",
                strategy: str = "gradient", networks=None, backend=None, options: TuneOptions | None = None,
                scheduler: SchedulerOptions | None = None, requirements=None, references=None, on_round=None,
-               in_flight: int | None = None, **kwargs) -> ScheduleResult:
-    """Tune `tasks` (SearchTasks or tensor lists) for `trials` measured programs in all, each round going where
-    the objective gains most (strategy "gradient") or in turn ("round-robin"). weights: occurrences of each task
-    (default 1). objective: "f1" weighted latency (default), "f2" with per-network `requirements`, "f3" geometric-
-    mean speedup over per-network `references`, "f4" f1 with per-task early stopping, or a callable; networks:
-    task indices per network (f2/f3). kwargs override TuneOptions fields (per_round=, seed=, model=, progress=,
-    ...). on_round(scheduler, task index) is called after each round.
+               in_flight: int | None = None, callbacks=(), **kwargs) -> ScheduleResult:
+    """Tune `tasks` (SearchTasks or tensor lists) until `trials` programs have been measured for them in all,
+    the log's included (a run that was stopped resumes where it was with the same call; nothing is measured
+    twice). Each round goes where the objective gains most (strategy "gradient") or in turn ("round-robin").
+    weights: occurrences of each task (default 1). objective: "f1" weighted latency (default), "f2" with
+    per-network `requirements`, "f3" geometric-mean speedup over per-network `references`, "f4" f1 with per-task
+    early stopping, or a callable; networks: task indices per network (f2/f3). kwargs override TuneOptions
+    fields (per_round=, seed=, model=, progress=, ...); options.early_stopping stops the run (f4: each task)
+    after that many trials without a better objective. callbacks: called after each batch of every task with
+    (TaskTuner, records), after the log and the model update (search/callbacks.py); on_round(scheduler, task
+    index) after each round. At the end each task's best programs are re-timed side by side (retime_top).
     in_flight: rounds of different tasks measured at once on `backend` while the driver searches the next
     (TaskScheduler.run_overlapped; result.driver says where the driver's time went). Default: the backend's
-    slots() (a RayBackend's: measuring nodes + 1), and a local backend's 1 runs rounds one by one as
-    before. Without a `backend`, measurement is local and synchronous and in_flight is ignored."""
+    slots() (a RayBackend's: measuring nodes + 1), and a local backend's 1 runs rounds one by one. Without a
+    `backend`, measurement is local and synchronous and in_flight is ignored."""
     tasks = [t if isinstance(t, SearchTask) else SearchTask(t) for t in tasks]
     weights = tuple(float(w) for w in (weights if weights is not None else [1] * len(tasks)))
     if len(weights) != len(tasks):
         raise ValueError(f"{len(weights)} weights for {len(tasks)} tasks")
     opts = tune_options(options, **kwargs)
+    per_task_stop = objective == "f4"
     sched = scheduler or SchedulerOptions(strategy=strategy, per_round=opts.per_round, seed=opts.seed,
-                                          per_task_early_stopping=opts.early_stopping if objective == "f4" else None)
+                                          early_stopping=None if per_task_stop else opts.early_stopping,
+                                          per_task_early_stopping=opts.early_stopping if per_task_stop else None)
     # the scheduler owns the budget; tuners never stop by themselves
     per_task = replace(opts, trials=1 << 40, early_stopping=None, progress=False)
     obj = make_objective(objective, weights, networks, requirements, references)
     model, record_log, backends = make_cost_model(opts), RecordLog(log) if log else None, {}
+    bar = ProgressBar(opts.progress and len(tasks) == 1, trials)
     try:
         tuners = []
         for task in tasks:
             if backend is None and task.target not in backends:
                 backends[task.target] = local_backend(task.target, opts)
-            tuners.append(TaskTuner(task, per_task, model, backend or backends[task.target], record_log))
+            tuners.append(TaskTuner(task, per_task, model, backend or backends[task.target], record_log,
+                                    default_callbacks(record_log, (*callbacks, bar))))
         s = TaskScheduler(tuners, obj, sched, [t.dag.flop_count for t in tasks], [task_tag(t) for t in tasks])
-        table = _progress_table(tasks, weights) if opts.progress else None
+        bar.show(s.total_trials, tuners[0].result.best_gflops if tuners else 0.0)
+        table = _progress_table(tasks, weights) if opts.progress and len(tasks) > 1 else None
         flights = _in_flight(backend, in_flight)
         pipe = Pipeline(tuners, backend) if flights else None
+        more = max(0, trials - s.total_trials)   # the log's trials count towards the budget
         if pipe is not None:
-            s.run_overlapped(trials, pipe, flights, on_round=_chain(on_round, table))
+            s.run_overlapped(more, pipe, flights, on_round=_chain(on_round, table))
         else:
-            s.run(trials, on_round=_chain(on_round, table))
+            s.run(more, on_round=_chain(on_round, table))
         for t in tuners:
-            t.retime()
+            if t.retime():
+                bar.show(0, t.result.best_gflops, f", re-timed top {len(t.result.retimed)}")
     finally:
+        bar.close()
         for b in backends.values():
             b.close()
     return ScheduleResult(tasks, weights, [t.result for t in tuners], s.curve, s.rounds, s.value(),

@@ -1,19 +1,17 @@
-"""TaskTuner.step split in two, so that the driver searches while the cluster measures: begin() searches for a
-task's next batch, renders it and submits it to a BatchBackend; finish() collects the results, logs them and
-updates the cost model. The scheduler (TaskScheduler.run_overlapped) keeps several batches of different tasks in
-flight. DriverTimes records where the driver's time goes: searching, recording, model updates, and waiting
-for the cluster, which tells when the driver (not the nodes) is the limit.
+"""TaskTuner's cycle with the measurement in flight, so that the driver searches while the cluster measures:
+begin() proposes a task's next batch (TaskTuner.propose) and submits it to a BatchBackend; finish() collects
+the results and commits them (TaskTuner.commit: the log, the cost model and the other callbacks). The
+scheduler (TaskScheduler.run_overlapped) keeps several batches of different tasks in flight. DriverTimes
+records where the driver's time goes: searching, recording, model updates, and waiting for the cluster,
+which tells when the driver (not the nodes) is the limit.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
 from ..measure.backend import batches_of
-from ..measure.record import resources_of, steps_key
-from ..ir.steps import steps_to_json
-from .tuning import _failure
+from .tuning import Batch
 
 
 @dataclass
@@ -57,10 +55,7 @@ class DriverTimes:
 class _Flight:
     task: int
     handle: int
-    states: list
-    failed: list
-    sources: list
-    n: int
+    batch: Batch
     row: int = -1              # its row in DriverTimes.batches
 
 
@@ -80,21 +75,17 @@ class Pipeline:
         """Search task i's next n programs and submit them; a token, or None when its space gave nothing new
         (the tuner is then marked exhausted, as step() would)."""
         tuner, t0 = self.tuners[i], time.monotonic()
-        cands = tuner._candidates(n)
-        if not cands:
-            tuner.exhausted = True
+        batch = tuner.propose(n)
+        if batch is None:
             return None
-        sources, states, failed = tuner._render(cands)
         t1 = time.monotonic()
-        best = tuner.result.best_seconds
-        handle = self.backend.submit(sources, tuner.measure_task, best_seconds=best if math.isfinite(best) else None)
+        handle = self.backend.submit(batch.sources, tuner.measure_task, best_seconds=tuner.best_seconds)
         t2 = time.monotonic()
         self.times.search += t1 - t0
         self.times.submit += t2 - t1
-        tuner.result.overhead_seconds += t1 - t0
         token, self._next = self._next, self._next + 1
-        self.times.batches.append([i, len(cands), t1, None])
-        self._flights[token] = _Flight(i, handle, states, failed, sources, len(cands), len(self.times.batches) - 1)
+        self.times.batches.append([i, len(batch), t1, None])
+        self._flights[token] = _Flight(i, handle, batch, len(self.times.batches) - 1)
         return token
 
     def wait(self, tokens) -> list:
@@ -113,18 +104,11 @@ class Pipeline:
         tuner, t0 = self.tuners[f.task], time.monotonic()
         builds, results = self.backend.collect(f.handle)
         self.times.batches[f.row][3] = _done_time(self.backend, f.handle, t0)
-        recs = tuner._record(f.states + [st for st, _ in f.failed], list(results) + [_failure(m) for _, m in f.failed],
-                             [resources_of(b) for b in builds])
-        tuner.entry_names.update((steps_key(steps_to_json(st.steps)), src.entry)
-                                 for src, st in zip(f.sources, f.states))
-        t1 = time.monotonic()
-        tuner.model.update(recs)
-        t2 = time.monotonic()
-        self.times.record += t1 - t0
-        self.times.model += t2 - t1
-        r = tuner.result
-        r.overhead_seconds += t2 - t0
-        r.curve.append((tuner.done, r.best_gflops))
+        model_before = tuner.result.model_seconds
+        recs = tuner.commit(f.batch, builds, results)
+        model = tuner.result.model_seconds - model_before
+        self.times.model += model
+        self.times.record += time.monotonic() - t0 - model
         return recs
 
 

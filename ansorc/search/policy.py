@@ -19,6 +19,9 @@ class SearchPolicy(Protocol):
     def init_rules(self) -> Sequence[Callable]:
         """Annotation rules (task, state, rng) -> state, applied in order to complete a sketch."""
 
+    def measured_on(self, backend) -> None:
+        """The tuner is about to measure with `backend`: a policy may read the device's limits from it."""
+
     weights: dict      # mutation kind -> probability (search/mutate.py)
     mutators: dict     # mutation kind -> function (task, state, rng) -> state | None
 
@@ -38,6 +41,9 @@ class CpuPolicy:
 
     def init_rules(self) -> tuple:
         return CPU_INIT_RULES
+
+    def measured_on(self, backend) -> None:
+        """Nothing to learn from the backend: the CPU's limits are the target's."""
 
 
 def policy_for(target) -> SearchPolicy:

@@ -1,10 +1,11 @@
-"""Tuning as steps: a TaskTuner holds one task's tuning state, and step(n) measures n new programs (search ->
-render -> build -> run -> record -> model update).
+"""Tuning as steps: a TaskTuner holds one task's tuning state and measures programs in a cycle of three public
+steps: propose(n) searches and renders a Batch, measure(batch) builds and runs it, commit(batch, builds,
+results) records it and calls the callbacks (search/callbacks.py: log, model update, progress). step(n) is
+the cycle once; an overlapped driver (search/overlap.py) runs measure on a cluster between the other two.
 
 The cost model, the measurement backend and the record log are passed in, not owned, so that a scheduler can
 interleave many tasks that share one of each: every batch tells the backend its task (MeasureTask), the model
-keeps each task's DAG and hardware, and the log is keyed by workload and target. tuner.tune is the one-task
-loop over step().
+keeps each task's DAG and hardware, and the log is keyed by workload and target.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import warnings
 from dataclasses import dataclass, field, replace
 
 from ..codegen.pipeline import render
+from ..errors import AnsorcError
+from ..targets import parse, plugin
 from ..ir.evaluate import evaluate, random_inputs
 from ..ir.state import ScheduleError, State, replay
 from ..ir.canonical import rename_steps
@@ -25,7 +28,8 @@ from ..measure.record import RETIME_NOTE, Record, RecordLog, best, records_for, 
 from ..measure.runner import MeasureResult, RunnerConfig
 from ..measure.task import MeasureTask
 from .annotate import sample, state_key
-from .cost_model import LGBModel, RandomModel
+from .callbacks import default_callbacks
+from .cost_model import CostModel, LGBModel, RandomModel
 from .evolution import SearchParams, search_round
 from .parallel import register, render_states_parallel, rendered
 from .plausible import ImplausibleRecordWarning, claim, cpu_target, plausible
@@ -66,6 +70,7 @@ class TuneResult:
     overhead_seconds: float = 0.0                 # search time outside build and run
     build_seconds: float = 0.0
     run_seconds: float = 0.0
+    model_seconds: float = 0.0                    # cost model updates (part of overhead_seconds)
     retimed: list = field(default_factory=list)   # (median seconds, state) of the top programs re-timed at the end
     retime_seconds: float = 0.0
 
@@ -79,7 +84,38 @@ class TuneResult:
         return self.task.dag.flop_count / self.best_seconds / 1e9 if math.isfinite(self.best_seconds) else 0.0
 
 
-def make_cost_model(options: TuneOptions):
+@dataclass
+class Batch:
+    """One round of a task's programs between propose and commit: those that rendered (states and their
+    sources, in order) and those that did not (state, error)."""
+    states: list
+    sources: list
+    failed: list
+    search_seconds: float = 0.0   # searching and rendering it
+
+    def __len__(self) -> int:
+        return len(self.states) + len(self.failed)
+
+
+def tune_options(options: TuneOptions | None = None, runner_kwargs: dict | None = None, **fields) -> TuneOptions:
+    """options with `fields` replaced (None values are left out) and runner_kwargs applied to its RunnerConfig."""
+    opts = replace(options or TuneOptions(), **{k: v for k, v in fields.items() if v is not None})
+    if opts.flags is not None:
+        opts = replace(opts, flags=tuple(opts.flags))
+    return replace(opts, runner=replace(opts.runner, **runner_kwargs)) if runner_kwargs else opts
+
+
+class TargetUnavailableError(AnsorcError, ValueError):
+    """The target's programs cannot be measured on this machine (another ISA or architecture, no GPU)."""
+
+
+def local_backend(target: str, options: TuneOptions):
+    """This machine's compiler and runner for `target` (its plug-in's); TargetUnavailableError when its kernels
+    cannot run here."""
+    return plugin(target).local_backend(parse(target), options)
+
+
+def make_cost_model(options: TuneOptions) -> CostModel:
     model = options.model
     return LGBModel(seed=options.seed) if model == "lgbm" else RandomModel(options.seed) if model == "random" \
         else model
@@ -98,10 +134,13 @@ def measure_task(task: SearchTask, seed: int) -> MeasureTask:
 
 
 class TaskTuner:
-    """One task's tuning state: the log's records (resumed), the measured set, the best programs, the curve."""
+    """One task's tuning state: the log's records (resumed), the measured set, the best programs, the curve.
+    callbacks: called by commit after each batch (default: append to `log`, then update the cost model)."""
 
-    def __init__(self, task: SearchTask, options: TuneOptions, cost_model, backend, log: RecordLog | None = None):
+    def __init__(self, task: SearchTask, options: TuneOptions, cost_model: CostModel, backend,
+                 log: RecordLog | None = None, callbacks=None):
         self.task, self.options, self.model, self.backend, self.log = task, options, cost_model, backend, log
+        self.callbacks = tuple(default_callbacks(log) if callbacks is None else callbacks)
         register(task)   # known to the search's worker pool before it forks (tasks tuned together: one fork)
         self.rng = random.Random(options.seed)
         logged = log.load() if log else []
@@ -116,11 +155,9 @@ class TaskTuner:
         self.last_improved = self.done
         self.exhausted = False                 # the space gave no new program
         self.entry_names: dict = {}            # steps_json -> entry name it was built under (build cache hits)
-        if hasattr(cost_model, "add_task"):
-            cost_model.add_task(task)
+        cost_model.add_task(task)
         cost_model.update(history)
-        if hasattr(task.policy, "use_device_limits") and hasattr(backend, "limits"):
-            task.policy.use_device_limits(backend.limits())   # a GPU's own limits, read through the backend
+        task.policy.measured_on(backend)   # e.g. a GPU policy reads the device's own limits
         self.sketches = generate_sketches(task)
         self.measure_task = measure_task(task, options.seed)
         self.default_state = default_state(task) if options.search == "evolution" else None
@@ -134,28 +171,50 @@ class TaskTuner:
             (stop is not None and self.done - self.last_improved >= stop)
 
     def step(self, n: int) -> list[Record]:
-        """Search for, build, run and record n new programs; the cost model learns from them."""
-        t0 = time.perf_counter()
+        """Search for, build, run and record n new programs (fewer where the space has fewer): the cycle once."""
+        batch = self.propose(n)
+        return [] if batch is None else self.commit(batch, *self.measure(batch))
+
+    def propose(self, n: int) -> Batch | None:
+        """The next n programs to measure, searched and rendered; None (and `exhausted` set) when the space
+        gives nothing new."""
+        start = time.perf_counter()
         cands = self._candidates(n)
         if not cands:
             self.exhausted = True
-            return []
+            return None
         sources, states, failed = self._render(cands)
-        t1 = time.perf_counter()
-        builds = self.backend.build(sources)
-        t2 = time.perf_counter()
+        return Batch(states, sources, failed, time.perf_counter() - start)
+
+    @property
+    def best_seconds(self) -> float | None:
+        """The best time so far, for the backend's early cut (None while nothing ran)."""
         best = self.result.best_seconds
-        results = self.backend.run(builds, self.measure_task, best_seconds=best if math.isfinite(best) else None)
-        t3 = time.perf_counter()
-        recs = self._record(states + [st for st, _ in failed], results + [_failure(msg) for _, msg in failed],
+        return best if math.isfinite(best) else None
+
+    def measure(self, batch: Batch) -> tuple:
+        """Build and run the batch on this tuner's backend: (builds, results), one of each per rendered program."""
+        r, start = self.result, time.perf_counter()
+        builds = self.backend.build(batch.sources)
+        built = time.perf_counter()
+        results = self.backend.run(builds, self.measure_task, best_seconds=self.best_seconds)
+        r.build_seconds += built - start
+        r.run_seconds += time.perf_counter() - built
+        return builds, results
+
+    def commit(self, batch: Batch, builds, results) -> list[Record]:
+        """Record a measured batch (the measured set, the best programs, the counters, the curve) and call the
+        callbacks with its records, which it returns."""
+        start = time.perf_counter()
+        recs = self._record(batch.states + [st for st, _ in batch.failed],
+                            list(results) + [_failure(msg) for _, msg in batch.failed],
                             [resources_of(b) for b in builds])
-        self.entry_names.update((steps_key(steps_to_json(st.steps)), src.entry) for src, st in zip(sources, states))
-        t4 = time.perf_counter()
-        self.model.update(recs)
+        self.entry_names.update((steps_key(steps_to_json(st.steps)), src.entry)
+                                for src, st in zip(batch.sources, batch.states))
+        for callback in self.callbacks:
+            callback(self, recs)
         r = self.result
-        r.overhead_seconds += (t1 - t0) + (time.perf_counter() - t4)
-        r.build_seconds += t2 - t1
-        r.run_seconds += t3 - t2
+        r.overhead_seconds += batch.search_seconds + (time.perf_counter() - start)
         r.curve.append((self.done, r.best_gflops))
         return recs
 
@@ -204,7 +263,7 @@ class TaskTuner:
         return sources, states, failed
 
     def _record(self, states: list, results: list, resources: list = ()) -> list:
-        """Log the batch, and update the measured set, the best programs and the counters. resources: each
+        """The batch's records; updates the measured set, the best programs and the counters. resources: each
         build's compiler report (GPU programs), kept in its record."""
         task, r = self.task, self.result
         recs = [Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
@@ -212,8 +271,6 @@ class TaskTuner:
                 for st, res in zip(states, results)]
         reports = list(resources) + [()] * len(recs)
         recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, reports)]
-        if self.log:
-            self.log.append(recs)
         for st, rec in zip(states, recs):
             self.measured.add(steps_key(steps_to_json(st.steps)))
             if rec.ok and not rec.lower_bound:
@@ -291,7 +348,6 @@ def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int
 
 def default_state(task: SearchTask):
     """The task's untuned program by its target's plug-in (None where none applies)."""
-    from ..targets import plugin
     return plugin(task.target).default_state(task)
 
 
@@ -357,5 +413,5 @@ def _failure(msg: str) -> MeasureResult:
     return MeasureResult((), MeasureErrorNo.INSTANTIATION_ERROR, msg, 0.0, time.time())
 
 
-__all__ = ["TuneOptions", "TuneResult", "TaskTuner", "make_cost_model", "measure_task", "retime", "default_state",
-           "best_logged", "KEEP_BEST"]
+__all__ = ["TuneOptions", "TuneResult", "TaskTuner", "Batch", "make_cost_model", "measure_task", "retime",
+           "default_state", "best_logged", "KEEP_BEST", "tune_options", "local_backend", "TargetUnavailableError"]

@@ -19,7 +19,9 @@ def test_tune_tasks_spreads_the_budget_and_resumes_without_measuring_twice(tmp_p
     assert all(r.trials >= 4 for r in first.results)            # the warm-up gave every task a round
     assert all(s < float("inf") for s in first.latencies)
     assert first.estimated_latency == 2 * first.latencies[0] + first.latencies[1]
-    second = tune_tasks(tasks, [2, 1], trials=8, log=log, **kw)
+    again = tune_tasks(tasks, [2, 1], trials=16, log=log, **kw)   # the same call again: all done, nothing measured
+    assert sum(r.trials for r in again.results) == 16 and len(load(log)) == 16
+    second = tune_tasks(tasks, [2, 1], trials=24, log=log, **kw)
     assert sum(r.trials for r in second.results) == 24          # resumed 16, measured 8 more
     recs = load(log)
     assert len(recs) == 24
@@ -93,6 +95,6 @@ def test_declaring_weights_constant_measures_the_per_call_best_programs_first(tm
     moved = [steps_key(r.steps) for r in load(log) if r.workload_key == kept.workload_key]
     assert set(top) <= set(moved) and len(moved) == len(top) + 1
     assert all(r.ok for r in load(log) if r.workload_key == kept.workload_key)
-    tune_tasks([kept], [1], trials=2, log=log, per_round=2, **kw)   # resumed: none measured twice
+    tune_tasks([kept], [1], trials=len(top) + 3, log=log, per_round=2, **kw)   # resumed: none measured twice
     again = [steps_key(r.steps) for r in load(log) if r.workload_key == kept.workload_key]
     assert len(again) == len(set(again)) == len(top) + 3

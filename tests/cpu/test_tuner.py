@@ -19,7 +19,8 @@ from ansorc.search.cost_model import LGBModel
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.evolution import SearchParams
 from ansorc.search.task import SearchTask
-from ansorc.search.tuner import local_backend, tune, tune_options, tune_tasks
+from ansorc.search.multi import tune_tasks
+from ansorc.search.tuner import local_backend, tune, tune_options
 from ansorc.search.tuning import TaskTuner, TuneOptions, make_cost_model
 
 FAST = dict(runner_kwargs={"min_repeat_ms": 1, "repeat": 1}, progress=False,
@@ -139,8 +140,8 @@ def test_tasks_interleave_on_one_model_backend_and_log(tmp_path):
     its own task's inputs and outputs (a backend stuck on the first task would fail the second's programs)."""
     log = tmp_path / "two.jsonl"
     tasks = [SearchTask(workloads.matmul(32, 48, 16)), SearchTask(workloads.matmul_relu(24, 16, 32))]
-    results = tune_tasks(tasks, log=str(log), trials=8, per_round=4, model="random", retime_top=0, **{
-        k: v for k, v in FAST.items() if k != "progress"})
+    results = tune_tasks(tasks, log=str(log), trials=16, strategy="round-robin", per_round=4, model="random",
+                         retime_top=0, **{k: v for k, v in FAST.items() if k != "progress"}).results
     records = load(log)
     for task, res in zip(tasks, results):
         mine = [r for r in records if r.workload_key == task.workload_key]

@@ -176,7 +176,7 @@ def test_tune_tasks_with_batches_in_flight_logs_each_candidate_once_and_resumes(
     summary = out.driver.summary()
     assert summary["candidates"] == 24 and summary["batches"] == 6
     # resumed with batches in flight again: 12 more, none measured twice
-    more = tune_tasks(_tasks(), trials=12, log=log, backend=FakeBatches(slots=3), **kw)
+    more = tune_tasks(_tasks(), trials=36, log=log, backend=FakeBatches(slots=3), **kw)
     recs = load(log)
     assert len(recs) == 36 == sum(r.trials for r in more.results)
     assert max(Counter((r.workload_key, str(r.steps)) for r in recs).values()) == 1

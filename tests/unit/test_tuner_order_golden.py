@@ -16,10 +16,10 @@ from ansorc.measure.builder import BuildResult
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.record import steps_key
 from ansorc.measure.runner import MeasureResult
-from ansorc.search.multi import tune_tasks as schedule_tasks
-from ansorc.search import tuner
+from ansorc.search import multi
+from ansorc.search.multi import tune_tasks
 from ansorc.search.task import SearchTask
-from ansorc.search.tuner import tune, tune_tasks
+from ansorc.search.tuner import tune
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "tuner_order.json"
 
@@ -55,10 +55,10 @@ def tasks():
 def runs(model: str, monkeypatch) -> dict:
     opts = dict(seed=3, model=model, progress=False, retime_top=0, per_round=8)
     one = tune(tasks()[0], trials=24, backend=HashTimed(), **opts)
-    sched = schedule_tasks(tasks(), trials=32, backend=HashTimed(), **opts)
-    # tune_tasks (trials per task, round-robin) makes its own backends
-    monkeypatch.setattr(tuner, "local_backend", lambda target, options: HashTimed())
-    many = tune_tasks(tasks(), trials=16, **opts)
+    sched = tune_tasks(tasks(), trials=32, backend=HashTimed(), **opts)
+    # round-robin, the driver making its own backends (the "tune_tasks" entry: a per-task driver before)
+    monkeypatch.setattr(multi, "local_backend", lambda target, options: HashTimed())
+    many = tune_tasks(tasks(), trials=32, strategy="round-robin", **opts).results
     return {"tune": order(one.records), "scheduler": [order(r.records) for r in sched.results],
             "scheduler_rounds": list(sched.rounds), "tune_tasks": [order(r.records) for r in many]}
 

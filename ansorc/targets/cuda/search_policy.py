@@ -69,6 +69,12 @@ class GpuPolicy:
     def sketch_rules(self) -> list:
         return default_gpu_rules()
 
+    def measured_on(self, backend) -> None:
+        """A CUDA backend reports the present GPU's limits; a remote or fake one may not."""
+        limits = getattr(backend, "limits", None)
+        if limits is not None:
+            self.use_device_limits(limits())
+
     def use_device_limits(self, limits: dict | None) -> None:
         """Search within what the present GPU reports (shared memory, threads, registers) from now on."""
         self.target = self.target.with_limits(limits)
