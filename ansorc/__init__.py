@@ -9,8 +9,10 @@ from .export import ExportError
 from .spec import KernelSpec
 from .autotune import NoRecordError, apply_best, compile  # noqa: A004
 from .search.tuner import tune
+from .search.tuning import TuneOptions
 from .search.multi import tune_tasks
 
 __all__ = ["te", "ComputeDAG", "State", "replay", "build", "generate_source", "Kernel", "load", "apply_best",
-           "compile", "tune", "tune_tasks", "empty", "array", "AlignmentWarning", "KernelSpec", "AnsorcError",
+           "compile", "tune", "tune_tasks", "TuneOptions", "empty", "array", "AlignmentWarning", "KernelSpec",
+           "AnsorcError",
            "BuildError", "ExportError", "KernelError", "NoRecordError", "DagError", "ScheduleError"]

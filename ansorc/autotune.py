@@ -18,7 +18,7 @@ from .measure.runner import Runner
 from .search.plausible import ImplausibleRecordWarning, claim, gflops, plausible
 from .search.task import SearchTask
 from .search.tuner import tune
-from .search.tuning import best_logged, default_state
+from .search.tuning import TuneOptions, best_logged, default_state, tune_options
 from .spec import KernelSpec
 
 
@@ -111,8 +111,8 @@ def _elsewhere(records, dag, target: str) -> str:
             "expression or set of constant inputs is a different workload; tune this one first, with trials > 0)")
 
 
-def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int = 0,
-            name: str = "kernel", constants=(), **tune_kwargs):  # noqa: A001 - the verb users expect
+def compile(tensors, trials: int = 64, log: str | None = None, target: str = "native", seed: int | None = None,
+            name: str = "kernel", constants=(), options: TuneOptions | None = None):  # noqa: A001 - the verb
     """Tune for `trials` measured programs (resuming `log`), then build the best program as a Kernel.
     With trials=0 and a log, rebuild the best recorded program without tuning; with trials=0 and no log, build
     the untuned default program (search/default_schedule.py; on "cuda" targets gpu_policy's), not the naive loop
@@ -120,7 +120,7 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     CudaKernel. `constants`: inputs (tensors or names) whose values stay the same from call to call, such as
     weights; what the kernel computes from them alone (a blocked copy of the weights) it computes once and keeps
     (ir/prepared.py), and makes again for another array; call Kernel.constants_changed() after changing one in
-    place."""
+    place. options: how to tune (a TuneOptions; `seed`, when given, replaces its seed)."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
     if constants:
         dag = dag.with_constants(set(dag.constants) | {getattr(c, "name", c) for c in constants})
@@ -128,10 +128,10 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     if dag.constants and not kind.constants:
         raise AnsorcError(f"constant inputs {sorted(dag.constants)}: not supported on {kind.kind.upper()} targets "
                           "yet")
-    return kind.compile(dag, trials, log, target, seed, name, tune_kwargs)
+    return kind.compile(dag, trials, log, target, name, tune_options(options, seed=seed))
 
 
-def compile_cpu(dag, trials: int, log, target: str, seed: int, name: str, tune_kwargs: dict):
+def compile_cpu(dag, trials: int, log, target: str, name: str, options: TuneOptions):
     """compile() on a CPU target (its plug-in's kernel loader): a Kernel, with its provenance."""
     if trials <= 0:
         if log is None:
@@ -141,7 +141,7 @@ def compile_cpu(dag, trials: int, log, target: str, seed: int, name: str, tune_k
         except LogReplayError as e:  # the same as a model compile: one warning naming the log, then the default
             warnings.warn(f"{e}; using the default program", LogFallbackWarning, stacklevel=2)
             return build(dag, default_state(SearchTask(dag, target)), target=target, name=name)
-    res = tune(SearchTask(dag, target), trials=trials, log=log, seed=seed, **tune_kwargs)
+    res = tune(SearchTask(dag, target), trials=trials, log=log, options=options)
     if res.best_state is None:
         raise NoRecordError("tuning measured no valid program; see the log for the errors")
     spec = KernelSpec.of(dag, res.best_state, Target.from_name(target))

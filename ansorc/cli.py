@@ -157,6 +157,7 @@ def cmd_compile(args) -> dict:
 def compile_cpu_command(args, prog, name: str) -> dict:
     """`ansorc compile` on a CPU target (its plug-in's exporter): lib<name>.so and <name>.h."""
     from .autotune import NoRecordError, compile as compile_kernel
+    from .search.tuning import TuneOptions
     from .codegen.target import Target
     from .export import export
     tgt = Target.from_name(args.target)
@@ -164,7 +165,7 @@ def compile_cpu_command(args, prog, name: str) -> dict:
         return _cross_compile(args, prog, name, tgt)
     try:
         kern = compile_kernel(_dag(args, prog), trials=args.trials, log=args.log, target=args.target, seed=args.seed,
-                              name=name, **({"progress": not args.quiet} if args.trials > 0 else {}))
+                              name=name, options=TuneOptions(progress=not args.quiet and args.trials > 0))
     except NoRecordError as e:
         raise CliError(str(e), EXIT_FAILED) from None
     spec = kern.spec.with_expression(prog.text)
@@ -207,7 +208,7 @@ def _no_constants(args) -> None:
 def cmd_tune(args) -> dict:
     from .net.cli import is_model_path, tune_model
     from .search.task import SearchTask
-    from .search.tuner import tune
+    from .search.tuner import TuneOptions, tune
     check_log(args.log, writes=True)
     args.trials = 64 if args.trials is None else args.trials
     if args.trials < 1:
@@ -223,8 +224,8 @@ def cmd_tune(args) -> dict:
         from .measure.ray_backend import RayBackend
         backend = RayBackend(args.cluster, args.target)
     try:
-        res = tune(SearchTask(_dag(args, prog), args.target), trials=args.trials, log=args.log, seed=args.seed,
-                   progress=not args.quiet, backend=backend)
+        res = tune(SearchTask(_dag(args, prog), args.target), trials=args.trials, log=args.log,
+                   options=TuneOptions(seed=args.seed, progress=not args.quiet), backend=backend)
     finally:
         if backend is not None:
             backend.close()

@@ -130,6 +130,7 @@ def bench_model(name: str, checkpoints, args) -> list:
     from ansorc.net import zoo
     from ansorc.net.importer import import_model
     from ansorc.net.tune import tune_network
+    from ansorc.search.tuning import TuneOptions
     model = getattr(zoo, name)()
     net = import_model(model)
     x = feeds(model)
@@ -141,7 +142,8 @@ def bench_model(name: str, checkpoints, args) -> list:
         need = target - logged_trials(log)
         t0 = time.perf_counter()
         if need > 0:
-            tune_network(net, need, str(log), strategy=args.strategy, progress=False, seed=args.seed)
+            tune_network(net, need, str(log), strategy=args.strategy,
+                         options=TuneOptions(progress=False, seed=args.seed))
         tune_s = time.perf_counter() - t0
         with ansorc.net.compile(net, log=str(log) if log.exists() else None) as lib:
             ours = lib(*ordered)

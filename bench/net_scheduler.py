@@ -21,10 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def run(strategy: str, net, args) -> dict:
     from ansorc.net.tune import tune_network
+    from ansorc.search.tuning import TuneOptions
     log = f"{args.out}_{strategy}.jsonl"
     t0 = time.perf_counter()
-    res = tune_network(net, args.trials, log, strategy=strategy, per_round=args.per_round, seed=args.seed,
-                       progress=False)
+    res = tune_network(net, args.trials, log, strategy=strategy,
+                       options=TuneOptions(per_round=args.per_round, seed=args.seed, progress=False))
     wall = time.perf_counter() - t0
     return {"strategy": strategy, "wall_s": wall, "curve": res.result.curve, "rounds": res.result.rounds,
             "final": res.result.estimated_latency, "tasks": len(res.tasks)}

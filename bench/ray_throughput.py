@@ -33,8 +33,8 @@ def _tune(tensors, trials: int, seed: int, backend=None) -> dict:
     import ansorc
     with tempfile.TemporaryDirectory(prefix="ansorc-rt-") as tmp:
         start = time.perf_counter()
-        r = ansorc.tune(tensors, trials=trials, log=os.path.join(tmp, "log.jsonl"), seed=seed, progress=False,
-                        retime_top=0, backend=backend)
+        r = ansorc.tune(tensors, trials=trials, log=os.path.join(tmp, "log.jsonl"), backend=backend,
+                        options=ansorc.TuneOptions(seed=seed, progress=False, retime_top=0))
         wall = time.perf_counter() - start
     n = max(r.trials, 1)
     return {"trials": r.trials, "wall_s": round(wall, 1), "per_minute": round(60 * r.trials / wall, 1),
@@ -70,6 +70,7 @@ def _multi_run(workers: int, trials: int, per_round: int, seed: int, in_flight) 
     from ansorc.measure.ray_local import LocalCluster
     from ansorc.measure.ray_nodes import target_resource
     from ansorc.search.multi import tune_tasks
+    from ansorc.search.tuning import TuneOptions
     res = target_resource("native")
     with LocalCluster(python_path=str(ROOT)) as cluster:
         cluster.start({}, num_cpus=0)
@@ -78,9 +79,10 @@ def _multi_run(workers: int, trials: int, per_round: int, seed: int, in_flight) 
         with RayBackend(cluster.address, "native") as backend, \
                 tempfile.TemporaryDirectory(prefix="ansorc-rt-") as tmp:
             start = time.perf_counter()
-            out = tune_tasks(_multi_tasks(), trials=trials, log=os.path.join(tmp, "log.jsonl"), seed=seed,
-                             per_round=per_round, progress=False, retime_top=0, backend=backend,
-                             in_flight=in_flight)
+            out = tune_tasks(_multi_tasks(), trials=trials, log=os.path.join(tmp, "log.jsonl"),
+                             backend=backend,
+                             in_flight=in_flight,
+                                 options=TuneOptions(seed=seed, per_round=per_round, progress=False, retime_top=0))
             wall = time.perf_counter() - start
             peak = backend.peak_batches
     n = max(sum(r.trials for r in out.results), 1)

@@ -35,7 +35,8 @@ def main(argv=None) -> int:
         else:
             name, tensors = "C2D 1,56,56,64,64,3,1,1", workloads.WORKLOADS["C2D"][0](1, 56, 56, 64, 64, 3, 1, 1)
         start = time.perf_counter()
-        r = ansorc.tune(tensors, trials=a.trials, log=os.path.join(tmp, "log.jsonl"), seed=a.seed, progress=False)
+        r = ansorc.tune(tensors, trials=a.trials, log=os.path.join(tmp, "log.jsonl"),
+                        options=ansorc.TuneOptions(seed=a.seed, progress=False))
         wall = time.perf_counter() - start
     print(json.dumps({"workload": name, "trials": a.trials, "seed": a.seed, "wall_s": round(wall, 1),
                       "build_s": round(r.build_seconds, 1), "run_s": round(r.run_seconds, 1),

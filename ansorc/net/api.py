@@ -14,6 +14,7 @@ from ..codegen.target import Target
 from ..ir.state import replay
 from ..ir.steps import steps_from_json
 from ..search.default_schedule import default_cpu_schedule
+from ..search.tuning import TuneOptions
 from .library import build_library, emit_library, write_library
 from .model import Model
 from .network import NetError, Network, group_dag
@@ -98,7 +99,7 @@ def compile(model, trials: int = 0, log=None, input_shapes=None, target="native"
     if trials > 0:
         from .tune import tune_network
         tune_network(net, trials, str(log), target=target if isinstance(target, str) else target.name,
-                     progress=progress)
+                     options=TuneOptions(progress=progress))
     from .fuse import fuse
     groups = fuse(net)
     schedules, tasks = schedule_groups(net, groups, log, target)

@@ -60,6 +60,7 @@ def compile_model(args) -> dict:
 
 def tune_model(args) -> dict:
     """`ansorc tune model.onnx --trials N --log L`: tune the model's tasks with the task scheduler."""
+    from ..search.tuning import TuneOptions
     from .tune import tune_network
     path = _model_file(args.file)
     shapes = parse_input_shapes(getattr(args, "input_shape", None))
@@ -68,8 +69,8 @@ def tune_model(args) -> dict:
         from ..measure.ray_backend import RayBackend
         backend = RayBackend(args.cluster, args.target)
     try:
-        run = tune_network(path, args.trials, args.log, input_shapes=shapes, target=args.target, seed=args.seed,
-                           progress=not args.quiet, backend=backend)
+        run = tune_network(path, args.trials, args.log, input_shapes=shapes, target=args.target,
+                           options=TuneOptions(seed=args.seed, progress=not args.quiet), backend=backend)
     finally:
         if backend is not None:
             backend.close()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..targets import plugin
 from ..search.multi import ScheduleResult, tune_tasks
 from ..search.task import SearchTask
+from ..search.tuning import TuneOptions
 from .network import Network
 
 
@@ -33,12 +34,14 @@ def network_of(model, input_shapes=None) -> Network:
 
 
 def tune_network(model, trials: int, log: str, input_shapes=None, target: str = "native",
-                 strategy: str = "gradient", objective="f1", cold_weights: bool = True, **kwargs) -> NetworkTuning:
+                 strategy: str = "gradient", objective="f1", cold_weights: bool = True,
+                 options: TuneOptions | None = None, backend=None, on_round=None, in_flight: int | None = None,
+                 callbacks=()) -> NetworkTuning:
     """Tune the tasks of `model` (a path, onnx.ModelProto or Network) for `trials` programs in all, appending to
     `log` (resumed). cold_weights: time each program with its weights evicted from the caches, as the whole
     model runs it (each weight is read once per inference, long after its last use; the activations come warm
     from the kernel before), so that the tuner ranks programs by how they stream weights from memory.
-    kwargs go to ansorc.tune_tasks (per_round=, seed=, model=, progress=, on_round=, ...)."""
+    options (a TuneOptions), backend, on_round, in_flight and callbacks: as ansorc.tune_tasks takes them."""
     from .fuse import fuse
     from .tasks import extract_tasks
     net = network_of(model, input_shapes)
@@ -47,7 +50,8 @@ def tune_network(model, trials: int, log: str, input_shapes=None, target: str = 
     cold = cold_weights and plugin(target).cold_weights  # e.g. a GPU's weights stay in device memory
     search = [SearchTask(t.dag, target, cold_inputs=weight_inputs(net, t) if cold else ()) for t in tasks]
     res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,
-                     objective=objective, **kwargs)
+                     objective=objective, options=options, backend=backend, on_round=on_round,
+                     in_flight=in_flight, callbacks=callbacks)
     return NetworkTuning(net, groups, tasks, res)
 
 

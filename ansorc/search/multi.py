@@ -50,14 +50,14 @@ def task_tag(task: SearchTask) -> str:
 def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, objective="f1",
                strategy: str = "gradient", networks=None, backend=None, options: TuneOptions | None = None,
                scheduler: SchedulerOptions | None = None, requirements=None, references=None, on_round=None,
-               in_flight: int | None = None, callbacks=(), **kwargs) -> ScheduleResult:
+               in_flight: int | None = None, callbacks=()) -> ScheduleResult:
     """Tune `tasks` (SearchTasks or tensor lists) until `trials` programs have been measured for them in all,
     the log's included (a run that was stopped resumes where it was with the same call; nothing is measured
     twice). Each round goes where the objective gains most (strategy "gradient") or in turn ("round-robin").
     weights: occurrences of each task (default 1). objective: "f1" weighted latency (default), "f2" with
     per-network `requirements`, "f3" geometric-mean speedup over per-network `references`, "f4" f1 with per-task
-    early stopping, or a callable; networks: task indices per network (f2/f3). kwargs override TuneOptions
-    fields (per_round=, seed=, model=, progress=, ...); options.early_stopping stops the run (f4: each task)
+    early stopping, or a callable; networks: task indices per network (f2/f3). options: a TuneOptions (its
+    trials are this call's `trials`); options.early_stopping stops the run (f4: each task)
     after that many trials without a better objective. callbacks: called after each batch of every task with
     (TaskTuner, records), after the log and the model update (search/callbacks.py); on_round(scheduler, task
     index) after each round. At the end each task's best programs are re-timed side by side (retime_top).
@@ -69,7 +69,7 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
     weights = tuple(float(w) for w in (weights if weights is not None else [1] * len(tasks)))
     if len(weights) != len(tasks):
         raise ValueError(f"{len(weights)} weights for {len(tasks)} tasks")
-    opts = tune_options(options, **kwargs)
+    opts = tune_options(options)
     per_task_stop = objective == "f4"
     sched = scheduler or SchedulerOptions(strategy=strategy, per_round=opts.per_round, seed=opts.seed,
                                           early_stopping=None if per_task_stop else opts.early_stopping,

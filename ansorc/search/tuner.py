@@ -9,21 +9,21 @@ from .tuning import TargetUnavailableError, TaskTuner, TuneOptions, TuneResult, 
 
 
 def tune(tensors, trials: int | None = None, log: str | None = None, target: str = "native",
-         options: TuneOptions | None = None, backend=None, callbacks=(), **kwargs) -> TuneResult:
+         options: TuneOptions | None = None, backend=None, callbacks=()) -> TuneResult:
     """Tune `tensors` (inputs then outputs, or a SearchTask) until `trials` programs are measured, the log's
     included; returns the best. The one-task case of tune_tasks (search/multi.py).
 
-    options: a TuneOptions; keyword arguments override its fields (trials=, seed=, model=, per_round= (the most
-    programs per round: a round is smaller where the first, unguided one would take over a quarter of the trials),
-    early_stopping=, params=, progress=, search=, flags=, retime_top=, retime_rounds=, and runner_kwargs=
-    {RunnerConfig field: value}). A log that already holds records of this workload is resumed: nothing is
+    options: how to tune (a TuneOptions: seed, model, per_round (the most programs per round: a round is
+    smaller where the first, unguided one would take over a quarter of the trials), early_stopping, params,
+    progress, search, flags, retime_top, retime_rounds, runner); `trials` replaces its trials when given.
+    A log that already holds records of this workload is resumed: nothing is
     measured twice. At the end, the `retime_top` best programs are timed again side by side, `retime_rounds`
     times in turn, and the winner is the best of those timings (logged with note "retime"): single timings on a
     shared machine vary by up to 30%, and the fastest single timing is often a lucky one. retime_top=0 skips it.
     backend: a MeasureBackend to measure with (the caller closes it); by default this machine's for the target.
     callbacks: called with (TaskTuner, records) after each batch (search/callbacks.py)."""
     task = tensors if isinstance(tensors, SearchTask) else SearchTask(tensors, target)
-    opts = tune_options(options, trials=trials, **kwargs)
+    opts = tune_options(options, trials=trials)
     return tune_tasks([task], trials=opts.trials, log=log, backend=backend, options=opts,
                       callbacks=callbacks).results[0]
 

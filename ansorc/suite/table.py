@@ -38,7 +38,7 @@ from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.record import RETIME_NOTE, load, records_for  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
-from ansorc.search.tuner import tune  # noqa: E402
+from ansorc.search.tuner import TuneOptions, tune  # noqa: E402
 from ansorc.suite.logs import pack_log, working_log  # noqa: E402
 from ansorc.suite.timing import PEAK, row_dag, time_row_fresh  # noqa: E402
 
@@ -64,7 +64,7 @@ def tune_row(op: str, idx: int, dag, log_dir: Path, trials: int, quiet: bool) ->
     t0 = time.time()
     if trials:
         with all_process_cpus():   # the peers' OpenMP bound this thread to one core; gcc and workers inherit it
-            tune(SearchTask(dag), trials=trials, log=str(log), progress=not quiet)
+            tune(SearchTask(dag), trials=trials, log=str(log), options=TuneOptions(progress=not quiet))
         pack_log(log)
     key = log.stem
     spent[key] = spent.get(key, 0.0) + time.time() - t0

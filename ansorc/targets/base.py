@@ -95,8 +95,9 @@ class TargetPlugin:
         -> MeasureResult that builds and times one program there."""
         raise NotImplementedError
 
-    def compile(self, dag, trials: int, log, target: str, seed: int, name: str, tune_kwargs: dict) -> Any:
-        """A loaded kernel: tuned for `trials`, else the best in `log`, else the default program."""
+    def compile(self, dag, trials: int, log, target: str, name: str, options) -> Any:
+        """A loaded kernel: tuned for `trials` (options: a search.tuning.TuneOptions), else the best in `log`,
+        else the default program."""
         raise NotImplementedError
 
     def cli_compile(self, args, prog, name: str) -> dict:

@@ -8,6 +8,7 @@ from ansorc.ir.evaluate import evaluate, random_inputs
 from ansorc.measure.record import load
 from ansorc.search.evolution import SearchParams
 from ansorc.search.tuner import tune
+from ansorc.search.tuning import tune_options
 
 TEXT = """param N = 32
 input A: float32[N, N]
@@ -30,11 +31,11 @@ def test_a_log_resumes_and_applies_across_renames(tmp_path):
     first = parse_text(TEXT)
     second = parse_text(RENAMED)
     assert [t.name for t in second.tensors] == ["P", "Q", "S"]
-    r1 = tune(first.tensors, trials=6, per_round=6, log=str(log), **FAST)
+    r1 = tune(first.tensors, trials=6, log=str(log), options=tune_options(per_round=6, **FAST))
     assert r1.best_state is not None
     assert all(s[1].startswith("#") for r in load(log) for s in r.steps)  # canonical names in the log
     logged = len(load(log))
-    r2 = tune(second.tensors, trials=6, per_round=6, log=str(log), **FAST)
+    r2 = tune(second.tensors, trials=6, log=str(log), options=tune_options(per_round=6, **FAST))
     assert r2.trials == 6 and len(load(log)) == logged  # everything counted as done, nothing measured again
     assert r2.best_state is not None and {s.name for s in r2.best_state.stages} >= {"S"}
     kern = apply_best(str(log), second.tensors, name="renamed")

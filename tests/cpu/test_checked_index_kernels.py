@@ -18,6 +18,7 @@ from ansorc.net.ops_gather import OPS
 from ansorc.search.annotate import sample
 from ansorc.search.evolution import SearchParams
 from ansorc.search.task import HardwareParams, SearchTask
+from ansorc.search.tuning import tune_options
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 RNG = np.random.default_rng(7)
@@ -173,7 +174,8 @@ def test_tuning_a_gather_task_measures_valid_programs(tmp_path):
     X = te.placeholder(data.shape, name="X")
     ind = te.placeholder((12,), dtype="int64", name="ind")
     [Y] = OPS["Gather"].lower(node, [X, ind], LowerContext())
-    kern = ansorc.compile([X, ind, Y], trials=4, log=str(tmp_path / "g.jsonl"), per_round=4, **FAST)
+    kern = ansorc.compile([X, ind, Y], trials=4, log=str(tmp_path / "g.jsonl"),
+                          options=tune_options(per_round=4, **FAST))
     idx = RNG.integers(-3, 3, 12)
     np.testing.assert_array_equal(kern(ansorc.array(data), ansorc.array(idx)), np.take(data, idx, axis=0))
 

@@ -14,6 +14,7 @@ from ansorc.net.fuse import fuse
 from ansorc.net.network import group_dag
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.task import HardwareParams
+from ansorc.search.tuning import tune_options
 from tests.cpu.fuzz_programs import Chooser, random_program
 from tests.unit.net_graphs import conv_block, matmul, network, relu, resnet_block, softmax, weight
 
@@ -319,8 +320,8 @@ def test_the_search_tunes_a_fused_group(tmp_path):
     net = _model()
     [g] = [g for g in fuse(net) if "r1_add" in g.ops]
     dag = group_dag(net, g)
-    res = ansorc.tune(list(dag.tensors), trials=6, log=str(tmp_path / "log.json"), per_round=6, retime_top=0,
-                      progress=False)
+    res = ansorc.tune(list(dag.tensors), trials=6, log=str(tmp_path / "log.json"),
+                      options=tune_options(per_round=6, retime_top=0, progress=False))
     assert res.best_state is not None and res.best_seconds > 0
     check_kernel(list(dag.tensors), res.best_state, rtol=1e-4, atol=1e-4)
 

@@ -16,6 +16,7 @@ from ansorc.codegen.target import Target
 from ansorc.frontend import load
 from ansorc.ir.dag import ComputeDAG
 from ansorc.measure.record import Record, RecordLog, native_isa, steps_key
+from ansorc.search.tuning import tune_options
 
 ROOT = Path(__file__).resolve().parents[2]
 FORGED_SECONDS = 1e-9   # the issue's figure; 64^3 matmul: 5.2e5 GFLOP/s, over 1000 cores' bound
@@ -79,7 +80,7 @@ def test_tuning_resumed_from_a_forged_log_leaves_the_record_out(tmp_path):
     tensors = workloads.matmul(32, 32, 32)
     log = _forged_log(tmp_path / "forged.jsonl", ComputeDAG(tensors))
     with pytest.warns(ImplausibleRecordWarning, match=r"forged.jsonl:2: a record .* left out of the resumed"):
-        res = ansorc.tune(tensors, trials=2, log=str(log), progress=False)
+        res = ansorc.tune(tensors, trials=2, log=str(log), options=tune_options(progress=False))
     assert res.best_seconds > 1e-8 and res.best_state is not None
 
 

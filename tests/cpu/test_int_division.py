@@ -8,6 +8,7 @@ from ansorc.ir import te
 from ansorc.ir.evaluate import evaluate
 from ansorc.search.evolution import SearchParams
 from ansorc.search.tuner import tune
+from ansorc.search.tuning import tune_options
 
 
 def _divmod_graph(dtype):
@@ -37,6 +38,7 @@ def test_tuning_integer_division_with_zeros_in_the_random_inputs_finds_valid_pro
     A = te.placeholder((32, 32), "int32", "A")
     B = te.placeholder((32, 32), "int32", "B")
     C = te.compute((32, 32), lambda i, j: A[i, j] // B[i, j] + A[i, j] % B[i, j], name="C")
-    res = tune([A, B, C], trials=6, per_round=6, log=str(tmp_path / "log.jsonl"), progress=False,
-               runner_kwargs={"min_repeat_ms": 1, "repeat": 1}, params=SearchParams(population=16, generations=1))
+    res = tune([A, B, C], trials=6, log=str(tmp_path / "log.jsonl"),
+               options=tune_options(per_round=6, progress=False, runner_kwargs={"min_repeat_ms": 1, "repeat": 1},
+                                    params=SearchParams(population=16, generations=1)))
     assert res.best_state is not None and res.best_gflops >= 0

@@ -25,6 +25,7 @@ from ansorc.measure.runner import RunnerConfig  # noqa: E402
 from ansorc.search.multi import tune_tasks  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import tune  # noqa: E402
+from ansorc.search.tuning import tune_options  # noqa: E402
 
 from .helpers import check_kernel  # noqa: E402
 
@@ -75,7 +76,8 @@ def test_tune_through_the_cluster_logs_every_candidate_once_and_kernels_are_corr
         # kernels are timed with all cores, as they will run (Ray's workers default to one OpenMP thread)
         threads = ray.get([a.omp_threads.remote() for a in backend.runners.values()])
         assert threads == [num_cores()] * 3
-        res = tune(SearchTask(tensors, "native"), trials=12, log=log, retime_top=2, backend=backend, **OPTS)
+        res = tune(SearchTask(tensors, "native"), trials=12, log=log, backend=backend,
+                   options=tune_options(retime_top=2, **OPTS))
         assert len(set(backend.measured_by.elements())) >= 2   # the batches were spread over several nodes
     recs = _tuned(load(log))
     assert len(recs) == 12 and res.trials == 12
@@ -84,7 +86,8 @@ def test_tune_through_the_cluster_logs_every_candidate_once_and_kernels_are_corr
     check_kernel(tensors, res.best_state)           # the winner, rebuilt here, agrees with numpy
     # resumed from the log, through the cluster: nothing measured again
     with RayBackend(cluster.address, "native", PATIENT) as backend:
-        again = tune(SearchTask(tensors, "native"), trials=16, log=log, retime_top=0, backend=backend, **OPTS)
+        again = tune(SearchTask(tensors, "native"), trials=16, log=log, backend=backend,
+                     options=tune_options(retime_top=0, **OPTS))
     recs = _tuned(load(log))
     assert again.trials == 16 and len(recs) == 16
     assert max(Counter(r.steps_json for r in recs).values()) == 1
@@ -96,7 +99,7 @@ def test_the_task_scheduler_measures_batches_of_several_tasks_at_once(cluster, t
     tasks = [SearchTask(t, "native") for t in tensors]
     with RayBackend(cluster.address, "native", PATIENT) as backend:
         assert backend.slots() == 4            # three measuring nodes, and one batch searched ahead
-        out = tune_tasks(tasks, trials=24, log=log, backend=backend, retime_top=0, **OPTS)
+        out = tune_tasks(tasks, trials=24, log=log, backend=backend, options=tune_options(retime_top=0, **OPTS))
         assert backend.peak_batches >= 2        # candidates of two batches were on the nodes at one moment
     assert out.driver is not None and out.driver.peak_overlap() >= 2   # submitted..completed intervals overlap
     # the warm-up: each task's first batch went out before any came back (the order they come back in is the
@@ -133,7 +136,8 @@ def test_neon_node_measures_under_emulation_and_flags_it(cluster, tmp_path):
     tensors = workloads.matmul(16, 16, 16)
     with RayBackend(cluster.address, "neon", PATIENT) as backend:
         assert len(backend.nodes()) == 1          # only w2 offers the NEON resource
-        res = tune(SearchTask(tensors, "neon"), trials=4, log=log, retime_top=0, backend=backend, **OPTS)
+        res = tune(SearchTask(tensors, "neon"), trials=4, log=log, backend=backend,
+                   options=tune_options(retime_top=0, **OPTS))
     recs = load(log)
     assert len(recs) == 4 and np.isfinite(res.best_seconds)
     assert {r.target for r in recs} == {"neon"}    # never mixed with native records
@@ -162,7 +166,7 @@ def test_a_worker_killed_while_batches_overlap_loses_nothing_and_measures_nothin
     tensors = [workloads.matmul(64, 64, 64), workloads.matmul_relu(32, 48, 32)]
     with _KillingBackend(cluster, "w1", cluster.address, "native", PATIENT) as backend:
         out = tune_tasks([SearchTask(t, "native") for t in tensors], trials=TRIALS, log=log, backend=backend,
-                         retime_top=0, **OPTS)
+                         options=tune_options(retime_top=0, **OPTS))
         assert backend.killed, "the victim never had a candidate in flight"
         assert backend.reassigned >= 1
         assert backend.victim_node not in backend.nodes()

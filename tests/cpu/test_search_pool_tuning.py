@@ -6,6 +6,7 @@ from ansorc.measure.record import RETIME_NOTE, load
 from ansorc.search import parallel
 from ansorc.search.evolution import SearchParams
 from ansorc.search.tuner import tune
+from ansorc.search.tuning import tune_options
 
 
 def test_a_search_with_the_pool_builds_runs_and_logs_its_candidates(tmp_path, monkeypatch):
@@ -20,8 +21,9 @@ def test_a_search_with_the_pool_builds_runs_and_logs_its_candidates(tmp_path, mo
     monkeypatch.setattr(tuning, "render_states_parallel", spy)
     log = tmp_path / "log.jsonl"
     try:
-        r = tune(workloads.matmul(48, 40, 32), trials=12, per_round=6, log=str(log), progress=False,
-                 runner_kwargs={"min_repeat_ms": 1, "repeat": 1}, params=SearchParams(population=32, generations=2))
+        r = tune(workloads.matmul(48, 40, 32), trials=12, log=str(log),
+                 options=tune_options(per_round=6, progress=False, runner_kwargs={"min_repeat_ms": 1, "repeat": 1},
+                                      params=SearchParams(population=32, generations=2)))
         assert parallel._POOL is not None   # the pool did the work
     finally:
         parallel.close_pool()

@@ -44,7 +44,8 @@ def test_scalar_target_lives_in_its_folder_and_one_registry_line():
 
 
 def test_scalar_tunes_and_runs_without_openmp(tmp_path):
-    kern = ansorc.compile(matmul(), trials=8, log=str(tmp_path / "log.jsonl"), target="scalar", progress=False)
+    kern = ansorc.compile(matmul(), trials=8, log=str(tmp_path / "log.jsonl"), target="scalar",
+                          options=ansorc.TuneOptions(progress=False))
     a, b = (np.random.default_rng(i).standard_normal((48, 48)).astype("float32") for i in range(2))
     np.testing.assert_allclose(kern(a, b), a @ b, rtol=1e-4, atol=1e-4)
     lines = (tmp_path / "log.jsonl").read_text().splitlines()

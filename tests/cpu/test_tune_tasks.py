@@ -8,20 +8,22 @@ from ansorc import workloads
 from ansorc.ir.evaluate import evaluate, random_inputs
 from ansorc.measure.record import load
 from ansorc.search.multi import tune_tasks
+from ansorc.search.tuning import tune_options
 
 
 def test_tune_tasks_spreads_the_budget_and_resumes_without_measuring_twice(tmp_path):
     log = str(tmp_path / "net.jsonl")
     tasks = [workloads.make("GMM", 0), workloads.make("NRM", 0)]
     kw = dict(per_round=4, model="random", retime_top=0, progress=False)
-    first = tune_tasks(tasks, [2, 1], trials=16, log=log, **kw)
+    first = tune_tasks(tasks, [2, 1], trials=16, log=log, options=tune_options(**kw))
     assert sum(r.trials for r in first.results) == 16
     assert all(r.trials >= 4 for r in first.results)            # the warm-up gave every task a round
     assert all(s < float("inf") for s in first.latencies)
     assert first.estimated_latency == 2 * first.latencies[0] + first.latencies[1]
-    again = tune_tasks(tasks, [2, 1], trials=16, log=log, **kw)   # the same call again: all done, nothing measured
+    again = tune_tasks(tasks, [2, 1], trials=16, log=log,
+                       options=tune_options(**kw))   # the same call again: all done, nothing measured
     assert sum(r.trials for r in again.results) == 16 and len(load(log)) == 16
-    second = tune_tasks(tasks, [2, 1], trials=24, log=log, **kw)
+    second = tune_tasks(tasks, [2, 1], trials=24, log=log, options=tune_options(**kw))
     assert sum(r.trials for r in second.results) == 24          # resumed 16, measured 8 more
     recs = load(log)
     assert len(recs) == 24
@@ -39,10 +41,10 @@ def test_the_default_program_is_measured_once_in_the_first_round(tmp_path):
     task = SearchTask(workloads.make("GMM", 0))
     want = steps_key(canonical_steps(task, default_cpu_schedule(task.dag, task.target, task.hw)))
     kw = dict(per_round=4, model="random", retime_top=0, progress=False)
-    tune_tasks([task], [1], trials=4, log=log, **kw)
+    tune_tasks([task], [1], trials=4, log=log, options=tune_options(**kw))
     first = [steps_key(r.steps) for r in load(log)]
     assert first[0] == want and len(first) == 4
-    tune_tasks([task], [1], trials=4, log=log, **kw)          # resumed: not measured again
+    tune_tasks([task], [1], trials=4, log=log, options=tune_options(**kw))          # resumed: not measured again
     assert [steps_key(r.steps) for r in load(log)].count(want) == 1
 
 
@@ -82,7 +84,7 @@ def test_declaring_weights_constant_measures_the_per_call_best_programs_first(tm
     assert plain.workload_key != kept.workload_key
     full = RunnerConfig(early_cut_ratio=None, contender_ratio=None, min_repeat_ms=2.0)   # every program in full
     kw = dict(model="random", retime_top=0, progress=False, runner=full)
-    tune_tasks([plain], [1], trials=12, log=log, per_round=12, **kw)
+    tune_tasks([plain], [1], trials=12, log=log, options=tune_options(per_round=12, **kw))
     top = [steps_key(r.steps) for r in best(log, plain.workload_key, k=TRANSFER_TOP)]
     assert len(top) >= 4
     kern = ansorc.compile(tensors, trials=0, log=log, constants=workloads.weights(tensors))   # the per-call best
@@ -91,10 +93,11 @@ def test_declaring_weights_constant_measures_the_per_call_best_programs_first(tm
     out = np.zeros(tensors[-1].shape, np.float32)
     kern(*[values[t.name] for t in kept.dag.inputs], out)
     np.testing.assert_allclose(out, evaluate(tensors[-1], values)[tensors[-1].name], rtol=1e-4, atol=1e-4)
-    tune_tasks([kept], [1], trials=len(top) + 1, log=log, per_round=len(top) + 1, **kw)
+    tune_tasks([kept], [1], trials=len(top) + 1, log=log, options=tune_options(per_round=len(top) + 1, **kw))
     moved = [steps_key(r.steps) for r in load(log) if r.workload_key == kept.workload_key]
     assert set(top) <= set(moved) and len(moved) == len(top) + 1
     assert all(r.ok for r in load(log) if r.workload_key == kept.workload_key)
-    tune_tasks([kept], [1], trials=len(top) + 3, log=log, per_round=2, **kw)   # resumed: none measured twice
+    tune_tasks([kept], [1], trials=len(top) + 3, log=log,
+               options=tune_options(per_round=2, **kw))   # resumed: none measured twice
     again = [steps_key(r.steps) for r in load(log) if r.workload_key == kept.workload_key]
     assert len(again) == len(set(again)) == len(top) + 3

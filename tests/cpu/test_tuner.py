@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_tune_records_and_resume(tmp_path):
     log = tmp_path / "log.jsonl"
     tensors = workloads.matmul(64, 64, 64)
-    r1 = tune(tensors, trials=12, per_round=6, log=str(log), **FAST)
+    r1 = tune(tensors, trials=12, log=str(log), options=tune_options(per_round=6, **FAST))
     assert r1.trials == 12 and r1.best_state is not None and r1.best_gflops > 0
-    r2 = tune(tensors, trials=24, per_round=6, log=str(log), seed=1, **FAST)
+    r2 = tune(tensors, trials=24, log=str(log), options=tune_options(per_round=6, seed=1, **FAST))
     everything = load(log)
     recs = [r for r in everything if r.note != RETIME_NOTE]
     keys = [r.steps_json for r in recs]
@@ -46,7 +46,8 @@ def test_top_programs_are_retimed_side_by_side(tmp_path, monkeypatch):
     monkeypatch.setenv("ANSORC_CACHE_DIR", str(tmp_path / "cache"))
     log = tmp_path / "log.jsonl"
     tensors = workloads.matmul(64, 64, 64)
-    res = tune(tensors, trials=12, per_round=6, log=str(log), retime_top=3, retime_rounds=2, **FAST)
+    res = tune(tensors, trials=12, log=str(log),
+               options=tune_options(per_round=6, retime_top=3, retime_rounds=2, **FAST))
     # Re-timing reuses the candidates' builds: at most one library per measured program (two schedules can
     # render the same C), none added for the re-timing.
     assert len(list((tmp_path / "cache" / "builds").glob("*.so"))) <= 12
@@ -64,7 +65,7 @@ def test_top_programs_are_retimed_side_by_side(tmp_path, monkeypatch):
 
 def test_compile_returns_the_best_kernel(tmp_path):
     tensors = workloads.matmul_relu(48, 40, 32)
-    kern = ansorc.compile(tensors, trials=8, log=str(tmp_path / "l.jsonl"), per_round=4, **FAST)
+    kern = ansorc.compile(tensors, trials=8, log=str(tmp_path / "l.jsonl"), options=tune_options(per_round=4, **FAST))
     a = np.random.rand(48, 32).astype(np.float32)
     b = np.random.rand(32, 40).astype(np.float32)
     np.testing.assert_allclose(kern(a, b), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
@@ -85,10 +86,10 @@ def test_compile_without_trials_or_log_builds_the_default_program():
 def test_kill_then_resume_measures_nothing_twice(tmp_path):
     log = tmp_path / "k.jsonl"
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "from ansorc import workloads\nfrom ansorc.search.tuner import tune\n"
+            "from ansorc import workloads\nfrom ansorc.search.tuner import tune, tune_options\n"
             "from ansorc.search.evolution import SearchParams\n"
-            "tune(workloads.matmul(64, 64, 64), trials=400, per_round=4, log=%r, progress=False,"
-            " runner_kwargs={'min_repeat_ms': 1, 'repeat': 1}, params=SearchParams(population=32, generations=1))\n"
+            "tune(workloads.matmul(64, 64, 64), trials=400, log=%r, options=tune_options(per_round=4, progress=False,"
+            " runner_kwargs={'min_repeat_ms': 1, 'repeat': 1}, params=SearchParams(population=32, generations=1)))\n"
             % (str(ROOT), str(log)))
     proc = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.time() + 120
@@ -98,7 +99,8 @@ def test_kill_then_resume_measures_nothing_twice(tmp_path):
     proc.wait()
     before = load(log)
     assert len(before) >= 8
-    tune(workloads.matmul(64, 64, 64), trials=len(before) + 8, per_round=4, log=str(log), seed=3, **FAST)
+    tune(workloads.matmul(64, 64, 64), trials=len(before) + 8, log=str(log),
+         options=tune_options(per_round=4, seed=3, **FAST))
     before = [r for r in before if r.note != RETIME_NOTE]
     after = [r for r in load(log) if r.note != RETIME_NOTE]
     assert len(after) == len(before) + 8
@@ -108,7 +110,7 @@ def test_kill_then_resume_measures_nothing_twice(tmp_path):
 def test_lgb_model_fits_its_training_data_and_saves(tmp_path):
     log = tmp_path / "m.jsonl"
     tensors = workloads.matmul(128, 128, 128)
-    tune(tensors, trials=40, per_round=20, log=str(log), model="random", search="random", **FAST)
+    tune(tensors, trials=40, log=str(log), options=tune_options(per_round=20, model="random", search="random", **FAST))
     task = SearchTask(tensors)
     model = LGBModel(warmup=1)
     model.add_task(task)
@@ -140,8 +142,9 @@ def test_tasks_interleave_on_one_model_backend_and_log(tmp_path):
     its own task's inputs and outputs (a backend stuck on the first task would fail the second's programs)."""
     log = tmp_path / "two.jsonl"
     tasks = [SearchTask(workloads.matmul(32, 48, 16)), SearchTask(workloads.matmul_relu(24, 16, 32))]
-    results = tune_tasks(tasks, log=str(log), trials=16, strategy="round-robin", per_round=4, model="random",
-                         retime_top=0, **{k: v for k, v in FAST.items() if k != "progress"}).results
+    results = tune_tasks(tasks, log=str(log), trials=16, strategy="round-robin",
+                         options=tune_options(per_round=4, model="random", retime_top=0,
+                                              **{k: v for k, v in FAST.items() if k != "progress"})).results
     records = load(log)
     for task, res in zip(tasks, results):
         mine = [r for r in records if r.workload_key == task.workload_key]
@@ -206,8 +209,8 @@ def test_tune_measures_through_a_given_backend_with_each_batch_task(tmp_path):
     backend = Recording(inner)
     assert isinstance(backend, MeasureBackend)
     try:
-        res = tune(workloads.matmul(32, 32, 32), trials=6, per_round=3, backend=backend, options=opts,
-                   retime_top=2, retime_rounds=1, progress=False)
+        res = tune(workloads.matmul(32, 32, 32), trials=6, backend=backend,
+                   options=tune_options(opts, per_round=3, retime_top=2, retime_rounds=1, progress=False))
     finally:
         inner.close()
     assert res.trials == 6 and not backend.closed  # the caller's backend is the caller's to close

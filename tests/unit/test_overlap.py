@@ -17,6 +17,7 @@ from ansorc.measure.runner import MeasureResult
 from ansorc.search.multi import tune_tasks
 from ansorc.search.objectives import make_objective
 from ansorc.search.scheduler import SchedulerOptions, TaskScheduler
+from ansorc.search.tuning import tune_options
 
 from .test_scheduler import CurveTuner
 
@@ -165,7 +166,7 @@ def test_tune_tasks_with_batches_in_flight_logs_each_candidate_once_and_resumes(
     log = str(tmp_path / "net.jsonl")
     kw = dict(per_round=4, model="random", retime_top=0, progress=False)
     fake = FakeBatches(slots=2, fail_every=fail_every)
-    out = tune_tasks(_tasks(), trials=24, log=log, backend=fake, **kw)
+    out = tune_tasks(_tasks(), trials=24, log=log, backend=fake, options=tune_options(**kw))
     assert fake.peak == 2                                  # two batches were out at once
     assert len(set(fake.tasks_seen[:3])) == 3              # the warm-up submitted every task before any landed
     assert out.driver is not None and out.driver.peak_overlap() >= 2
@@ -176,7 +177,7 @@ def test_tune_tasks_with_batches_in_flight_logs_each_candidate_once_and_resumes(
     summary = out.driver.summary()
     assert summary["candidates"] == 24 and summary["batches"] == 6
     # resumed with batches in flight again: 12 more, none measured twice
-    more = tune_tasks(_tasks(), trials=36, log=log, backend=FakeBatches(slots=3), **kw)
+    more = tune_tasks(_tasks(), trials=36, log=log, backend=FakeBatches(slots=3), options=tune_options(**kw))
     recs = load(log)
     assert len(recs) == 36 == sum(r.trials for r in more.results)
     assert max(Counter((r.workload_key, str(r.steps)) for r in recs).values()) == 1
@@ -184,11 +185,11 @@ def test_tune_tasks_with_batches_in_flight_logs_each_candidate_once_and_resumes(
 
 def test_a_local_style_backend_keeps_the_synchronous_loop(tmp_path):
     kw = dict(per_round=4, model="random", retime_top=0, progress=False)
-    out = tune_tasks(_tasks()[:2], trials=8, backend=FakeSync(), **kw)
+    out = tune_tasks(_tasks()[:2], trials=8, backend=FakeSync(), options=tune_options(**kw))
     assert out.driver is None                              # no submit(): run() as before
     assert sum(r.trials for r in out.results) == 8
     with pytest.raises(ValueError, match="in_flight"):
-        tune_tasks(_tasks()[:2], trials=8, backend=FakeBatches(), in_flight=0, **kw)
+        tune_tasks(_tasks()[:2], trials=8, backend=FakeBatches(), in_flight=0, options=tune_options(**kw))
 
 
 class FakeSync:

@@ -20,6 +20,7 @@ from ansorc.search import multi
 from ansorc.search.multi import tune_tasks
 from ansorc.search.task import SearchTask
 from ansorc.search.tuner import tune
+from ansorc.search.tuning import tune_options
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "tuner_order.json"
 
@@ -54,11 +55,11 @@ def tasks():
 
 def runs(model: str, monkeypatch) -> dict:
     opts = dict(seed=3, model=model, progress=False, retime_top=0, per_round=8)
-    one = tune(tasks()[0], trials=24, backend=HashTimed(), **opts)
-    sched = tune_tasks(tasks(), trials=32, backend=HashTimed(), **opts)
+    one = tune(tasks()[0], trials=24, backend=HashTimed(), options=tune_options(**opts))
+    sched = tune_tasks(tasks(), trials=32, backend=HashTimed(), options=tune_options(**opts))
     # round-robin, the driver making its own backends (the "tune_tasks" entry: a per-task driver before)
     monkeypatch.setattr(multi, "local_backend", lambda target, options: HashTimed())
-    many = tune_tasks(tasks(), trials=32, strategy="round-robin", **opts).results
+    many = tune_tasks(tasks(), trials=32, strategy="round-robin", options=tune_options(**opts)).results
     return {"tune": order(one.records), "scheduler": [order(r.records) for r in sched.results],
             "scheduler_rounds": list(sched.rounds), "tune_tasks": [order(r.records) for r in many]}
 

@@ -71,9 +71,9 @@ class CpuPlugin(TargetPlugin):
         return lambda source, task, best, early_cut: measure_emulated(source, target.name, task, config,
                                                                       build_timeout)
 
-    def compile(self, dag, trials, log, target, seed, name, tune_kwargs):
+    def compile(self, dag, trials, log, target, name, options):
         from ...autotune import compile_cpu
-        return compile_cpu(dag, trials, log, target, seed, name, tune_kwargs)
+        return compile_cpu(dag, trials, log, target, name, options)
 
     def cli_compile(self, args, prog, name):
         from ...cli import compile_cpu_command

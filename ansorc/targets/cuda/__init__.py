@@ -58,9 +58,9 @@ class CudaPlugin(TargetPlugin):
         measure.close = lambda: backend and backend[0].close()
         return measure
 
-    def compile(self, dag, trials, log, target, seed, name, tune_kwargs):
+    def compile(self, dag, trials, log, target, name, options):
         from .kernel import compile_cuda
-        return compile_cuda(dag, trials, log, target, seed, name, tune_kwargs)
+        return compile_cuda(dag, trials, log, target, name, options)
 
     def cli_compile(self, args, prog, name):
         from .cli import compile_cuda_command

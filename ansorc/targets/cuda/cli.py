@@ -11,11 +11,12 @@ def compile_cuda_command(args, prog, name) -> dict:
     from ...ir.dag import ComputeDAG
     from .codegen_target import CudaTarget
     from .export import export_cuda
+    from ...search.tuning import TuneOptions
     from .kernel import cuda_schedule
     dag = ComputeDAG(prog.tensors)
     try:
-        state = cuda_schedule(dag, args.trials, args.log, args.target, args.seed,
-                              {"progress": not args.quiet} if args.trials > 0 else {})
+        state = cuda_schedule(dag, args.trials, args.log, args.target,
+                              TuneOptions(seed=args.seed, progress=not args.quiet and args.trials > 0))
     except NoRecordError as e:
         raise CliError(str(e), EXIT_FAILED) from None
     except ValueError as e:   # no GPU to tune on

@@ -159,7 +159,7 @@ def build_cuda_kernel(dag, state, target, name: str = "kernel") -> CudaKernel:
     return CudaKernel(src, res.lib_path, {"target": tgt.name, "arch": tgt.arch, "state": state})
 
 
-def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0, tune_kwargs: dict | None = None):
+def cuda_schedule(dag, trials: int, log: str | None, target: str, options=None):
     """The GPU program to build: tuned (a GPU is needed), the best logged, or the untuned default."""
     from ...autotune import NoRecordError
     from ...ir.state import replay
@@ -170,7 +170,7 @@ def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0,
     from .search_policy import default_gpu_schedule
     task = SearchTask(dag, target)
     if trials > 0:
-        res = tune(task, trials=trials, log=log, seed=seed, **(tune_kwargs or {}))
+        res = tune(task, trials=trials, log=log, options=options)
         if res.best_state is None:
             raise NoRecordError("tuning measured no valid program; see the log for the errors")
         return res.best_state
@@ -178,9 +178,9 @@ def cuda_schedule(dag, trials: int, log: str | None, target: str, seed: int = 0,
     return replay(dag, steps_from_json(recs[0].steps)) if recs else default_gpu_schedule(task)
 
 
-def compile_cuda(dag, trials: int, log, target: str, seed: int, name: str, tune_kwargs: dict) -> CudaKernel:
+def compile_cuda(dag, trials: int, log, target: str, name: str, options) -> CudaKernel:
     """ansorc.compile on a CUDA target (the plug-in's kernel loader)."""
-    return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, seed, tune_kwargs), target, name)
+    return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, options), target, name)
 
 
 __all__ = ["CudaKernel", "CudaKernelError", "build_cuda_kernel", "cuda_schedule", "compile_cuda"]
