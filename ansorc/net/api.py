@@ -13,7 +13,6 @@ from ..codegen.pipeline import resolve_target
 from ..codegen.target import Target
 from ..ir.state import replay
 from ..ir.steps import steps_from_json
-from ..search.default_schedule import default_cpu_schedule
 from ..search.tuning import TuneOptions
 from .library import build_library, emit_library, write_library
 from .model import Model
@@ -48,27 +47,33 @@ def schedule_groups(net: Network, groups, log=None, target="native") -> tuple:
     """(schedules: group name -> State, tasks: list of TaskInfo). Groups of one workload share one State: their
     DAGs differ only in names, so one kernel serves them all."""
     tgt = resolve_target(target)
+    kind = plugin(tgt)
     records = None
     if log is not None:
         from ..measure.record import load
         records = list(load(log))
     by_name = {g.name: g for g in groups}
     schedules, tasks = {}, []
-    for t in extract_tasks(net, groups):
+    for t in extract_tasks(net, groups, kind.constants):
         # the other groups' DAGs are built only if the first naming does not replay the record
-        dags = itertools.chain([t.dag], (group_dag(net, by_name[n]) for n in t.groups[1:]))
+        dags = itertools.chain([t.dag], (group_dag(net, by_name[n], kind.constants) for n in t.groups[1:]))
         state, replays = _from_log(records, dags, t.dag, tgt.name) if records else (None, True)
         how = "log" if state is not None else "default"
-        state = state if state is not None else default_cpu_schedule(t.dag, tgt)
+        state = state if state is not None else kind.network_program(t.dag, tgt)
         schedules.update(dict.fromkeys(t.groups, state))
         tasks.append(TaskInfo(t.dag, t.weight, t.groups, t.flops, t.name, how, replays))
     return schedules, tasks
 
 
-def build_model(net: Network, groups, schedules: dict, target="native", name: str | None = None,
-                tasks=()) -> Model:
-    """Emit, build and load the model library of `net` cut into `groups` under `schedules`."""
+def build_model(net: Network, groups, schedules: dict, target="native", name: str | None = None, tasks=()):
+    """Emit, build and load the model library of `net` cut into `groups` under `schedules` (the target
+    plug-in's network library: a Model on CPUs, a CudaModel on CUDA)."""
     tgt = resolve_target(target)
+    return plugin(tgt).build_network(net, groups, schedules, tgt, name, tasks)
+
+
+def build_cpu_model(net: Network, groups, schedules: dict, tgt: Target, name: str | None, tasks) -> Model:
+    """The CPU plug-in's network library: one C translation unit, built with the target's compiler."""
     if isinstance(tgt, Target) and not tgt.runs_here():
         raise NetError(f"model {net.name!r}: target {tgt.name!r} does not run on this machine")
     lib = emit_library(net, groups, schedules, tgt, name)

@@ -93,7 +93,7 @@ def _size(t) -> int:
     return n
 
 
-def _producers(net: Network, groups) -> dict:
+def producers(net: Network, groups) -> dict:
     """Tensor name -> index of the group computing it; every group input must exist before the group runs."""
     produced, inputs = {}, {t.name for t in net.inputs}
     for i, g in enumerate(groups):
@@ -112,7 +112,7 @@ def _producers(net: Network, groups) -> dict:
 
 def _bindings(net: Network, groups, everything: dict) -> tuple:
     """(C expression of each tensor a kernel call passes, arena plan, weight order)."""
-    produced = _producers(net, groups)
+    produced = producers(net, groups)
     inputs = {t.name: k for k, t in enumerate(net.inputs)}
     outputs = {}
     for k, t in enumerate(net.outputs):
@@ -132,7 +132,7 @@ def _bindings(net: Network, groups, everything: dict) -> tuple:
     return expr, arena, order
 
 
-def _schedule_key(state) -> str:
+def schedule_key(state) -> str:
     """Equal for two groups of one workload whose schedules differ only in the groups' tensor names."""
     canon = {op.name: f"T{i}" for i, op in enumerate(state.dag.ops)}
     text = repr(steps_to_json(state.steps))
@@ -213,7 +213,7 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict,
         if g.name not in schedules:
             raise LibraryError(f"group {g.name!r} has no schedule")
         state = schedules[g.name]
-        key = _schedule_key(state)
+        key = schedule_key(state)
         if key in entries and entries[key].prepared:
             key += "\0" + g.name   # a kernel keeping a copy of its weights keeps one: one kernel per group
         if key not in entries:

@@ -16,12 +16,13 @@ from ..ir.dtypes import ITEMSIZE
 
 # status codes of <model>_init and <model>_run; model.py turns them into messages
 STATUS = {"OK": 0, "ERR_OPEN": 1, "ERR_FORMAT": 2, "ERR_SIZE": 3, "ERR_MISMATCH": 4, "ERR_CHECKSUM": 5,
-          "ERR_NOMEM": 6, "ERR_NOT_INIT": 7, "ERR_VERSION": 8, "ERR_KERNEL": 1000, "KERNEL_STRIDE": 256}
+          "ERR_NOMEM": 6, "ERR_NOT_INIT": 7, "ERR_VERSION": 8, "ERR_CUDA": 9, "ERR_KERNEL": 1000, "KERNEL_STRIDE": 256}
 MESSAGES = {1: "cannot open the weights file", 2: "not an ansorc weights file (or another format version)",
             3: "the weights file is truncated or has trailing bytes", 4: "the weights file is for another model",
             5: "the weights file is corrupt (checksum mismatch)", 6: "out of memory",
             7: "the model is not initialized",
-            8: "the weights file is of another format version (written by another ansorc); rebuild the model"}
+            8: "the weights file is of another format version (written by another ansorc); rebuild the model",
+            9: "a CUDA call failed"}
 
 LOADER = Template(r"""
 #include <stdio.h>
@@ -102,7 +103,7 @@ static int ansorc_net_load(const char* path) {
   return ansorc_net_check(ansorc_net_blob, size);
 }
 
-void ${m}_free(void) {
+${linkage}void ${m}_free(void) {
 $forget
   free(ansorc_net_blob);
   free(ansorc_net_arena);
@@ -111,7 +112,7 @@ $forget
   ansorc_net_ready = 0;
 }
 
-int ${m}_init(const char* weights_path) {
+${linkage}int ${m}_init(const char* weights_path) {
   ${m}_free();
   int rc = ansorc_net_load(weights_path);
   if (rc == 0) {
@@ -160,12 +161,14 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def loader(m: str, entries, file_size: int, arena_bytes: int, dtype_code: dict, digest: bytes, forget=()) -> str:
+def loader(m: str, entries, file_size: int, arena_bytes: int, dtype_code: dict, digest: bytes, forget=(),
+           linkage: str = "") -> str:
     """The weights loader, `<model>_init` and `<model>_free`; `forget`: lines of `_free` marking the kernels' kept
-    copies of the weights stale."""
+    copies of the weights stale; linkage "static " keeps both inside the library (a GPU library's own init
+    reads the file through them, then uploads it)."""
     n = len(entries)
     return LOADER.substitute(
-        m=m, nw=n, nw1=max(n, 1), file_size=f"{file_size}u", arena=f"{arena_bytes}u",
+        m=m, linkage=linkage, nw=n, nw1=max(n, 1), file_size=f"{file_size}u", arena=f"{arena_bytes}u",
         digest=", ".join(f"0x{b:02x}" for b in digest),
         forget="\n".join(forget) or "  /* no kernel keeps a copy of the weights */",
         names=", ".join(c_string(e.name) for e in entries) or "0",
@@ -209,7 +212,7 @@ def header(m: str, run_proto: str, signature: dict, build_line: str) -> str:
             for d in t["te_shape"]:
                 size *= d
             lines.append(f"#define {m.upper()}_{tag}{k}_SIZE {size}")
-    lines += _generic_names(m, sig)
+    lines += generic_names(m, sig)
     lines += ["", f"int {m}_init(const char* weights_path);", run_proto,
               f"int {m}_run_packed(void** args);  /* args[i]: input i, then the outputs */", f"void {m}_free(void);",
               f"void {m}_profile_enable(int on);  /* time each kernel call of run (0: off, the default) */",
@@ -219,7 +222,7 @@ def header(m: str, run_proto: str, signature: dict, build_line: str) -> str:
     return "\n".join(lines)
 
 
-def _generic_names(m: str, sig: dict) -> list:
+def generic_names(m: str, sig: dict) -> list:
     """Model-independent aliases, so that one driver source (examples/embed_net) embeds any model's header."""
     args = [*sig["inputs"], *sig["outputs"]]
     nbytes = []

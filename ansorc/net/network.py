@@ -60,9 +60,10 @@ def tensors_by_name(outputs) -> dict:
     return found
 
 
-def group_dag(net: Network, group: Group):
+def group_dag(net: Network, group: Group, constants: bool = True):
     """The ComputeDAG of one group: fresh placeholders (same names, shapes, dtypes) for its inputs, its ops rebuilt
-    to read them, arguments = inputs then outputs. Tensor names are kept, so C argument names are tensor names."""
+    to read them, arguments = inputs then outputs. Tensor names are kept, so C argument names are tensor names.
+    constants: the weights are declared constant (for targets whose kernels keep copies made from them)."""
     from .. import te
     from ..ir.dag import ComputeDAG
     from ..ir.expr import Read, transform
@@ -79,7 +80,7 @@ def group_dag(net: Network, group: Group):
         inputs = tuple(new[t.name] for t in op.inputs)
         new[name] = Tensor(ComputeOp(op.name, op.axes, op.reduce_axes, body, op.combiner, op.dtype, inputs, op.tag))
     return ComputeDAG([new[n] for n in group.inputs] + [new[n] for n in group.outputs],
-                      constants=constant_inputs(net, group))
+                      constants=constant_inputs(net, group) if constants else ())
 
 
 def constant_inputs(net: Network, group: Group) -> tuple:

@@ -22,11 +22,11 @@ class NetTask:
         return self.dag.workload_key
 
 
-def extract_tasks(net: Network, groups) -> list:
-    """One NetTask per distinct group computation, in order of first occurrence."""
+def extract_tasks(net: Network, groups, constants: bool = True) -> list:
+    """One NetTask per distinct group computation, in order of first occurrence; constants: as group_dag."""
     dags, members = {}, {}
     for g in groups:
-        dag = group_dag(net, g)
+        dag = group_dag(net, g, constants)
         key = dag.workload_key
         dags.setdefault(key, dag)
         members.setdefault(key, []).append(g.name)

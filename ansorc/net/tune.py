@@ -46,7 +46,7 @@ def tune_network(model, trials: int, log: str, input_shapes=None, target: str = 
     from .tasks import extract_tasks
     net = network_of(model, input_shapes)
     groups = fuse(net)
-    tasks = extract_tasks(net, groups)
+    tasks = extract_tasks(net, groups, plugin(target).constants)
     cold = cold_weights and plugin(target).cold_weights  # e.g. a GPU's weights stay in device memory
     search = [SearchTask(t.dag, target, cold_inputs=weight_inputs(net, t) if cold else ()) for t in tasks]
     res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,

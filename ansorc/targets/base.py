@@ -100,6 +100,14 @@ class TargetPlugin:
         else the default program."""
         raise NotImplementedError
 
+    def network_program(self, dag, target: Target) -> Any:
+        """The untuned program (a State) of one fused group of a network (networks = True)."""
+        raise NotImplementedError
+
+    def build_network(self, net, groups, schedules: dict, target: Target, name, tasks) -> Any:
+        """The loaded library of a whole network: `schedules` maps each group's name to its State."""
+        raise NotImplementedError
+
     def cli_compile(self, args, prog, name: str) -> dict:
         """`ansorc compile --target ...`: build and export; returns what the command prints."""
         raise NotImplementedError

@@ -75,6 +75,14 @@ class CpuPlugin(TargetPlugin):
         from ...autotune import compile_cpu
         return compile_cpu(dag, trials, log, target, name, options)
 
+    def network_program(self, dag, target):
+        from ...search.default_schedule import default_cpu_schedule
+        return default_cpu_schedule(dag, target)
+
+    def build_network(self, net, groups, schedules, target, name, tasks):
+        from ...net.api import build_cpu_model
+        return build_cpu_model(net, groups, schedules, target, name, tasks)
+
     def cli_compile(self, args, prog, name):
         from ...cli import compile_cpu_command
         return compile_cpu_command(args, prog, name)

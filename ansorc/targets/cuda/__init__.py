@@ -12,6 +12,7 @@ from ..base import Pass, TargetPlugin
 class CudaPlugin(TargetPlugin):
     kind = "cuda"
     names = ("cuda",)   # and "cuda:sm_XX" for an architecture
+    networks = True
 
     def parse(self, name, cc=None):
         from .codegen_target import CudaTarget
@@ -61,6 +62,21 @@ class CudaPlugin(TargetPlugin):
     def compile(self, dag, trials, log, target, name, options):
         from .kernel import compile_cuda
         return compile_cuda(dag, trials, log, target, name, options)
+
+    def network_program(self, dag, target):
+        from ...search.task import SearchTask
+        from .search_policy import default_gpu_schedule
+        return default_gpu_schedule(SearchTask(dag, target))
+
+    def build_network(self, net, groups, schedules, target, name, tasks):
+        import tempfile
+
+        from .net_library import plan_network
+        from .net_model import CudaModel, build_cuda_network
+        plan = plan_network(net, groups, schedules, target, name)
+        scratch = tempfile.mkdtemp(prefix=f"ansorc_{plan.name}_")
+        files, sig = build_cuda_network(plan, net, target.arch, scratch)
+        return CudaModel(files, sig, tasks, owned_dir=scratch)
 
     def cli_compile(self, args, prog, name):
         from .cli import compile_cuda_command

@@ -160,17 +160,15 @@ def emit_cuda(func: PrimFunc, target: CudaTarget) -> Source:
     kernels, workspaces = split_kernels(func)
     for k in kernels:
         check_kernel(k, target)
-    lines = [CUDA_PRELUDE]
-    for k in kernels:
-        lines += _render_kernel(func, k, workspaces)
-    if any("ansorc_clamp_index(" in line for line in lines):
-        lines.insert(1, CLAMP_PRELUDE)
-    lines += _host_launcher(func, kernels, workspaces)
+    bodies = ["\n".join(_render_kernel(func, k, workspaces)) for k in kernels]
+    helpers = [CLAMP_PRELUDE] if any("ansorc_clamp_index(" in b for b in bodies) else []
+    parts = (("prelude", CUDA_PRELUDE), *(("helper", h) for h in helpers), *(("kernel", b) for b in bodies),
+             ("launcher", "\n".join(_host_launcher(func, kernels, workspaces))))
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, i >= func.n_inputs) for i, b in enumerate(func.args))
     n = len(args) + len(workspaces)
     launches = tuple(Launch(k.name, (k.grid, 1, 1), (k.block, 1, 1), tuple(range(n))) for k in kernels)
     ws = tuple(Workspace(b.name, b.dtype, b.size) for b in workspaces)
-    return Source("\n".join(lines), func.name, args, "cuda", launches, ws)
+    return Source("\n".join(text for _, text in parts), func.name, args, "cuda", launches, ws, parts=parts)
 
 
 __all__ = ["codegen_cuda", "emit_cuda", "CudaRenderer"]

@@ -238,7 +238,8 @@ def with_limit_check(result: CudaBuildResult, limits: dict) -> CudaBuildResult:
 
 def cuda_library_command(nvcc: str, arch: str, source: str, library: str) -> list:
     """The nvcc command that builds `library` from `source`: what export runs, and what its header says it ran."""
-    return [nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", f"-arch={arch}", "-o", library, source]
+    return [nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3", f"-arch={arch}", "-diag-suppress", "177,550", "-o", library,
+            source]
 
 
 def build_cuda_library(source: Source, out_dir: str | os.PathLike, arch: str = "sm_90",
