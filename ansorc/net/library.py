@@ -86,7 +86,8 @@ def model_ident(name: str) -> str:
     return s
 
 
-def _size(t) -> int:
+def tensor_bytes(t) -> int:
+    """Bytes of a te tensor."""
     n = ITEMSIZE[t.dtype]
     for d in t.shape:
         n *= d
@@ -110,16 +111,36 @@ def producers(net: Network, groups) -> dict:
     return produced
 
 
+def first_outputs(net: Network) -> dict:
+    """Tensor name -> the first model output position it is (an output listed twice is computed once)."""
+    outputs = {}
+    for k, t in enumerate(net.outputs):
+        outputs.setdefault(t.name, k)
+    return outputs
+
+
+def intermediate_intervals(groups, produced: dict, outputs: dict, everything: dict) -> list:
+    """The arena Interval of each computed tensor that is no model output: from its group to its last reader."""
+    last = {n: i for i, g in enumerate(groups) for n in g.inputs}  # the last reader wins
+    return [Interval(n, tensor_bytes(everything[n]), i, max(i, last.get(n, i)))
+            for n, i in produced.items() if n not in outputs]
+
+
+def io_signature(net: Network) -> tuple:
+    """(inputs, outputs) of a library's signature: name, ONNX shape, te shape, dtype of each."""
+    ins = [{"name": n, "shape": list(t.shape), "te_shape": list(t.shape), "dtype": t.dtype}
+           for n, t in zip(net.input_names, net.inputs)]
+    outs = [{"name": n, "shape": list(s), "te_shape": list(t.shape), "dtype": t.dtype}
+            for n, s, t in zip(net.output_names, net.output_shapes, net.outputs)]
+    return ins, outs
+
+
 def _bindings(net: Network, groups, everything: dict) -> tuple:
     """(C expression of each tensor a kernel call passes, arena plan, weight order)."""
     produced = producers(net, groups)
     inputs = {t.name: k for k, t in enumerate(net.inputs)}
-    outputs = {}
-    for k, t in enumerate(net.outputs):
-        outputs.setdefault(t.name, k)
-    last = {n: i for i, g in enumerate(groups) for n in g.inputs}  # the last reader wins
-    intervals = [Interval(n, _size(everything[n]), i, max(i, last.get(n, i)))
-                 for n, i in produced.items() if n not in outputs]
+    outputs = first_outputs(net)
+    intervals = intermediate_intervals(groups, produced, outputs, everything)
     arena = plan_arena(intervals)
     order = tuple(sorted({n for g in groups for n in g.inputs if n in net.weights}))
     wpos = {n: k for k, n in enumerate(order)}
@@ -185,7 +206,7 @@ def _split_kernel(src: Source) -> tuple:
     return [c for c in chunks if c is not None], "static " + body
 
 
-def _check_args(src: Source, g, everything: dict):
+def check_args(src: Source, g, everything: dict):
     names = (*g.inputs, *g.outputs)
     got = [(a.shape, a.dtype) for a in src.args]
     want = [(tuple(everything[n].shape), everything[n].dtype) for n in names]
@@ -223,7 +244,7 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict,
             bodies.append(body)
             entries[key] = src
         src = entries[key]
-        _check_args(src, g, everything)
+        check_args(src, g, everything)
         args = ", ".join(expr[n] for n in (*g.inputs, *g.outputs))
         calls.append("  if (ansorc_net_profiling) t0 = ansorc_net_now();")
         calls.append(f"  rc = {src.entry}({args});  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
@@ -241,11 +262,11 @@ def _run_function(net: Network, m: str, calls: list, n_calls: int) -> tuple:
     params = [f"const {C_TYPE[t.dtype]}* in{k}" for k, t in enumerate(net.inputs)]
     params += [f"{C_TYPE[t.dtype]}* out{k}" for k, t in enumerate(net.outputs)]
     proto = f"int {m}_run({', '.join(params) or 'void'})"
-    first = {}
+    first = first_outputs(net)
     copies = []  # an output listed twice is computed once, then copied
     for k, t in enumerate(net.outputs):
-        if first.setdefault(t.name, k) != k:
-            copies.append(f"  memcpy(out{k}, out{first[t.name]}, {_size(t)}u);")
+        if first[t.name] != k:
+            copies.append(f"  memcpy(out{k}, out{first[t.name]}, {tensor_bytes(t)}u);")
     body = [PROFILER.substitute(m=m, n=max(1, n_calls)), proto + " {", "  int rc;", "  double t0 = 0.0;",
             "  (void)t0;", "  if (!ansorc_net_ready) return 7;", *calls, *copies, "  return 0;", "}", ""]
     casts = [f"({'const ' * (k < len(net.inputs))}{C_TYPE[t.dtype]}*)args[{k}]"
@@ -255,10 +276,7 @@ def _run_function(net: Network, m: str, calls: list, n_calls: int) -> tuple:
 
 
 def _signature(net: Network, m: str, arena: ArenaPlan, calls: list, n_kernels: int, wfile: tuple) -> dict:
-    ins = [{"name": n, "shape": list(t.shape), "te_shape": list(t.shape), "dtype": t.dtype}
-           for n, t in zip(net.input_names, net.inputs)]
-    outs = [{"name": n, "shape": list(s), "te_shape": list(t.shape), "dtype": t.dtype}
-            for n, s, t in zip(net.output_names, net.output_shapes, net.outputs)]
+    ins, outs = io_signature(net)
     return {"model": m, "inputs": ins, "outputs": outs, "arena_bytes": arena.size,
             "intermediate_bytes": arena.naive_size, "groups": len(calls), "kernels": n_kernels,
             "weights": len(wfile[0]), "weights_bytes": wfile[2], "calls": calls}

@@ -15,7 +15,7 @@ import pytest
 from ansorc import workloads
 from ansorc.targets.cuda.codegen_cuda import codegen_cuda
 from ansorc.targets.cuda.codegen_target import CudaTarget
-from ansorc.targets.cuda.codegen_emulate import codegen_gpu_emulation
+from ansorc.targets.cuda.codegen_emulate import EMULATION_FLAGS, codegen_gpu_emulation
 from ansorc.ir.lower import lower
 from ansorc.ir.state import ScheduleError
 from ansorc.targets.cuda.search_annotate import annotate_gpu, sample_gpu
@@ -25,7 +25,6 @@ from ansorc.search.task import SearchTask
 
 from .helpers import check_in_worker
 
-EMU_FLAGS = ("-O1", "-fopenmp", "-shared", "-fPIC", "-std=c99")
 N_FAST, N_SLOW = 5, 3   # CI runs the slow ones too: ~1.3 s of ptxas per program and architecture
 
 
@@ -101,7 +100,7 @@ def _check_nvcc(name: str, n: int):
 def _check_emulation(name: str, n: int, seed: int):
     task, progs = _programs(name, n, seed)
     sources = [codegen_gpu_emulation(lower(st, f"{name.lower()}_{label}", passes=False)) for label, st in progs]
-    check_in_worker(task.dag, [f"{label}\n{st}" for label, st in progs], sources, EMU_FLAGS, name, timeout=120)
+    check_in_worker(task.dag, [f"{label}\n{st}" for label, st in progs], sources, EMULATION_FLAGS, name, timeout=120)
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")

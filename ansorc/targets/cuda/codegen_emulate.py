@@ -15,6 +15,10 @@ from .codegen_target import CudaTarget
 from ...codegen.source import ArgSpec, Source
 
 
+# how an emulated program is built: OpenMP teams stand for blocks, -O1 is enough to check index arithmetic
+EMULATION_FLAGS = ("-O1", "-fopenmp", "-shared", "-fPIC", "-std=c99")
+
+
 class EmulationRenderer(CRenderer):
     def __init__(self, func: PrimFunc, blocks: dict):
         super().__init__(func, "generic")
@@ -86,4 +90,4 @@ def codegen_gpu_emulation(func: PrimFunc, target: CudaTarget | None = None) -> S
     return Source(code, func.name, args, "c")
 
 
-__all__ = ["codegen_gpu_emulation"]
+__all__ = ["codegen_gpu_emulation", "EMULATION_FLAGS"]

@@ -32,7 +32,7 @@ class CudaKernelError(AnsorcError, ValueError):
     """Bad arguments for a CUDA kernel, or a program nvcc could not build."""
 
 
-def _gpu_pointer(obj, spec) -> int | None:
+def gpu_pointer(obj, spec) -> int | None:
     """The device pointer of a GPU array after checking shape, dtype and layout; None for a host array."""
     iface = getattr(obj, "__cuda_array_interface__", None)
     if iface is None:
@@ -114,7 +114,7 @@ class CudaKernel:
         try:
             for k, spec in enumerate(src.args):
                 given = args[k] if k < len(args) else None
-                ptr = _gpu_pointer(given, spec) if given is not None else None
+                ptr = gpu_pointer(given, spec) if given is not None else None
                 if ptr is None:
                     host = _host_array(given, spec) if given is not None else \
                         np.empty(spec.shape, numpy_dtype(spec.dtype))
@@ -183,4 +183,4 @@ def compile_cuda(dag, trials: int, log, target: str, name: str, options) -> Cuda
     return build_cuda_kernel(dag, cuda_schedule(dag, trials, log, target, options), target, name)
 
 
-__all__ = ["CudaKernel", "CudaKernelError", "build_cuda_kernel", "cuda_schedule", "compile_cuda"]
+__all__ = ["CudaKernel", "CudaKernelError", "gpu_pointer", "build_cuda_kernel", "cuda_schedule", "compile_cuda"]

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from ...codegen.pipeline import render
 from ...ir.dtypes import C_TYPE, ITEMSIZE
 from ...net.arena import ArenaPlan, Interval, plan_arena
-from ...net.library import LibraryError, model_digest, model_ident, producers, schedule_key
+from ...net.library import (LibraryError, check_args, first_outputs, intermediate_intervals, io_signature,
+                            model_digest, model_ident, producers, schedule_key, tensor_bytes)
 from ...net.library_c import STATUS, c_string, loader
 from ...net.network import Network, tensors_by_name
 from ...net.weights import DTYPE_CODE, layout
@@ -54,13 +55,6 @@ class CudaNetPlan:
     digest: bytes
 
 
-def _nbytes(t) -> int:
-    n = ITEMSIZE[t.dtype]
-    for d in t.shape:
-        n *= d
-    return n
-
-
 def _programs(groups, schedules: dict, tgt, m: str, everything: dict) -> tuple:
     """(sources, states, program index per group)."""
     sources, states, index, per_group = [], [], {}, []
@@ -73,10 +67,7 @@ def _programs(groups, schedules: dict, tgt, m: str, everything: dict) -> tuple:
             index[key] = len(sources)
             sources.append(render(state.dag, state, f"{m}_p{len(sources)}", tgt))
             states.append(state)
-        src = sources[index[key]]
-        want = [(tuple(everything[n].shape), everything[n].dtype) for n in (*g.inputs, *g.outputs)]
-        if [(a.shape, a.dtype) for a in src.args] != want:
-            raise LibraryError(f"group {g.name!r}: its program's arguments are not the group's tensors")
+        check_args(sources[index[key]], g, everything)
         per_group.append(index[key])
     return tuple(sources), tuple(states), per_group
 
@@ -88,13 +79,9 @@ def plan_network(net: Network, groups, schedules: dict, target, name: str | None
     produced = producers(net, groups)
     sources, states, program_of = _programs(groups, schedules, target, m, everything)
     inputs = {t.name: k for k, t in enumerate(net.inputs)}
-    outputs, copies = {}, []
-    for k, t in enumerate(net.outputs):
-        if outputs.setdefault(t.name, k) != k:
-            copies.append((k, outputs[t.name]))
-    last = {n: i for i, g in enumerate(groups) for n in g.inputs}
-    intervals = [Interval(n, _nbytes(everything[n]), i, max(i, last.get(n, i)))
-                 for n, i in produced.items() if n not in outputs]
+    outputs = first_outputs(net)
+    copies = [(k, outputs[t.name]) for k, t in enumerate(net.outputs) if outputs[t.name] != k]
+    intervals = intermediate_intervals(groups, produced, outputs, everything)
     for i, p in enumerate(program_of):   # a workspace lives only while its group runs
         intervals += [Interval(f"{groups[i].name}\0{w.name}", w.size * ITEMSIZE[w.dtype], i, i)
                       for w in sources[p].workspaces]
@@ -138,7 +125,8 @@ def _launches(plan: CudaNetPlan, net: Network) -> list:
             grid, block = launch.grid[0], launch.block[0]
             lines.append(f"  {launch.kernel}<<<{grid}, {block}, {launch.shared_bytes}, s>>>({args});")
     for k, j in plan.copies:
-        lines.append(f"  cudaMemcpyAsync(out{k}, out{j}, {_nbytes(net.outputs[k])}ull, cudaMemcpyDeviceToDevice, s);")
+        nbytes = tensor_bytes(net.outputs[k])
+        lines.append(f"  cudaMemcpyAsync(out{k}, out{j}, {nbytes}ull, cudaMemcpyDeviceToDevice, s);")
     return lines
 
 
@@ -148,10 +136,7 @@ def _params(net: Network) -> list:
 
 
 def signature(plan: CudaNetPlan, net: Network, arch: str) -> dict:
-    ins = [{"name": n, "shape": list(t.shape), "te_shape": list(t.shape), "dtype": t.dtype}
-           for n, t in zip(net.input_names, net.inputs)]
-    outs = [{"name": n, "shape": list(s), "te_shape": list(t.shape), "dtype": t.dtype}
-            for n, s, t in zip(net.output_names, net.output_shapes, net.outputs)]
+    ins, outs = io_signature(net)
     kernels = sum(len(plan.programs[c.program].launches) for c in plan.calls)
     return {"model": plan.name, "target": "cuda", "arch": arch, "inputs": ins, "outputs": outs,
             "arena_bytes": plan.arena.size, "intermediate_bytes": plan.arena.naive_size, "groups": len(plan.calls),
@@ -173,7 +158,7 @@ def emit_network(plan: CudaNetPlan, net: Network, arch: str) -> tuple:
                 kernels.append(text)
     sig = signature(plan, net, arch)
     entries, _, file_size = plan.weight_file
-    io_bytes = [_nbytes(t) for t in (*net.inputs, *net.outputs)]
+    io_bytes = [tensor_bytes(t) for t in (*net.inputs, *net.outputs)]
     code = "\n".join([
         *head, "#include <cuda_runtime.h>", "#include <stdlib.h>",
         "static void* ansorc_alloc(size_t n) { void* p = NULL; return posix_memalign(&p, 64, n ? n : 64) == 0 ? p "

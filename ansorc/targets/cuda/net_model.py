@@ -71,14 +71,15 @@ def build_cuda_network(plan: CudaNetPlan, net, arch: str, outdir) -> dict:
 
 
 def _device_pointer(x, spec: dict, what: str) -> int:
-    iface = x.__cuda_array_interface__
-    shape, dtype = tuple(iface["shape"]), np.dtype(iface["typestr"])
-    if shape not in (tuple(spec["shape"]), tuple(spec["te_shape"])) or dtype != np.dtype(NP_DTYPE[spec["dtype"]]):
-        raise NetError(f"{what} {spec['name']!r}: a GPU array of shape {shape} and dtype {dtype}; the model takes "
-                       f"{tuple(spec['shape'])} {spec['dtype']}")
-    if iface.get("strides") is not None and tuple(iface["strides"]) != np.empty(shape, dtype).strides:
-        raise NetError(f"{what} {spec['name']!r}: the GPU array is not C-contiguous")
-    return int(iface["data"][0])
+    """The device address of a GPU array of `spec` (CudaKernel's check of shape, dtype and layout)."""
+    from ...codegen.source import ArgSpec
+    from .kernel import CudaKernelError, gpu_pointer
+    te_shape = tuple(spec["te_shape"])   # a rank-0 tensor is held as (1,): either shape is taken
+    shape = te_shape if tuple(x.__cuda_array_interface__["shape"]) == te_shape else tuple(spec["shape"])
+    try:
+        return gpu_pointer(x, ArgSpec(spec["name"], shape, spec["dtype"], what == "output"))
+    except CudaKernelError as e:
+        raise NetError(f"{what} {e}") from None
 
 
 def _like(x, spec: dict):
@@ -189,14 +190,14 @@ class EmulatedModel:
     def __init__(self, plan: CudaNetPlan, net):
         from ...ir.lower import lower
         from ...measure.builder import build
-        from .codegen_emulate import codegen_gpu_emulation
+        from .codegen_emulate import EMULATION_FLAGS, codegen_gpu_emulation
         self.plan, self.signature = plan, None
         self._outs = [(tuple(t.shape), t.dtype) for t in net.outputs]
         self._ins = [(tuple(t.shape), t.dtype) for t in net.inputs]
         self._shapes = [tuple(s) for s in net.output_shapes]
         sources = [codegen_gpu_emulation(lower(st, f"{plan.name}_e{k}", passes=False))
                    for k, st in enumerate(plan.states)]
-        built = build(sources, target_flags=("-O1", "-fopenmp", "-shared", "-fPIC", "-std=c99"), timeout=300)
+        built = build(sources, target_flags=EMULATION_FLAGS, timeout=300)
         for b in built:
             if not b.ok:
                 raise NetError(f"model {plan.name!r}: an emulated program did not build: {b.error_msg[:400]}")
