@@ -132,6 +132,7 @@ def cmd_compile(args) -> dict:
         args.trials = 0 if is_model_path(args.file) else 64
     if args.trials < 0:
         raise CliError("--trials must be >= 0")
+    args.target = _target_name(args)   # --arch applies to models too
     if is_model_path(args.file):
         _no_constants(args)
         check_output_dir(args.output)
@@ -145,7 +146,6 @@ def cmd_compile(args) -> dict:
     if args.log:
         check_log(args.log, writes=args.trials > 0)
     prog = _load_program(args)
-    args.target = _target_name(args)
     _check_target(args.target)
     from .targets import plugin
     kind = plugin(args.target)
@@ -213,11 +213,11 @@ def cmd_tune(args) -> dict:
     args.trials = 64 if args.trials is None else args.trials
     if args.trials < 1:
         raise CliError("--trials must be >= 1 for tune")
+    args.target = _target_name(args)
     if is_model_path(args.file):
         _no_constants(args)
         return _model_command(tune_model, args)
     prog = _load_program(args)
-    args.target = _target_name(args)
     _check_target(args.target)
     backend = None
     if args.cluster:   # ClusterError (an AnsorcError) reaches the user as one line

@@ -1,5 +1,6 @@
 """The command line on ONNX models: show, compile (untuned and from a log), tune; bad models exit 2 in one line."""
 import json
+import shutil
 import sys
 
 import numpy as np
@@ -47,6 +48,17 @@ def test_compile_untuned_writes_the_library(tmp_path, capsys):
     names = {p.name for p in (tmp_path / "out").iterdir()}
     assert {"m.c", "m.h", "libm.so", "m.weights"} <= names, names
     assert "0 of" in out   # no log: no task ran a tuned program
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_compile_for_cuda_needs_no_gpu(tmp_path, capsys):
+    # the library is built and exported here; the GPU is needed only where it runs (first call)
+    code, out, err = run(capsys, "compile", tiny_cnn(tmp_path / "m.onnx"), "-o", str(tmp_path / "out"),
+                         "--target", "cuda", "--arch", "sm_80")
+    assert code == 0, err
+    names = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"m.cu", "m.h", "libm.so", "m.weights"} <= names, names
+    assert "-arch=sm_80" in (tmp_path / "out" / "m.h").read_text()   # --arch reaches a model's build
 
 
 @pytest.mark.slow
@@ -101,7 +113,7 @@ def test_input_shape_fixes_a_dynamic_dimension(tmp_path, capsys):
     ("dynamic", ["--input-shape", "x=99999999999999999999x3x8x8"], "a dimension above 2147483647"),
     (1 << 24, [], "input 'x' of shape (16777216, 3, 8, 8) has 3221225472 elements"),
     ("static", ["--trials", "-5"], "--trials must be >= 0"),
-    ("static", ["--target", "cuda"], "target 'cuda': models do not compile for it yet"),
+    ("static", ["--target", "cuda", "--arch", "sm_x"], "--arch sm_x"),
     ("static", ["--trials", "2", "--log", "/proc/self/m.jsonl"], "not a writable folder"),
 ])
 def test_bad_input_on_a_model_exits_2_in_one_line(tmp_path, capsys, case, argv, fragment):

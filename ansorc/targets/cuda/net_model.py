@@ -100,24 +100,31 @@ class CudaModel:
         self.name = signature["model"]
         if owned_dir is not None:
             self._cleanup = weakref.finalize(self, shutil.rmtree, owned_dir, True)
-        self._lock, self._closed = threading.Lock(), True
+        # the library is loaded and its weights uploaded on the first call, so a model compiles and exports
+        # on a machine without a GPU (build here, deploy there)
+        self._lock, self._lib, self._closed = threading.Lock(), None, False
         m = self.name
         self._ffi = FFI()
         self._ffi.cdef(f"int {m}_init(const char*); int {m}_run_packed(void**, void*); int {m}_run_host(void**);"
                        f" void {m}_free(void); const char* {m}_error(void);")
+
+    def _load(self):
+        """dlopen a private copy of the library and run <m>_init; the lock is held."""
+        m = self.name
         private = Path(tempfile.mkdtemp(prefix="ansorc_cuda_model_")) / f"lib{m}.so"
         shutil.copyfile(self.files["so"], private)
-        self._lib = self._ffi.dlopen(str(private))
-        _LOADED.append((self._ffi, self._lib))
-        rc = getattr(self._lib, f"{m}_init")(self.files["weights"].encode())
+        lib = self._ffi.dlopen(str(private))
+        _LOADED.append((self._ffi, lib))
+        self._lib = lib
+        rc = getattr(lib, f"{m}_init")(self.files["weights"].encode())
         if rc != 0:
-            raise NetError(f"model {m!r}: {self.files['weights']}: {self._message(rc)}")
-        self._closed = False
+            self._lib = None
+            raise NetError(f"model {m!r}: cannot start on the GPU ({self.files['weights']}): {self._message(rc, lib)}")
 
-    def _message(self, rc: int) -> str:
+    def _message(self, rc: int, lib) -> str:
         text = MESSAGES.get(rc, f"status {rc}")
         if rc == 9:
-            text += ": " + self._ffi.string(getattr(self._lib, f"{self.name}_error")()).decode()
+            text += ": " + self._ffi.string(getattr(lib, f"{self.name}_error")()).decode()
         return text
 
     def __call__(self, *inputs, out=None, stream=None) -> list:
@@ -154,9 +161,12 @@ class CudaModel:
         with self._lock:
             if self._closed:
                 raise NetError(f"model {self.name!r} is closed")
-            rc = getattr(self._lib, fn)(*args)
+            if self._lib is None:
+                self._load()
+            lib = self._lib
+            rc = getattr(lib, fn)(*args)
         if rc != 0:
-            raise NetError(f"model {self.name!r}: run failed: {self._message(rc)}")
+            raise NetError(f"model {self.name!r}: run failed: {self._message(rc, lib)}")
 
     run = __call__
 
@@ -168,9 +178,9 @@ class CudaModel:
 
     def close(self) -> None:
         with self._lock:
-            if not self._closed:
+            if not self._closed and self._lib is not None:
                 getattr(self._lib, f"{self.name}_free")()
-                self._closed = True
+            self._closed = True
 
     def __del__(self):
         try:
