@@ -48,3 +48,30 @@ def test_cuda_network_library_and_embedding_build(tmp_path):
                         f"-L{home / 'lib64'}", "-lcudart", "-o", str(tmp_path / "app")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+
+def _matmul_relu():
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.random.default_rng(1).standard_normal((16, 8)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"])],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_cuda_model_builds_without_a_gpu_and_runs_or_says_why(tmp_path):
+    from ansorc.net import compile as compile_net
+    from ansorc.net.network import NetError
+    model = compile_net(_matmul_relu(), target="cuda:sm_80", progress=False)
+    files = model.export(tmp_path)   # no GPU needed to build or export
+    assert {Path(p).suffix for p in files.values()} >= {".cu", ".h", ".so", ".weights"}
+    x = np.random.default_rng(0).standard_normal((2, 16)).astype(np.float32)
+    try:
+        [got] = model(x)
+    except NetError as e:   # no usable GPU here: one clear line, not a crash at compile time
+        assert "cannot start on the GPU" in str(e) and "\n" not in str(e), e
+        return
+    [ref] = run_reference(import_model(_matmul_relu()), [x])
+    assert np.allclose(got, np.asarray(ref).reshape(got.shape), rtol=1e-4, atol=1e-5)
