@@ -60,7 +60,8 @@ def export(spec: KernelSpec, outdir, name: str) -> dict:
     if not is_c_ident(name):
         raise ExportError(f"kernel name {name!r} is not a valid C identifier")
     plain = spec.source(name)
-    source = replace(plain, code=plain.code + signature_function(plain))
+    extra = signature_function(plain)
+    source = replace(plain, code=plain.code + extra, parts=plain.parts and (*plain.parts, ("signature", extra[1:])))
     [res] = build_sources([source], target_flags=spec.flags, cc=spec.cc)
     if not res.ok:
         raise ExportError(f"building {name} failed: {res.error_msg}")

@@ -169,7 +169,7 @@ class Kernel:
         rc = self._fn(*ptrs)
         if rc != 0:
             raise KernelError(f"kernel {self.name} failed with status {rc} "
-                              f"({status_message(rc, self.source, self.name)})")
+                              f"({status_message(rc, self.source_obj.statuses)})")
         if outputs is not None:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return None
@@ -223,7 +223,8 @@ def load(path) -> Kernel:
     args = tuple(ArgSpec(a["name"], tuple(a["shape"]), a["dtype"], a["output"]) for a in sig["args"])
     c_file = p.with_name(f"{name}.c")
     source = Source(c_file.read_text(encoding="utf-8", errors="replace") if c_file.exists() else "", sig["entry"],
-                    args, prepared=sig.get("prepared", False))
+                    args, prepared=sig.get("prepared", False),
+                    statuses=tuple((int(c), str(t)) for c, t in sig.get("statuses", [])))
     return Kernel(source, str(p.resolve()))
 
 

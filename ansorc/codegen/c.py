@@ -10,12 +10,11 @@ wraps to INT_MIN.
 A checked index (an index read from data, ir/expr.CheckedIndex) renders as `ansorc_checked_index`: out of
 range, it stores the status of the tensor it indexes (race-free: an atomic store, as OpenMP threads may report at
 once) and returns the clamped index, so the read stays inside its buffer. STATUS_* are the return codes;
-`status_message` turns one back into words, from the comments the renderer writes into the function.
+`status_message` turns one back into words from Source.statuses (the comments in the C say the same, for readers).
 """
 from __future__ import annotations
 
 import math
-import re
 
 from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
 from ..ir.passes import run_passes
@@ -50,7 +49,6 @@ MAX_INDENT = 40
 STACK_LIMIT_BYTES = 256 * 1024  # local buffers above this go to the heap (OpenMP worker stacks are small)
 STATUS_ALLOC = 1        # a workspace allocation failed
 STATUS_INDEX = 2        # the first "index out of range" code; each indexed tensor of a function gets its own
-_STATUS_NOTE = re.compile(r"/\* ansorc_status (\w+) (\d+): ([^*]*) \*/")
 
 PRELUDE = """#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200112L
 #undef _POSIX_C_SOURCE
@@ -334,25 +332,33 @@ class CRenderer:
         return f"int {self.func.name}({', '.join(params)})"
 
     def render(self) -> str:
+        return "\n".join(text for _, text in self.render_parts())
+
+    def render_parts(self) -> list:
+        """The translation unit as (kind, text) parts in order; joined by newlines they are the C. Kinds: "prelude"
+        (the same in every kernel), "helper" (a definition that kernels sharing one file keep once; may be empty),
+        "state" (this kernel's file-scope slots), "constants_changed" and "prepared_spans" (codegen/prepared.py),
+        "kernel", "wrapper" (ENTRY_packed)."""
         self.lines = [self.signature() + " {", "  volatile int ansorc_status = 0;"]
         self.stmt(self.func.body, 1)
-        notes = [f"  /* ansorc_status {self.func.name} {code}: index out of range in {name or 'an index'} */"
-                 for name, code in self.check_codes.items()]
-        self.lines[1:1] = notes
+        self.lines[1:1] = [f"  /* ansorc_status {self.func.name} {code}: {text} */" for code, text in self.statuses()]
         body = "\n".join(self.lines)
         keep = bool(self.func.prepared)
-        self.lines[:0] = [PRELUDE, *([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
-                          *([pool.POOL_PRELUDE] if pool.TAKE in body or keep else []),
-                          *([prepared.PRELUDE] if keep else []), simd.prelude(self.isa, body),
-                          *prepared.statics(self.func)]
+        helpers = [*([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
+                   *([pool.POOL_PRELUDE] if pool.TAKE in body or keep else []),
+                   *([prepared.PRELUDE] if keep else []), *simd.prelude_parts(self.isa, body)]
         if self.fence_after(self.func.body):   # stores made outside a parallel loop, by the calling thread
             self.lines.append(f"  {simd.STORE_FENCE[self.isa]};")
         self.lines += ["  return ansorc_status;", "}", ""]
         casts = ", ".join(f"({'const ' if k < self.func.n_inputs else ''}{C_TYPE[b.dtype]}*)args[{k}]"
                           for k, b in enumerate(self.func.args))
-        self.lines += [f"int {self.func.name}_packed(void** args) {{", f"  return {self.func.name}({casts});", "}",
-                       ""]
-        return "\n".join(self.lines)
+        wrapper = [f"int {self.func.name}_packed(void** args) {{", f"  return {self.func.name}({casts});", "}", ""]
+        return [("prelude", PRELUDE), *(("helper", h) for h in helpers), *prepared.statics(self.func),
+                ("kernel", "\n".join(self.lines)), ("wrapper", "\n".join(wrapper))]
+
+    def statuses(self) -> tuple:
+        """(code, meaning) of each status this kernel may return beyond STATUS_ALLOC, as data (Source.statuses)."""
+        return tuple((code, f"index out of range in {name or 'an index'}") for name, code in self.check_codes.items())
 
 
 _VEXPR = {Broadcast: CRenderer.broadcast, VLoad: CRenderer.vload, VLanes: CRenderer.vlanes,
@@ -398,17 +404,19 @@ def codegen_c(func: PrimFunc, target: "Target | str | None" = None) -> Source:
 
 def emit_c(func: PrimFunc, target: Target) -> Source:
     """The C translation unit of a program whose passes have all run (the CPU pipeline's last stage)."""
-    code = CRenderer(func, target.isa).render()
+    renderer = CRenderer(func, target.isa)
+    parts = tuple(renderer.render_parts())
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, k >= func.n_inputs) for k, b in enumerate(func.args))
-    return Source(code, func.name, args, "c", prepared=bool(func.prepared))
+    return Source("\n".join(text for _, text in parts), func.name, args, "c", prepared=bool(func.prepared),
+                  parts=parts, statuses=renderer.statuses())
 
 
-def status_message(code: int, code_text: str = "", entry: str | None = None) -> str:
-    """What a kernel's non-zero return code means, from the notes in its C text (`entry`: only its notes)."""
+def status_message(code: int, statuses=()) -> str:
+    """What a kernel's non-zero return code means; `statuses`: its (code, meaning) pairs (Source.statuses)."""
     if code == STATUS_ALLOC:
         return "workspace allocation failed"
-    for fn, c, what in _STATUS_NOTE.findall(code_text or ""):
-        if int(c) == code and (entry is None or fn == entry):
+    for c, what in statuses:
+        if int(c) == code:
             return what
     return "index out of range" if code >= STATUS_INDEX else "unknown error"
 

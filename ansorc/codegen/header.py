@@ -58,6 +58,8 @@ def signature(source: Source) -> dict:
                                             "output": a.is_output} for a in source.args]}
     if source.prepared:   # the library defines ENTRY_constants_changed (codegen/prepared.py)
         sig["prepared"] = True
+    if source.statuses:   # what its non-zero return codes mean (ansorc.load reads them back)
+        sig["statuses"] = [[code, text] for code, text in source.statuses]
     return sig
 
 

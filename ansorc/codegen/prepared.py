@@ -90,21 +90,23 @@ def slot(func: PrimFunc, k: int) -> str:
 
 
 def statics(func: PrimFunc) -> list:
-    """File-scope lines before the function: the slots, their release at unload, ENTRY_constants_changed and
-    ENTRY_prepared_spans (the copies' addresses and sizes: up to n of them; returns how many there are)."""
+    """(kind, text) parts at file scope before the function (codegen.c's render_parts): "state" (the slots and
+    their release at unload), "constants_changed" (ENTRY_constants_changed) and "prepared_spans"
+    (ENTRY_prepared_spans: the copies' addresses and sizes, up to n of them; returns how many there are)."""
     if not func.prepared:
         return []
     slots = [slot(func, k) for k in range(len(func.prepared))]
-    lines = [f"static ansorc_prepared {s};" for s in slots]
-    lines += ["#ifdef __GNUC__", f"__attribute__((destructor)) static void {func.name}_prepared_release(void) {{",
-              *[f"  free({s}.p); {s}.p = NULL; {s}.valid = 0;" for s in slots], "}", "#endif",
-              f"void {func.name}_constants_changed(void) {{", *[f"  ansorc_prepared_forget(&{s});" for s in slots],
-              "}",
-              f"int {func.name}_prepared_spans(void** at, size_t* bytes, int n) {{",
-              f"  ansorc_prepared* s[] = {{{', '.join('&' + s for s in slots)}}};",
-              f"  for (int k = 0; k < n && k < {len(slots)}; ++k) {{ at[k] = s[k]->p; bytes[k] = s[k]->bytes; }}",
-              f"  return {len(slots)};", "}", ""]
-    return lines
+    state = [f"static ansorc_prepared {s};" for s in slots]
+    state += ["#ifdef __GNUC__", f"__attribute__((destructor)) static void {func.name}_prepared_release(void) {{",
+              *[f"  free({s}.p); {s}.p = NULL; {s}.valid = 0;" for s in slots], "}", "#endif"]
+    changed = [f"void {func.name}_constants_changed(void) {{", *[f"  ansorc_prepared_forget(&{s});" for s in slots],
+               "}"]
+    spans = [f"int {func.name}_prepared_spans(void** at, size_t* bytes, int n) {{",
+             f"  ansorc_prepared* s[] = {{{', '.join('&' + s for s in slots)}}};",
+             f"  for (int k = 0; k < n && k < {len(slots)}; ++k) {{ at[k] = s[k]->p; bytes[k] = s[k]->bytes; }}",
+             f"  return {len(slots)};", "}", ""]
+    return [("state", "\n".join(state)), ("constants_changed", "\n".join(changed)),
+            ("prepared_spans", "\n".join(spans))]
 
 
 def open_buffer(func: PrimFunc, s: Allocate, ctype: str, nbytes: int) -> tuple:

@@ -273,6 +273,13 @@ def prelude(isa: str, used: str = "") -> str:
     return "\n".join([header, *helpers]) + ("\n" if header else "")
 
 
+def prelude_parts(isa: str, used: str = "") -> list:
+    """prelude() as a list of texts (the header, then each helper) whose newline-join is prelude()."""
+    header = ISAS[isa][1]
+    helpers = [body for name, body in _helpers(isa) if name + "(" in used]
+    return [header, *helpers, *([""] if header else [])]
+
+
 def intrinsic(isa: str, op: str, dtype: str, lanes: int) -> str:
     try:
         return table(isa)[(op, dtype, lanes)]
@@ -284,4 +291,5 @@ def vector_type(isa: str, dtype: str, lanes: int) -> str:
     return intrinsic(isa, "type", dtype, lanes)
 
 
-__all__ = ["table", "caps", "prelude", "intrinsic", "vector_type", "CLASSES", "ISAS", "C_SCALAR", "STORE_FENCE"]
+__all__ = ["table", "caps", "prelude", "prelude_parts", "intrinsic", "vector_type", "CLASSES", "ISAS", "C_SCALAR",
+           "STORE_FENCE"]

@@ -61,9 +61,11 @@ class Source:
     launches: tuple = ()     # CUDA: Launch, in order; every launch runs on one stream
     workspaces: tuple = ()   # CUDA: Workspace, allocated by the caller (runner) or the host launcher
     prepared: bool = False   # C: keeps copies made from constant inputs; defines void ENTRY_constants_changed(void)
-    # the text of `code` as data, in order: (kind, text) pairs; CUDA: "prelude", "helper", one "kernel" per launch
-    # (in launch order), "launcher". A network library assembles kernels from them without parsing the code.
+    # the text of `code` as data, in order: (kind, text) pairs whose newline-join is `code`. C: codegen.c's
+    # render_parts; CUDA: "prelude", "helper", one "kernel" per launch (in launch order), "launcher". A network
+    # library assembles kernels from them without parsing the code.
     parts: tuple = ()
+    statuses: tuple = ()     # (code, meaning) of each status the entry may return beyond codegen.c's STATUS_ALLOC
 
     @property
     def key(self) -> str:

@@ -21,7 +21,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..codegen.c import _STATUS_NOTE, PRELUDE  # the notes' format is codegen's
+from ..codegen.c import PRELUDE
 from ..codegen.elf import SECTION_ATTRIBUTE
 from ..codegen.pipeline import render, resolve_target
 from ..codegen.source import Source
@@ -164,46 +164,24 @@ def schedule_key(state) -> str:
     return state.dag.workload_key + text
 
 
-def _chunks(text: str) -> list:
-    """The lines of a kernel's head, a preprocessor conditional (#if.. to its #endif) and a function defined over
-    several lines (from its `... {` line to its `}` line) each kept whole as one chunk."""
-    out, block, depth, in_fn = [], [], 0, False
-    for ln in text.splitlines():
-        if not ln.strip() and not (depth or in_fn):
-            continue
-        depth += ln.lstrip().startswith("#if")
-        in_fn = in_fn or (not depth and ln.endswith("{") and not ln[:1].isspace())
-        (block if depth or in_fn else out).append(ln)
-        depth -= ln.lstrip().startswith("#endif") and depth > 0
-        in_fn = in_fn and ln != "}"
-        if block and not depth and not in_fn:
-            out.append("\n".join(block))
-            block = []
-    return out + (["\n".join(block)] if block else [])
-
-
-def _own_head(chunk: str, entry: str) -> str | None:
-    """A chunk of the kernel's own definitions as the library keeps it: ENTRY_constants_changed static (the
-    library's `<model>_free` calls it), ENTRY_prepared_spans dropped (for measuring a kernel alone)."""
-    if chunk.startswith(f"int {entry}_prepared_spans("):
-        return None
-    if chunk.startswith(f"void {entry}_constants_changed("):
-        return "static " + chunk
-    return chunk
-
-
 def _split_kernel(src: Source) -> tuple:
-    """(the chunks above the kernel after the shared prelude: ISA header, helper definitions, the slots of kept
-    copies of constants; the kernel as a static function without its packed wrapper). Chunks are compared whole,
-    so each is emitted once."""
-    code, sig = src.code, f"\nint {src.entry}("
-    start = code.index(sig) + 1
-    head, body = code[:start], code[start:]
-    if not head.startswith(PRELUDE):
-        raise LibraryError(f"kernel {src.entry}: unexpected prelude")  # codegen changed its layout
-    body = body[:body.index(f"int {src.entry}_packed(void** args)")]
-    chunks = [_own_head(c, src.entry) for c in _chunks(head[len(PRELUDE):])]
-    return [c for c in chunks if c is not None], "static " + body
+    """(the kernel's parts above it that the library keeps: helpers (kept once by the library, compared whole),
+    the slots of kept copies of constants, ENTRY_constants_changed made static (the library's `<model>_free` calls
+    it); the kernel as a static function). The shared prelude, ENTRY_prepared_spans (for measuring a kernel
+    alone) and the packed wrapper are left out."""
+    if not src.parts or "\n".join(text for _, text in src.parts) != src.code:
+        raise LibraryError(f"kernel {src.entry}: its Source carries no parts that make its code")
+    head, kernel = [], None
+    for kind, text in src.parts:
+        if kind in ("helper", "state") and text:
+            head.append(text)
+        elif kind == "constants_changed":
+            head.append("static " + text)
+        elif kind == "kernel":
+            kernel = "static " + text
+    if kernel is None:
+        raise LibraryError(f"kernel {src.entry}: its Source has no kernel part")
+    return head, kernel
 
 
 def check_args(src: Source, g, everything: dict):
@@ -214,22 +192,19 @@ def check_args(src: Source, g, everything: dict):
         raise LibraryError(f"group {g.name!r}: its schedule's arguments {got} are not the group's {want}")
 
 
-def _call_notes(src: Source, g, call: str, shown: dict) -> list:
-    """The kernel's status notes (codegen.c) restated for one call, in the names of this group's tensors: a
-    kernel shared by several groups names the first group's tensors in its own notes. `shown`: te name -> the
-    name to show (a model input's own ONNX name, not the te placeholder's n_x_0)."""
+def _call_statuses(src: Source, g, shown: dict) -> list:
+    """The kernel's statuses (Source.statuses) restated for one call, in the names of this group's tensors: a
+    kernel shared by several groups names the first group's tensors. `shown`: te name -> the name to show (a
+    model input's own ONNX name, not the te placeholder's n_x_0)."""
     rename = {a.name: shown.get(n, n) for a, n in zip(src.args, (*g.inputs, *g.outputs))}
     word = re.compile(r"\b(" + "|".join(map(re.escape, rename)) + r")\b") if rename else None
-    notes = []
-    for entry, code, text in _STATUS_NOTE.findall(src.code):
-        if entry == src.entry:
-            text = word.sub(lambda mt: re.sub(r"[^A-Za-z0-9_.:-]", "_", rename[mt.group(1)]), text) if word else text
-            notes.append(f"  /* ansorc_status {call} {code}: {text.strip()} */")
-    return notes
+    sub = (lambda text: word.sub(lambda mt: re.sub(r"[^A-Za-z0-9_.:-]", "_", rename[mt.group(1)]), text)) if word \
+        else (lambda text: text)
+    return [[code, sub(text).strip()] for code, text in src.statuses]
 
 
 def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict, shown: dict) -> tuple:
-    helpers, bodies, calls, entries, order = [], [], [], {}, []
+    helpers, bodies, calls, entries, order, meanings = [], [], [], {}, [], []
     for g in groups:
         if g.name not in schedules:
             raise LibraryError(f"group {g.name!r} has no schedule")
@@ -249,13 +224,15 @@ def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict,
         calls.append("  if (ansorc_net_profiling) t0 = ansorc_net_now();")
         calls.append(f"  rc = {src.entry}({args});  /* {re.sub(r'[^A-Za-z0-9_]', '_', g.name)} */")
         calls.append(f"  if (ansorc_net_profiling) ansorc_net_prof[{len(order)}] += ansorc_net_now() - t0;")
-        calls += _call_notes(src, g, f"{m}_call{len(order)}", shown)
+        statuses = _call_statuses(src, g, shown)
+        calls += [f"  /* ansorc_status {m}_call{len(order)} {code}: {text} */" for code, text in statuses]
         # which call failed and its status (1: workspace allocation, >= 2: a data index out of range), for the caller
         at = STATUS["ERR_KERNEL"] + STATUS["KERNEL_STRIDE"] * len(order)
         calls.append(f"  if (rc != 0) return {at} + (rc > 0 && rc < 255 ? rc : 255);")
         order.append([g.name, src.entry])
+        meanings.append(statuses)
     forget = [f"  {src.entry}_constants_changed();" for src in entries.values() if src.prepared]
-    return helpers, bodies, calls, order, forget
+    return helpers, bodies, calls, order, meanings, forget
 
 
 def _run_function(net: Network, m: str, calls: list, n_calls: int) -> tuple:
@@ -302,11 +279,11 @@ def emit_library(net: Network, groups, schedules: dict, target="native", name: s
     everything = tensors_by_name([*net.outputs, *net.inputs])  # an unused input still has a parameter
     expr, arena, order = _bindings(net, groups, everything)
     shown = {t.name: n for t, n in zip(net.inputs, net.input_names)}
-    helpers, bodies, calls, called, forget = _kernels(groups, schedules, tgt, m, expr, everything, shown)
+    helpers, bodies, calls, called, meanings, forget = _kernels(groups, schedules, tgt, m, expr, everything, shown)
     wfile = layout(net.weights, order)
     proto, run = _run_function(net, m, calls, len(called))
     digest = model_digest(net, groups, schedules, wfile)
-    sig = {**_signature(net, m, arena, called, len(bodies), wfile), "digest": digest.hex()}
+    sig = {**_signature(net, m, arena, called, len(bodies), wfile), "call_statuses": meanings, "digest": digest.hex()}
     sig_text = c_string(json.dumps(sig, separators=(",", ":")))
     # in its own ELF section too: Model reads it from the file before loading (running) the library
     code = "\n".join([PRELUDE, *helpers, *bodies, loader(m, wfile[0], wfile[2], arena.size, DTYPE_CODE, digest, forget),

@@ -213,12 +213,9 @@ class Model:
         if rc < base or (rc - base) // stride >= len(calls):
             return MESSAGES.get(rc, f"status {rc}")
         k = (rc - base) // stride
-        try:
-            code = Path(self.files["c"]).read_text()
-        except (KeyError, OSError):
-            code = ""
-        # the run function restates each call's notes under "<model>_call<k>", in that group's tensor names
-        return f"group {calls[k][0]!r}: {status_message((rc - base) % stride, code, f'{self.name}_call{k}')}"
+        meanings = self.signature.get("call_statuses", [])   # per call, in that group's tensor names
+        why = status_message((rc - base) % stride, meanings[k] if k < len(meanings) else ())
+        return f"group {calls[k][0]!r}: {why}"
 
     # ------------------------------------------------------------------ files and lifetime
     def export(self, outdir) -> dict:

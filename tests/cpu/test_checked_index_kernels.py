@@ -2,6 +2,7 @@
 fail with KernelError naming the tensor on an out-of-range one, and never read outside a buffer (shown under
 AddressSanitizer), for the naive nest and for random schedules from the sampler."""
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -64,6 +65,18 @@ def test_kernel_matches_numpy_and_an_out_of_range_index_is_a_kernel_error():
         b[9] = bad
         with pytest.raises(KernelError, match="index out of range in A"):
             kern(args[0], ansorc.array(b), args[2])
+
+
+def test_an_exported_kernel_loaded_back_names_the_tensor_of_its_status(tmp_path):
+    # the meanings travel in the library's signature (data), not in the C next to it
+    tensors, feeds = embedding_matmul()
+    files = ansorc.build(tensors, name="emb").export(tmp_path, name="emb")
+    Path(files["c"]).unlink()
+    kern = ansorc.load(files["so"])
+    b = feeds["B"].copy()
+    b[3] = 77
+    with pytest.raises(KernelError, match="index out of range in A"):
+        kern(ansorc.array(feeds["A"]), ansorc.array(b), ansorc.array(feeds["W"]))
 
 
 def test_parallel_threads_report_the_error_and_stay_in_bounds_under_asan():

@@ -148,10 +148,14 @@ def test_c_reports_each_indexed_tensor_with_its_own_status():
     H = te.compute((4, 16), lambda i, j: G[i, j] + C[te.checked_index(B[3 - i] + 1, 3), j], name="H")
     src = codegen_c(lower(State.initial(ComputeDAG([A, B, C, H])), "gh"), "generic")
     assert src.code.count("ansorc_checked_index(") >= 3 and "__atomic_store_n" in src.code
-    assert status_message(STATUS_INDEX, src.code, "gh") == "index out of range in A"
-    assert status_message(STATUS_INDEX + 1, src.code, "gh") == "index out of range in C"
-    assert status_message(STATUS_INDEX, src.code, "other") == "index out of range"
+    # the meanings are data on the Source; the C says the same in comments, for its readers
+    assert src.statuses == ((STATUS_INDEX, "index out of range in A"), (STATUS_INDEX + 1, "index out of range in C"))
+    assert "/* ansorc_status gh 3: index out of range in C */" in src.code
+    assert status_message(STATUS_INDEX, src.statuses) == "index out of range in A"
+    assert status_message(STATUS_INDEX + 1, src.statuses) == "index out of range in C"
+    assert status_message(STATUS_INDEX) == "index out of range"
     assert status_message(1) == "workspace allocation failed"
+    assert "\n".join(text for _, text in src.parts) == src.code
 
 
 def test_programs_without_checked_indices_keep_their_c():

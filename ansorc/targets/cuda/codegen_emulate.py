@@ -74,8 +74,8 @@ class EmulationRenderer(CRenderer):
         self.emit("}", ind + 1)
         self.emit("}", ind)
 
-    def render(self) -> str:
-        return "#include <omp.h>\n" + super().render()
+    def render_parts(self) -> list:
+        return [("helper", "#include <omp.h>"), *super().render_parts()]
 
 
 def codegen_gpu_emulation(func: PrimFunc, target: CudaTarget | None = None) -> Source:
@@ -85,9 +85,11 @@ def codegen_gpu_emulation(func: PrimFunc, target: CudaTarget | None = None) -> S
     kernels, _ = split_kernels(func)
     for k in kernels:
         check_kernel(k, target)
-    code = EmulationRenderer(func, {k.body.var: k for k in kernels}).render()
+    renderer = EmulationRenderer(func, {k.body.var: k for k in kernels})
+    parts = tuple(renderer.render_parts())
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, i >= func.n_inputs) for i, b in enumerate(func.args))
-    return Source(code, func.name, args, "c")
+    return Source("\n".join(text for _, text in parts), func.name, args, "c", parts=parts,
+                  statuses=renderer.statuses())
 
 
 __all__ = ["codegen_gpu_emulation", "EMULATION_FLAGS"]
