@@ -154,14 +154,20 @@ def _bindings(net: Network, groups, everything: dict) -> tuple:
 
 
 def schedule_key(state) -> str:
-    """Equal for two groups of one workload whose schedules differ only in the groups' tensor names."""
+    """Equal for two groups of one workload whose schedules differ only in the groups' tensor names: every name in
+    the steps (a stage "C", a derived stage "C.local", a fused iterator "i.0@j.0") has its stage part renamed to
+    the stage's position in the DAG."""
     canon = {op.name: f"T{i}" for i, op in enumerate(state.dag.ops)}
-    text = repr(steps_to_json(state.steps))
-    if canon:
-        pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, sorted(canon, key=len, reverse=True)))
-                             + r")(?![A-Za-z0-9_])")
-        text = pattern.sub(lambda mt: canon[mt.group(1)], text)
-    return state.dag.workload_key + text
+
+    def name(piece: str) -> str:
+        head, dot, rest = piece.partition(".")
+        return canon.get(head, head) + dot + rest
+
+    def walk(x):
+        if isinstance(x, str):
+            return "@".join(name(p) for p in x.split("@"))
+        return [walk(v) for v in x] if isinstance(x, (list, tuple)) else x
+    return state.dag.workload_key + json.dumps(walk(steps_to_json(state.steps)), separators=(",", ":"))
 
 
 def _split_kernel(src: Source) -> tuple:

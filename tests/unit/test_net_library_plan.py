@@ -67,3 +67,32 @@ def test_chain_arena_offsets_alternate():
     offsets = [lib.arena.offsets[f"f{k}"] for k in range(4)]
     assert offsets[0] == offsets[2] != offsets[1] == offsets[3]
     assert lib.arena.size == 2 * 4032   # 4000 bytes rounded to 64
+
+
+def _matmul_relu(prefix: str):
+    from ansorc import te
+    A, B = te.placeholder((64, 64), name=f"{prefix}A"), te.placeholder((64, 64), name=f"{prefix}B")
+    k = te.reduce_axis((0, 64), name="k")
+    C = te.compute((64, 64), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name=f"{prefix}C")
+    return [A, B, te.compute((64, 64), lambda i, j: te.max(C[i, j], 0.0), name=f"{prefix}D")]
+
+
+def test_schedule_key_ignores_tensor_names_and_tells_schedules_apart():
+    from ansorc.ir.state import replay
+    from ansorc.net.library import schedule_key
+    from ansorc.search.annotate import sample
+    from ansorc.search.task import SearchTask
+    one, two = SearchTask(_matmul_relu("x_")), SearchTask(_matmul_relu("y_"))
+    states = sample(one, 4, seed=5)
+    renamed = {f"x_{c}": f"y_{c}" for c in "ABCD"}
+
+    def rename(x):
+        if isinstance(x, str):
+            return "@".join(renamed.get(p.partition(".")[0], p.partition(".")[0]) + "".join(p.partition(".")[1:])
+                            for p in x.split("@"))
+        return [rename(v) for v in x] if isinstance(x, list) else x
+    from ansorc.ir.steps import steps_from_json, steps_to_json
+    for s in states:   # the same schedule on the other names
+        other = replay(two.dag, steps_from_json(rename(steps_to_json(s.steps))))
+        assert schedule_key(other) == schedule_key(s)
+    assert len({schedule_key(s) for s in states}) == len({repr(steps_to_json(s.steps)) for s in states}) > 1
