@@ -1,4 +1,4 @@
-"""Print the ONNX support table (ansorc.net.ops_table.SUPPORT) as markdown; docs/networks.md embeds it between
+"""Print the ONNX support table (ansorc.net.ops.SUPPORT) as markdown; docs/networks.md embeds it between
 the markers below, and tests/unit/test_support_table.py fails when the two differ.
 
     python tools/support_table.py            # print
@@ -14,7 +14,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "networks.md"
 
 
 def table() -> str:
-    from ansorc.net.ops_table import SUPPORT
+    from ansorc.net.ops import SUPPORT
     rows = ["| op | input dtypes | attributes | notes |", "| --- | --- | --- | --- |"]
     for op in sorted(SUPPORT):
         spec = SUPPORT[op]

@@ -1,7 +1,7 @@
-"""Whole networks: ONNX import (importer.py), operators as te (ops_*.py), fusion into tasks (fuse.py), one library
+"""Whole networks: ONNX import (importer.py), operators as te (ops/), fusion into tasks (fuse.py), one library
 per model (library.py, model.py). Imports point one way: net uses ir/codegen/measure/search, never the reverse.
 
-`compile` and `Model` load on first use, so that importing the contract modules (network.py, ops_*.py) does not
+`compile` and `Model` load on first use, so that importing the contract modules (network.py, ops/) does not
 pull in the compiler and the builder."""
 
 

@@ -148,7 +148,7 @@ def supported(model, table: dict | None = None, input_shapes: dict | None = None
     from .importer import graph_of, load
     from .lowering import check_graph
     if table is None:
-        from .ops_table import SUPPORT as table
+        from .ops import SUPPORT as table
     try:
         model = model if isinstance(model, onnx.ModelProto) else load(model)[0]
         if inputs is not None:

@@ -252,11 +252,11 @@ def graph_of(model, input_shapes: dict | None = None, layout: str | None = None)
 
 def import_model(model, input_shapes: dict | None = None, table: dict | None = None,
                  layout: str | None = None) -> Network:
-    """Import an ONNX model (path or ModelProto) as a Network; `table` defaults to ops_table.SUPPORT, `layout`
+    """Import an ONNX model (path or ModelProto) as a Network; `table` defaults to ops.SUPPORT, `layout`
     as graph_of."""
     from .lowering import lower_graph
     if table is None:
-        from .ops_table import SUPPORT as table
+        from .ops import SUPPORT as table
     return lower_graph(graph_of(model, input_shapes, layout), table)
 
 

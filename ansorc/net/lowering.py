@@ -15,8 +15,8 @@ from ..ir.dtypes import DTYPE_TABLE
 from ..ir.te import MAX_ELEMENTS, PlaceholderOp, Tensor
 from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, result_elements, run_node
 from .network import NetError, Network, UnsupportedError, c_name
-from .ops_common import LowerContext, Node
-from .ops_layout import DOMAIN, internal_spec
+from .ops.common import LowerContext, Node
+from .ops.layout import DOMAIN, internal_spec
 
 
 def dtype_name(elem: int) -> str:

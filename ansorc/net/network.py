@@ -20,7 +20,7 @@ class NetError(AnsorcError, ValueError):
 
 
 class UnsupportedError(NetError):
-    """An operator, dtype or attribute outside the support table (ops_table.SUPPORT)."""
+    """An operator, dtype or attribute outside the support table (ops.SUPPORT)."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,5 +1,5 @@
 """The ops of the ONNX fuzzer (fuzz_onnx_graphs.py): one recipe per family of the support table
-(ansorc/net/ops_table.py). A recipe reads tensor `x` of shape `s`, adds one node (and its constants or second
+(ansorc/net/ops/__init__.py). A recipe reads tensor `x` of shape `s`, adds one node (and its constants or second
 inputs) to the GraphBuilder and returns the node's outputs. `_bad(c)` is the small chance of an attribute just
 outside what the op allows. Not drawn, because another change fixes them (issue 50's list): ConstantOfShape,
 EyeLike and Range (folding size limits), Pad reflect with pads larger than the dim. Not drawn, because nothing

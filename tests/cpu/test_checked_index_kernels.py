@@ -14,8 +14,8 @@ from ansorc.codegen.c import STATUS_INDEX
 from ansorc.ir.evaluate import evaluate
 from ansorc.kernel import KernelError
 from ansorc.measure.sanitize import REPORT_MARKERS, SanitizerUnavailable, run_sanitized
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_gather import OPS
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops.gather import OPS
 from ansorc.search.annotate import sample
 from ansorc.search.evolution import SearchParams
 from ansorc.search.task import HardwareParams, SearchTask

@@ -3,10 +3,12 @@ graph, and pools (a -inf border, per-position average counts) feeding a Gemm."""
 import numpy as np
 
 from ansorc.ir import te
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_nn import OPS
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops import table
 
 from .helpers import check_kernel
+
+OPS = table("nn", "attention", "conv", "einsum", "pool", "norm", "norm_more", "reduce", "recurrent")
 
 
 def _node(op, attrs, in_shapes, out_shape, opset=13):

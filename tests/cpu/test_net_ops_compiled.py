@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 from ansorc import te
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_elementwise import OPS as EW
-from ansorc.net.ops_shape import OPS as SH
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops import table
 from tests.cpu.helpers import check_kernel
+
+EW, SH = table("elementwise", "activation", "trig"), table("shape", "shape_const", "resize")
 
 
 def _node(op, in_shapes, dtypes, attrs=None, out_dtypes=("float32",)):
@@ -41,16 +42,16 @@ def test_shape_ops_compile_like_the_evaluator():
     ctx = LowerContext()
     node = Node("Pad", "p", {"mode": "reflect", "_opset": 18}, ((3, 4, 5), (6,)), ("float32", "int64"), (),
                 ("float32",), "m")
-    [pad] = SH["Pad"].lower(node, [x, np.array([0, 2, 1, 1, 3, 2], np.int64)], ctx)
+    [pad] = EW["Pad"].lower(node, [x, np.array([0, 2, 1, 1, 3, 2], np.int64)], ctx)
     node = Node("Reshape", "r", {"_opset": 18}, ((3, 4, 5), (2,)), ("float32", "int64"), (), ("float32",), "m")
-    [rs] = SH["Reshape"].lower(node, [x, np.array([6, 10], np.int64)], ctx)
+    [rs] = EW["Reshape"].lower(node, [x, np.array([6, 10], np.int64)], ctx)
     node = Node("Slice", "s", {"_opset": 18}, ((3, 4, 5),) + ((2,),) * 4, ("float32",) + ("int64",) * 4, (),
                 ("float32",), "m")
-    [sl] = SH["Slice"].lower(node, [x] + [np.array(v, np.int64) for v in ([-1, 4], [-100, 0], [0, 2], [-2, -2])],
+    [sl] = EW["Slice"].lower(node, [x] + [np.array(v, np.int64) for v in ([-1, 4], [-100, 0], [0, 2], [-2, -2])],
                              ctx)
     node = Node("Concat", "c", {"axis": 1, "_opset": 18}, ((3, 4, 5), (3, 4, 5)), ("float32",) * 2, (),
                 ("float32",), "m")
-    [cat] = SH["Concat"].lower(node, [x, sl if sl.shape == x.shape else x], ctx)
+    [cat] = EW["Concat"].lower(node, [x, sl if sl.shape == x.shape else x], ctx)
     check_kernel([x, pad, rs, sl, cat], name="net_shape_ops")
 
 
@@ -137,8 +138,8 @@ def test_random_programs_of_concat_pad_erf_and_head_reshape_match():
 def test_onnx_node_suite_cases_compiled_to_c_match():
     """Every node-suite case of these ops that the evaluator passes also passes as a compiled C kernel."""
     from tests.unit.onnx_node_harness import conformance
-    for table, floor in ((EW, 198), (SH, 150)):
-        results = conformance(table, mode="compiled")
+    for rows, floor in ((EW, 198), (SH, 150)):
+        results = conformance(rows, mode="compiled")
         failures = {k: v for k, v in results.items() if v[0] == "fail"}
         assert not failures, failures
         assert sum(v[0] == "pass" for v in results.values()) >= floor
@@ -162,15 +163,15 @@ def test_resize_with_affine_reads_and_an_index_table_compiles_like_the_evaluator
 
 def test_constants_too_large_to_fold_compile_like_numpy(monkeypatch):
     # issue 50.3: above the folding limit ConstantOfShape / EyeLike / Range are computed by the kernel
-    import ansorc.net.ops_shape_const as shape_const
+    import ansorc.net.ops.shape_const as shape_const
     monkeypatch.setattr(shape_const, "FOLD_LIMIT", 4)
     x = te.placeholder((5, 7), "float32", "x")
     ctx = LowerContext()
-    [eye] = SH["EyeLike"].lower(_node("EyeLike", [(5, 7)], ["float32"], {"k": 2}), [x], ctx)
+    [eye] = EW["EyeLike"].lower(_node("EyeLike", [(5, 7)], ["float32"], {"k": 2}), [x], ctx)
     seven = {"value": np.array([7], np.int64)}
-    [fill] = SH["ConstantOfShape"].lower(_node("ConstantOfShape", [(2,)], ["int64"], seven, ("int64",)),
+    [fill] = EW["ConstantOfShape"].lower(_node("ConstantOfShape", [(2,)], ["int64"], seven, ("int64",)),
                                          [np.array([3, 4], np.int64)], ctx)
-    [rng] = SH["Range"].lower(_node("Range", [(), (), ()], ["float32"] * 3),
+    [rng] = EW["Range"].lower(_node("Range", [(), (), ()], ["float32"] * 3),
                               [np.array(v, np.float32) for v in (2.0, -3.0, -0.75)], ctx)
     assert all(isinstance(t, te.Tensor) for t in (eye, fill, rng))
     check_kernel([x, eye, fill, rng], name="net_big_consts")   # the compiled kernel agrees with the evaluator

@@ -2,7 +2,7 @@
 Relu, Add, Mul, MatMul (2-D), Conv (2-D NCHW, group 1, pads/strides). Enough to import small graphs
 and to run a handful of onnx node tests through the backend."""
 from ansorc import te
-from ansorc.net.ops_common import OpSpec
+from ansorc.net.ops.common import OpSpec
 
 
 def _tensor(v, ctx, hint="c"):

@@ -1,6 +1,6 @@
 """onnx's backend node tests through ansorc's backend, compared as onnx's runner does.
 
-test_node_conformance is the real run over the support table (ops_table.SUPPORT): every supported case through
+test_node_conformance is the real run over the support table (ops.SUPPORT): every supported case through
 the numpy reference executor, and compiled to C and run (the compiled executor: ansorc.net.compile with default
 schedules) for every fourth case and one case of each operator those miss, or for every case with
 ANSORC_CONFORMANCE=full (about 6 minutes on 2 cores, 11 on a slow day). It prints the counts and the missing ops
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ansorc.net.backend import compiled, reference
-from ansorc.net.ops_table import SUPPORT
+from ansorc.net.ops import SUPPORT
 
 from .conformance import node_cases, run_all, run_case
 from .mini_ops import TABLE

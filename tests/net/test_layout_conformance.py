@@ -13,7 +13,7 @@ from onnx import helper, numpy_helper
 
 from ansorc.net.backend import compiled, reference
 from ansorc.net.importer import graph_of
-from ansorc.net.ops_table import SUPPORT
+from ansorc.net.ops import SUPPORT
 
 from .conformance import node_cases, run_all
 

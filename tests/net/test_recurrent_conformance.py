@@ -6,7 +6,7 @@ import functools
 import pytest
 
 from ansorc.net.backend import compiled, reference
-from ansorc.net.ops_table import SUPPORT
+from ansorc.net.ops import SUPPORT
 
 from .conformance import node_cases, run_all
 

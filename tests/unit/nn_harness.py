@@ -8,8 +8,8 @@ from onnx import helper, numpy_helper
 
 from ansorc.ir import te
 from ansorc.ir.evaluate import evaluate
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_table import SUPPORT
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops import SUPPORT
 
 OPSET = 17
 

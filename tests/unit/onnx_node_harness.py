@@ -14,8 +14,8 @@ from ansorc.ir.evaluate import evaluate
 from ansorc.ir.expr import DTYPES
 from ansorc.ir.te import PlaceholderOp
 from ansorc.net.network import NetError
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_util import te_shape
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops.util import te_shape
 
 # inputs ONNX passes as tensors but that must be import-time constants (shapes, axes, pads, ...)
 CONST_INPUTS = {"Reshape": {1}, "Expand": {1}, "Tile": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3},

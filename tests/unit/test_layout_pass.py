@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ansorc.net.importer import graph_of, import_model, run_reference
 from ansorc.net.network import UnsupportedError
-from ansorc.net.ops_table import SUPPORT
+from ansorc.net.ops import SUPPORT
 
 RNG = np.random.default_rng(0)
 LAYOUT_OPS = ("ToNHWC", "ToNCHW")

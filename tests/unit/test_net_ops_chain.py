@@ -5,8 +5,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-from ansorc.net.ops_elementwise import OPS as EW
-from ansorc.net.ops_shape import OPS as SH
+from ansorc.net.ops import SUPPORT
 from tests.unit.onnx_node_harness import run_graph
 
 
@@ -46,7 +45,7 @@ def test_chain_matches_onnxruntime():
     onnx.checker.check_model(model)
     x = np.random.default_rng(3).uniform(-2, 2, (2, 24)).astype(np.float32)
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    got = run_graph(model, {"x": x}, {**EW, **SH})
+    got = run_graph(model, {"x": x}, SUPPORT)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

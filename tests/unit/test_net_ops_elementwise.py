@@ -1,4 +1,4 @@
-"""Element-wise ONNX ops lowered to te (ansorc/net/ops_elementwise.py, ops_activation.py), run with the numpy
+"""Element-wise ONNX ops lowered to te (ansorc/net/ops/elementwise.py, ops_activation.py), run with the numpy
 reference evaluator and compared with onnx's ReferenceEvaluator on random data, plus onnx's own node tests."""
 import collections
 import math
@@ -8,10 +8,12 @@ import pytest
 
 from ansorc.ir.expr import Cast, walk
 from ansorc.net.network import UnsupportedError
-from ansorc.net.ops_activation import erf
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_elementwise import OPS
+from ansorc.net.ops.activation import erf
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops import table
 from tests.unit.onnx_node_harness import conformance, lower_and_compare
+
+OPS = table("elementwise", "activation", "trig")
 
 RNG = np.random.default_rng(0)
 

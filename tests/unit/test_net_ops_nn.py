@@ -1,5 +1,6 @@
-"""ONNX nn operators (ops_nn.OPS): each lowered from a one-node model, evaluated with the numpy reference and
-compared with onnxruntime on random data; rejections are one line naming the node; ONNX's node test suite."""
+"""ONNX nn operators (ansorc/net/ops/nn.py and kin): each lowered from a one-node model, evaluated with the
+numpy reference and compared with onnxruntime on random data; rejections are one line naming the node; ONNX's
+node test suite."""
 import collections
 
 import numpy as np
@@ -8,10 +9,12 @@ import pytest
 from ansorc.ir.dag import ComputeDAG
 from ansorc.ir.te import ComputeOp
 from ansorc.net.network import UnsupportedError, tensors_by_name
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_nn import OPS
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops import table
 
 from .nn_harness import check_op, lower_and_run
+
+OPS = table("nn", "attention", "conv", "einsum", "pool", "norm", "norm_more", "reduce", "recurrent")
 
 RNG = np.random.default_rng(0)
 

@@ -1,4 +1,4 @@
-"""Shape and data-movement ONNX ops lowered to te (ansorc/net/ops_shape.py, ops_shape_const.py), run with the
+"""Shape and data-movement ONNX ops lowered to te (ansorc/net/ops/shape.py, ops_shape_const.py), run with the
 numpy reference evaluator and compared with onnx's ReferenceEvaluator, plus onnx's own node tests."""
 import collections
 
@@ -8,9 +8,11 @@ import pytest
 from ansorc import te
 from ansorc.ir.expr import Binary, walk
 from ansorc.net.network import NetError, UnsupportedError
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_shape import OPS
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops import table
 from tests.unit.onnx_node_harness import conformance, lower_and_compare
+
+OPS = table("shape", "shape_const", "resize")
 
 RNG = np.random.default_rng(1)
 I64 = np.int64
@@ -278,7 +280,7 @@ def test_resize_unsupported_modes_are_one_line_errors():
 
 def test_constant_producing_ops_above_the_fold_limit_are_computed_at_run_time(monkeypatch):
     # issue 50.3: ConstantOfShape / EyeLike / Range results were folded at any size (8 GB weight files)
-    import ansorc.net.ops_shape_const as shape_const
+    import ansorc.net.ops.shape_const as shape_const
     monkeypatch.setattr(shape_const, "FOLD_LIMIT", 4, raising=False)
     for op, inputs, attrs in [("ConstantOfShape", [ints(2, 3)], {}), ("EyeLike", [rand(3, 5)], {"k": 1}),
                               ("Range", [np.array(1, I64), np.array(20, I64), np.array(3, I64)], {}),

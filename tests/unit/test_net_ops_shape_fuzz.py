@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 
 from ansorc import te
 from ansorc.ir.evaluate import evaluate
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_shape import OPS
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops import table
+
+OPS = table("shape", "shape_const", "resize")
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SHAPE = (4, 1, 6)

@@ -1,4 +1,4 @@
-"""ONNX Gather / GatherElements lowered to te (ansorc/net/ops_gather.py), checked with the numpy evaluator against
+"""ONNX Gather / GatherElements lowered to te (ansorc/net/ops/gather.py), checked with the numpy evaluator against
 numpy's take / take_along_axis (ONNX's own reference formulas)."""
 import numpy as np
 import pytest
@@ -7,9 +7,9 @@ from ansorc import te
 from ansorc.ir.evaluate import EvaluateError, evaluate
 from ansorc.ir.expr import CheckedIndex, walk
 from ansorc.net.network import NetError, UnsupportedError
-from ansorc.net.ops_common import LowerContext, Node
-from ansorc.net.ops_gather import OPS
-from ansorc.net.ops_table import SUPPORT
+from ansorc.net.ops.common import LowerContext, Node
+from ansorc.net.ops.gather import OPS
+from ansorc.net.ops import SUPPORT
 
 
 def node(op, data_shape, idx_shape, out_shape, axis=None, dtype="float32", idx_dtype="int64"):

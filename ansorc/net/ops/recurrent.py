@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import te
-from ..ir.expr import binary, const
-from .ops_nn_util import FLOATS, spec
+from ...ir import te
+from ...ir.expr import binary, const
+from .nn_util import FLOATS, spec
 
 MAX_STEPS = 256          # time steps x directions unrolled; beyond, the te graph (3-4 stages a step) gets too big
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}

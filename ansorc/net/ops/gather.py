@@ -1,5 +1,5 @@
 """ONNX operators lowered to te: Gather and GatherElements, loads whose index comes from a tensor.
-Interface: ops_common.py.
+Interface: common.py.
 
 An index known only at run time goes through `te.checked_index`: a negative index wraps (idx + dim, as ONNX
 says), and one still outside 0..dim-1 makes the kernel fail with "index out of range" (as onnxruntime does)
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import te
-from .network import NetError
-from .ops_common import OpSpec
+from ... import te
+from ..network import NetError
+from .common import OpSpec
 
 DATA_DTYPES = ("float32", "float64", "int32", "int64", "bool")
 INDEX_DTYPES = ("int32", "int64")

@@ -4,16 +4,16 @@ A pool is a padded stage (-inf or 0 on the border) and one max/sum reduction ove
 divides by the per-position count in its own element-wise compute. The count depends only on the output
 position and is separable per spatial dim, so it is a product of small per-dim select chains built here from
 the exact counts (ceil_mode, count_include_pad and dilations all included). The *_nhwc lowerings are the 2-D
-channels-last pools of layout_pass (internal ops, ops_layout.INTERNAL)."""
+channels-last pools of layout_pass (internal ops, layout.INTERNAL)."""
 from __future__ import annotations
 
 from collections import Counter
 
 import numpy as np
 
-from ..ir import te
-from .ops_nn_util import as_tensor, compute, ints, lowest, spec, zero
-from .ops_window import Window, pad_spatial, taps, window
+from ...ir import te
+from .nn_util import as_tensor, compute, ints, lowest, spec, zero
+from .window import Window, pad_spatial, taps, window
 
 
 def pool_window(node, sizes, kernel, ceil_mode: bool) -> Window:

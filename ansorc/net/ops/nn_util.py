@@ -1,14 +1,14 @@
-"""Helpers of the nn operator lowerings (ops_nn, ops_conv, ops_pool, ops_norm, ops_reduce): attribute checks, axis
+"""Helpers of the nn operator lowerings (nn, conv, pool, norm, reduce): attribute checks, axis
 normalisation, numpy broadcasting, reading a value whatever its form (te Tensor, constant array, rank-0 held as
 shape (1,)). Every rejection is one `node.unsupported(...)` line.
 
-(The element-wise ops keep similar helpers in ops_util.py; the two can merge once both are in.)"""
+(The element-wise ops keep similar helpers in util.py; the two can merge once both are in.)"""
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import te
-from .ops_common import OpSpec
+from ...ir import te
+from .common import OpSpec
 
 FLOATS = ("float32", "float64")
 

@@ -1,13 +1,12 @@
-"""ONNX neural-network operators lowered to te: Gemm and MatMul (here), Conv and ConvTranspose (ops_conv), pooling
-(ops_pool), normalization and softmax (ops_norm), reductions and ArgMax/ArgMin (ops_reduce).
-Interface: ops_common.py. OPS merges the tables of those modules."""
+"""ONNX neural-network operators lowered to te: Gemm and MatMul (here), Conv and ConvTranspose (conv), pooling
+(pool), normalization and softmax (norm), reductions and ArgMax/ArgMin (reduce).
+Interface: common.py. OPS merges the tables of those modules."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import te
-from . import ops_attention, ops_conv, ops_einsum, ops_norm, ops_norm_more, ops_pool, ops_recurrent, ops_reduce
-from .ops_nn_util import FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, reader, spec, te_shape
+from ...ir import te
+from .nn_util import FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, reader, spec, te_shape
 
 
 def _operand(node, x, trans: bool, ctx, hint):
@@ -82,10 +81,8 @@ def lower_matmul(node, ins, ctx):
     return [compute(te_shape(out), body, ctx.name(node.name), "matmul")]
 
 
-OPS: dict = {  # ONNX op type -> ops_common.OpSpec
+OPS: dict = {  # ONNX op type -> common.OpSpec
     "Gemm": spec(lower_gemm, attrs=("alpha", "beta", "transA", "transB"), note="C broadcast, optional", required=2),
     "MatMul": spec(lower_matmul, FLOATS + ("int32", "int64"), note="1-D and batched N-D with broadcasting",
                    required=2),
-    **ops_attention.OPS, **ops_conv.OPS, **ops_einsum.OPS, **ops_pool.OPS, **ops_norm.OPS, **ops_norm_more.OPS,
-    **ops_reduce.OPS, **ops_recurrent.OPS,
 }

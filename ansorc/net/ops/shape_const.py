@@ -1,20 +1,20 @@
 """ONNX Pad, CenterCropPad and Trilu, and the ops whose result is known at import time (Shape, Size, Constant,
 ConstantOfShape, EyeLike, Range: shapes are static, so they return np.ndarray). A ConstantOfShape, EyeLike or
 Range result above import_passes.FOLD_LIMIT elements is computed at run time instead (a te tensor): folded, it
-would fill memory at import and the weight file (te.compute refuses what no kernel can index). Merged into
-ops_shape.OPS. Interface: ops_common.py."""
+would fill memory at import and the weight file (te.compute refuses what no kernel can index).
+Interface: common.py."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from .. import te
-from ..ir.expr import binary, const
-from .import_passes import FOLD_LIMIT
-from .network import NetError
-from .ops_common import OpSpec
-from .ops_util import (ALL, NUMERIC, ONNX_DTYPES, attr_array, axes, check_dtypes, compute, const_input, int_list, numel,
+from ... import te
+from ...ir.expr import binary, const
+from ..import_passes import FOLD_LIMIT
+from ..network import NetError
+from .common import OpSpec
+from .util import (ALL, NUMERIC, ONNX_DTYPES, attr_array, axes, check_dtypes, compute, const_input, int_list, numel,
                        scalar_const, shape_of)
 
 

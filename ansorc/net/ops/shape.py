@@ -1,18 +1,16 @@
 """ONNX operators lowered to te: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice, Expand,
 Tile, DepthToSpace/SpaceToDepth; Pad and the constant-producing ops (Shape, Size, Constant, ConstantOfShape,
-Range) live in ops_shape_const.py and are merged here. Interface: ops_common.py.
+Range) live in shape_const.py. Interface: common.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import te
-from ..ir.expr import const
-from .network import NetError
-from .ops_common import OpSpec
-from .ops_resize import OPS as RESIZE_OPS
-from .ops_shape_const import OPS as CONST_OPS
-from .ops_util import (ALL, as_tensor, axes, axis, broadcast, check_dtypes, compute, const_input, int_list, numel,
+from ... import te
+from ...ir.expr import const
+from ..network import NetError
+from .common import OpSpec
+from .util import (ALL, as_tensor, axes, axis, broadcast, check_dtypes, compute, const_input, int_list, numel,
                        reader, shape_of)
 
 
@@ -301,6 +299,4 @@ OPS: dict = {
     "Tile": OpSpec(_tile, ALL, (), "constant repeats"),
     "DepthToSpace": OpSpec(_depth_space, ALL, ("blocksize", "mode")),
     "SpaceToDepth": OpSpec(_depth_space, ALL, ("blocksize", "mode")),
-    **CONST_OPS,
-    **RESIZE_OPS,
 }

@@ -1,6 +1,6 @@
 """ONNX operators lowered to te: element-wise and broadcasting arithmetic, comparisons, logic, Cast, Where,
-variadic Sum/Mean/Min/Max; activations live in ops_activation.py and are merged here.
-Interface: ops_common.py.
+variadic Sum/Mean/Min/Max; activations live in activation.py.
+Interface: common.py.
 """
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ import math
 
 import numpy as np
 
-from .. import te
-from ..ir.expr import binary, compare, const, logic
-from .ops_activation import OPS as ACTIVATIONS
-from .ops_common import OpSpec
-from .ops_shape import reshape_to
-from .ops_trig import OPS as TRIG
-from .ops_util import ALL, FLOATS, NUMERIC, ONNX_DTYPES, axis, check_dtypes, elementwise, scalar_const, shape_of, unary
+from ... import te
+from ...ir.expr import binary, compare, const, logic
+from .common import OpSpec
+from .shape import reshape_to
+from .util import ALL, FLOATS, NUMERIC, ONNX_DTYPES, axis, check_dtypes, elementwise, scalar_const, shape_of, unary
 
 _LEGACY = ("broadcast", "axis", "consumed_inputs")  # opsets < 7 (consumed_inputs has no effect)
 
@@ -222,6 +220,4 @@ OPS: dict = {
     "Dropout": OpSpec(_dropout, FLOATS, ("ratio", "seed", "is_test", "consumed_inputs"),
                       "inference only: the identity"),
     "Clip": OpSpec(_clip, NUMERIC, ("min", "max", "consumed_inputs"), "min/max as attributes (opset < 11) or inputs"),
-    **ACTIVATIONS,
-    **TRIG,
 }

@@ -1,4 +1,4 @@
-"""What an operator's lowering receives and returns (the interface of ops_*.py, used by importer.py).
+"""What an operator's lowering receives and returns (the interface of the ops/ modules, used by importer.py).
 
     def lower_relu(node: Node, ins: list, ctx: LowerContext) -> list
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .network import UnsupportedError, c_name
+from ..network import UnsupportedError, c_name
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class LowerContext:
 
     def weight(self, array: np.ndarray, hint: str = "w"):
         """A te placeholder whose value is the constant `array` (kept in the model's weight file)."""
-        from .. import te
+        from ... import te
         arr = np.ascontiguousarray(array)
         shape = arr.shape if arr.ndim else (1,)
         t = te.placeholder(shape, str(arr.dtype), name=self.name(hint))

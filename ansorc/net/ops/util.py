@@ -1,6 +1,6 @@
 """Helpers shared by the operator lowerings: dtypes, shapes, numpy broadcasting, axes, constant inputs.
 
-ONNX shapes are the true ones (rank 0 allowed); te tensors hold a rank-0 value as shape (1,) (ops_common).
+ONNX shapes are the true ones (rank 0 allowed); te tensors hold a rank-0 value as shape (1,) (common).
 """
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from .. import te
-from ..ir.expr import Expr, const
-from .network import NetError
+from ... import te
+from ...ir.expr import Expr, const
+from ..network import NetError
 
 FLOATS = ("float32", "float64")
 NUMERIC = FLOATS + ("int32", "int64")
@@ -160,8 +160,8 @@ def elementwise(node, xs: list, ctx, fn, out: int = 0, shapes=None):
 
 
 def _fold(node, xs, fn, out, shapes) -> np.ndarray:
-    from ..ir.evaluate import evaluate
-    from .ops_common import LowerContext
+    from ...ir.evaluate import evaluate
+    from .common import LowerContext
     scratch = LowerContext()
     t = elementwise(node, [scratch.weight(x, "c") for x in xs], scratch, fn, out, shapes)
     return evaluate([t], scratch.weights)[t.name].reshape(broadcast(node, *shapes))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import string
 
-from ..ir import te
-from .ops_nn_util import FLOATS, as_tensor, compute, reader, spec, te_shape
+from ...ir import te
+from .nn_util import FLOATS, as_tensor, compute, reader, spec, te_shape
 
 _SPARE = string.ascii_uppercase  # letters for ellipsis dims (ONNX equations use lower-case letters)
 

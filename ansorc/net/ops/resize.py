@@ -1,18 +1,18 @@
 """ONNX Resize (and the older Upsample) in nearest and linear modes lowered to te. Shapes and scales are static,
 so each resized axis gets its source indices (and linear weights) computed here once, exactly as onnx's reference
 does; the te read uses an affine floor (a*i + b) // c clamped into range when one reproduces the table (integer
-and simple rational scales), else the table itself as a small int32 weight. Merged into ops_shape.OPS."""
+and simple rational scales), else the table itself as a small int32 weight."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from .. import te
-from ..ir.expr import binary, const
-from .network import NetError
-from .ops_common import OpSpec
-from .ops_util import FLOATS, axes, check_dtypes, compute, const_input, shape_of
+from ... import te
+from ...ir.expr import binary, const
+from ..network import NetError
+from .common import OpSpec
+from .util import FLOATS, axes, check_dtypes, compute, const_input, shape_of
 
 _MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric")
 

@@ -1,14 +1,14 @@
 """Less common normalizations lowered to te: RMSNormalization, GroupNormalization, MeanVarianceNormalization,
-LpNormalization, Hardmax. Same shape as ops_norm: reductions into their own computes, one element-wise output."""
+LpNormalization, Hardmax. Same shape as norm: reductions into their own computes, one element-wise output."""
 from __future__ import annotations
 
 import math
 
-from ..ir import te
-from .ops_nn_util import (FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, norm_axes, norm_axis,
+from ...ir import te
+from .nn_util import (FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, norm_axes, norm_axis,
                           opset, reader, spec, te_shape)
-from .ops_norm import moments, softmax_axes
-from .ops_reduce import reduce_compute, stat_index
+from .norm import moments, softmax_axes
+from .reduce import reduce_compute, stat_index
 
 
 def lower_rms_norm(node, ins, ctx):

@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from ..ir import te
-from .ops_nn_util import FLOATS, as_tensor, compute, const_input, norm_axes, norm_axis, reader, spec, te_shape
+from ...ir import te
+from .nn_util import FLOATS, as_tensor, compute, const_input, norm_axes, norm_axis, reader, spec, te_shape
 
 INTS = ("int32", "int64")
 PROD_LIMIT = 64  # ReduceProd is unrolled into one product of reads (te has no product reducer)

@@ -1,13 +1,13 @@
 """ONNX trigonometric ops from te arithmetic (te has no sin/cos/atan): range reduction plus polynomials, accurate
-to float32 rounding for moderate arguments (|x| up to ~1e4 for Sin/Cos). Merged into ops_elementwise.OPS."""
+to float32 rounding for moderate arguments (|x| up to ~1e4 for Sin/Cos)."""
 from __future__ import annotations
 
 import math
 
-from .. import te
-from ..ir.expr import const
-from .ops_common import OpSpec
-from .ops_util import FLOATS, check_dtypes, horner, unary
+from ... import te
+from ...ir.expr import const
+from .common import OpSpec
+from .util import FLOATS, check_dtypes, horner, unary
 
 # pi/2 in three parts with few bits each (Cephes' DP1..DP3 doubled): n * part stays exact in float32
 _PIO2 = (1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8)

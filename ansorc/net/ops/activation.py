@@ -1,13 +1,13 @@
-"""ONNX unary math and activations lowered to te (merged into ops_elementwise.OPS). te has no erf, so Erf and
+"""ONNX unary math and activations lowered to te. te has no erf, so Erf and
 Gelu are built from exp, selects and polynomials here: no IR change needed."""
 from __future__ import annotations
 
 import math
 
-from .. import te
-from ..ir.expr import binary, const
-from .ops_common import OpSpec
-from .ops_util import FLOATS, NUMERIC, check_dtypes, elementwise, horner, unary
+from ... import te
+from ...ir.expr import binary, const
+from .common import OpSpec
+from .util import FLOATS, NUMERIC, check_dtypes, elementwise, horner, unary
 
 _SELU_ALPHA = 1.67326319217681884765625
 _SELU_GAMMA = 1.05070102214813232421875

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import te
-from .ops_nn_util import FLOATS, as_tensor, broadcast_index, compute, lowest, reader, spec
-from .ops_reduce import reduce_compute
+from ...ir import te
+from .nn_util import FLOATS, as_tensor, broadcast_index, compute, lowest, reader, spec
+from .reduce import reduce_compute
 
 
 def _view(node, x, shape, heads):

@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
-from ..ir import te
-from .ops_nn_util import (as_tensor, broadcast_index, broadcast_shape, compute, norm_axis, opset, reader, spec,
+from ...ir import te
+from .nn_util import (as_tensor, broadcast_index, broadcast_shape, compute, norm_axis, opset, reader, spec,
                           te_shape)
-from .ops_reduce import reduce_compute, stat_index
+from .reduce import reduce_compute, stat_index
 
 
 def _channel_vectors(node, ins, ctx, names):

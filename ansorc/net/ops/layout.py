@@ -1,4 +1,4 @@
-"""The internal ops of layout_pass (domain "ansorc"; not ONNX ops, so not in ops_table.SUPPORT nor in
+"""The internal ops of layout_pass (domain "ansorc"; not ONNX ops, so not in ops.SUPPORT nor in
 docs/networks.md's support table): the layout transposes and the channels-last conv and pools.
 
 Each row names the ONNX op it stands for: a table without that op (a restricted test table) rejects the internal
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from .ops_conv import _CONV_ATTRS, lower_conv_nhwc
-from .ops_nn_util import FLOATS, as_tensor, compute, spec
-from .ops_pool import (_POOL_ATTRS, lower_average_pool_nhwc, lower_global_average_pool_nhwc,
+from .conv import _CONV_ATTRS, lower_conv_nhwc
+from .nn_util import FLOATS, as_tensor, compute, spec
+from .pool import (_POOL_ATTRS, lower_average_pool_nhwc, lower_global_average_pool_nhwc,
                        lower_global_max_pool_nhwc, lower_max_pool_nhwc)
-from .ops_util import ALL
+from .util import ALL
 
 DOMAIN = "ansorc"
 

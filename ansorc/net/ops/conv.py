@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import te
-from ..ir.phases import PhaseAxis
-from ..search.default_schedule import weight_block
-from .ops_nn_util import as_tensor, compute, ints, spec, zero
-from .ops_window import Window, pad_nchw, pad_spatial, padded_at, taps, window
+from ...ir import te
+from ...ir.phases import PhaseAxis
+from ...search.default_schedule import weight_block
+from .nn_util import as_tensor, compute, ints, spec, zero
+from .window import Window, pad_nchw, pad_spatial, padded_at, taps, window
 
 
 def _shapes(node):

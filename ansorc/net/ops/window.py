@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import te
-from .ops_nn_util import compute, ints
+from ...ir import te
+from .nn_util import compute, ints
 
 
 @dataclass(frozen=True)
