@@ -42,16 +42,16 @@ def test_shape_ops_compile_like_the_evaluator():
     ctx = LowerContext()
     node = Node("Pad", "p", {"mode": "reflect", "_opset": 18}, ((3, 4, 5), (6,)), ("float32", "int64"), (),
                 ("float32",), "m")
-    [pad] = EW["Pad"].lower(node, [x, np.array([0, 2, 1, 1, 3, 2], np.int64)], ctx)
+    [pad] = SH["Pad"].lower(node, [x, np.array([0, 2, 1, 1, 3, 2], np.int64)], ctx)
     node = Node("Reshape", "r", {"_opset": 18}, ((3, 4, 5), (2,)), ("float32", "int64"), (), ("float32",), "m")
-    [rs] = EW["Reshape"].lower(node, [x, np.array([6, 10], np.int64)], ctx)
+    [rs] = SH["Reshape"].lower(node, [x, np.array([6, 10], np.int64)], ctx)
     node = Node("Slice", "s", {"_opset": 18}, ((3, 4, 5),) + ((2,),) * 4, ("float32",) + ("int64",) * 4, (),
                 ("float32",), "m")
-    [sl] = EW["Slice"].lower(node, [x] + [np.array(v, np.int64) for v in ([-1, 4], [-100, 0], [0, 2], [-2, -2])],
+    [sl] = SH["Slice"].lower(node, [x] + [np.array(v, np.int64) for v in ([-1, 4], [-100, 0], [0, 2], [-2, -2])],
                              ctx)
     node = Node("Concat", "c", {"axis": 1, "_opset": 18}, ((3, 4, 5), (3, 4, 5)), ("float32",) * 2, (),
                 ("float32",), "m")
-    [cat] = EW["Concat"].lower(node, [x, sl if sl.shape == x.shape else x], ctx)
+    [cat] = SH["Concat"].lower(node, [x, sl if sl.shape == x.shape else x], ctx)
     check_kernel([x, pad, rs, sl, cat], name="net_shape_ops")
 
 
@@ -167,11 +167,11 @@ def test_constants_too_large_to_fold_compile_like_numpy(monkeypatch):
     monkeypatch.setattr(shape_const, "FOLD_LIMIT", 4)
     x = te.placeholder((5, 7), "float32", "x")
     ctx = LowerContext()
-    [eye] = EW["EyeLike"].lower(_node("EyeLike", [(5, 7)], ["float32"], {"k": 2}), [x], ctx)
+    [eye] = SH["EyeLike"].lower(_node("EyeLike", [(5, 7)], ["float32"], {"k": 2}), [x], ctx)
     seven = {"value": np.array([7], np.int64)}
-    [fill] = EW["ConstantOfShape"].lower(_node("ConstantOfShape", [(2,)], ["int64"], seven, ("int64",)),
+    [fill] = SH["ConstantOfShape"].lower(_node("ConstantOfShape", [(2,)], ["int64"], seven, ("int64",)),
                                          [np.array([3, 4], np.int64)], ctx)
-    [rng] = EW["Range"].lower(_node("Range", [(), (), ()], ["float32"] * 3),
+    [rng] = SH["Range"].lower(_node("Range", [(), (), ()], ["float32"] * 3),
                               [np.array(v, np.float32) for v in (2.0, -3.0, -0.75)], ctx)
     assert all(isinstance(t, te.Tensor) for t in (eye, fill, rng))
     check_kernel([x, eye, fill, rng], name="net_big_consts")   # the compiled kernel agrees with the evaluator
