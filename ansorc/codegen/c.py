@@ -31,7 +31,7 @@ from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCom
 from ..ir.vectorize import CMP_NAMES
 from ..ir.vectorize import flat_index, vectorize_loops
 from . import pool, prepared, simd
-from .source import ArgSpec, Source
+from .source import ArgSpec, Source, join_parts
 from .target import Target
 
 # math function per dtype; "{0}" is the first argument
@@ -332,7 +332,7 @@ class CRenderer:
         return f"int {self.func.name}({', '.join(params)})"
 
     def render(self) -> str:
-        return "\n".join(text for _, text in self.render_parts())
+        return join_parts(self.render_parts())
 
     def render_parts(self) -> list:
         """The translation unit as (kind, text) parts in order; joined by newlines they are the C. Kinds: "prelude"
@@ -405,10 +405,9 @@ def codegen_c(func: PrimFunc, target: "Target | str | None" = None) -> Source:
 def emit_c(func: PrimFunc, target: Target) -> Source:
     """The C translation unit of a program whose passes have all run (the CPU pipeline's last stage)."""
     renderer = CRenderer(func, target.isa)
-    parts = tuple(renderer.render_parts())
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, k >= func.n_inputs) for k, b in enumerate(func.args))
-    return Source("\n".join(text for _, text in parts), func.name, args, "c", prepared=bool(func.prepared),
-                  parts=parts, statuses=renderer.statuses())
+    return Source.from_parts(renderer.render_parts(), func.name, args, "c", prepared=bool(func.prepared),
+                             statuses=renderer.statuses())
 
 
 def status_message(code: int, statuses=()) -> str:

@@ -268,13 +268,12 @@ def caps(isa: str) -> VectorCaps:
 
 def prelude(isa: str, used: str = "") -> str:
     """The header for this ISA, and the helper definitions that `used` (the kernel's text) calls."""
-    header = ISAS[isa][1]
-    helpers = [body for name, body in _helpers(isa) if name + "(" in used]
-    return "\n".join([header, *helpers]) + ("\n" if header else "")
+    return "\n".join(prelude_parts(isa, used))
 
 
 def prelude_parts(isa: str, used: str = "") -> list:
-    """prelude() as a list of texts (the header, then each helper) whose newline-join is prelude()."""
+    """The ISA's header and each helper `used` calls, as separate texts (a network library keeps each helper once);
+    a trailing empty text keeps the blank line after a header."""
     header = ISAS[isa][1]
     helpers = [body for name, body in _helpers(isa) if name + "(" in used]
     return [header, *helpers, *([""] if header else [])]

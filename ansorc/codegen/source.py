@@ -52,6 +52,11 @@ class Workspace:
     size: int            # elements
 
 
+def join_parts(parts) -> str:
+    """The code of (kind, text) parts."""
+    return "\n".join(text for _, text in parts)
+
+
 @dataclass(frozen=True)
 class Source:
     code: str        # complete C (or CUDA) translation unit
@@ -66,6 +71,12 @@ class Source:
     # library assembles kernels from them without parsing the code.
     parts: tuple = ()
     statuses: tuple = ()     # (code, meaning) of each status the entry may return beyond codegen.c's STATUS_ALLOC
+
+    @classmethod
+    def from_parts(cls, parts, entry: str, args: tuple, lang: str = "c", **fields) -> "Source":
+        """A Source whose code is its parts joined by newlines (the invariant `parts` promises)."""
+        parts = tuple(parts)
+        return cls(join_parts(parts), entry, args, lang, parts=parts, **fields)
 
     @property
     def key(self) -> str:

@@ -24,11 +24,12 @@ from pathlib import Path
 from ..codegen.c import PRELUDE
 from ..codegen.elf import SECTION_ATTRIBUTE
 from ..codegen.pipeline import render, resolve_target
-from ..codegen.source import Source
+from ..codegen.source import Source, join_parts
 from ..codegen.target import Target, compile_flags
-from ..ir.dtypes import C_TYPE, ITEMSIZE
+from ..ir.dtypes import C_TYPE
 from ..ir.names import C_KEYWORDS
 from ..ir.steps import steps_to_json
+from ..measure import memory
 from ..measure.builder import build as build_sources
 from .arena import ArenaPlan, Interval, plan_arena
 from .library_c import PROFILER, STATUS, c_string, header, loader
@@ -88,10 +89,7 @@ def model_ident(name: str) -> str:
 
 def tensor_bytes(t) -> int:
     """Bytes of a te tensor."""
-    n = ITEMSIZE[t.dtype]
-    for d in t.shape:
-        n *= d
-    return n
+    return memory.tensor_bytes(t.shape, t.dtype)
 
 
 def producers(net: Network, groups) -> dict:
@@ -175,7 +173,7 @@ def _split_kernel(src: Source) -> tuple:
     the slots of kept copies of constants, ENTRY_constants_changed made static (the library's `<model>_free` calls
     it); the kernel as a static function). The shared prelude, ENTRY_prepared_spans (for measuring a kernel
     alone) and the packed wrapper are left out."""
-    if not src.parts or "\n".join(text for _, text in src.parts) != src.code:
+    if not src.parts or join_parts(src.parts) != src.code:
         raise LibraryError(f"kernel {src.entry}: its Source carries no parts that make its code")
     head, kernel = [], None
     for kind, text in src.parts:
@@ -204,9 +202,10 @@ def _call_statuses(src: Source, g, shown: dict) -> list:
     model input's own ONNX name, not the te placeholder's n_x_0)."""
     rename = {a.name: shown.get(n, n) for a, n in zip(src.args, (*g.inputs, *g.outputs))}
     word = re.compile(r"\b(" + "|".join(map(re.escape, rename)) + r")\b") if rename else None
-    sub = (lambda text: word.sub(lambda mt: re.sub(r"[^A-Za-z0-9_.:-]", "_", rename[mt.group(1)]), text)) if word \
-        else (lambda text: text)
-    return [[code, sub(text).strip()] for code, text in src.statuses]
+
+    def shown_name(mt):
+        return re.sub(r"[^A-Za-z0-9_.:-]", "_", rename[mt.group(1)])
+    return [[code, (word.sub(shown_name, text) if word else text).strip()] for code, text in src.statuses]
 
 
 def _kernels(groups, schedules: dict, tgt, m: str, expr: dict, everything: dict, shown: dict) -> tuple:

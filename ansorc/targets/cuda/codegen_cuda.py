@@ -168,7 +168,7 @@ def emit_cuda(func: PrimFunc, target: CudaTarget) -> Source:
     n = len(args) + len(workspaces)
     launches = tuple(Launch(k.name, (k.grid, 1, 1), (k.block, 1, 1), tuple(range(n))) for k in kernels)
     ws = tuple(Workspace(b.name, b.dtype, b.size) for b in workspaces)
-    return Source("\n".join(text for _, text in parts), func.name, args, "cuda", launches, ws, parts=parts)
+    return Source.from_parts(parts, func.name, args, "cuda", launches=launches, workspaces=ws)
 
 
 __all__ = ["codegen_cuda", "emit_cuda", "CudaRenderer"]

@@ -86,10 +86,8 @@ def codegen_gpu_emulation(func: PrimFunc, target: CudaTarget | None = None) -> S
     for k in kernels:
         check_kernel(k, target)
     renderer = EmulationRenderer(func, {k.body.var: k for k in kernels})
-    parts = tuple(renderer.render_parts())
     args = tuple(ArgSpec(b.name, tuple(b.shape), b.dtype, i >= func.n_inputs) for i, b in enumerate(func.args))
-    return Source("\n".join(text for _, text in parts), func.name, args, "c", parts=parts,
-                  statuses=renderer.statuses())
+    return Source.from_parts(renderer.render_parts(), func.name, args, "c", statuses=renderer.statuses())
 
 
 __all__ = ["codegen_gpu_emulation", "EMULATION_FLAGS"]
