@@ -1,7 +1,7 @@
 """ansorc: a standalone tensor compiler in the Ansor design."""
 from . import te
-from .ir.dag import ComputeDAG, DagError
-from .ir.state import ScheduleError, State, replay
+from .ir.program.dag import ComputeDAG, DagError
+from .ir.schedule.state import ScheduleError, State, replay
 from .api import BuildError, build, generate_source
 from .errors import AnsorcError
 from .kernel import AlignmentWarning, Kernel, KernelError, array, empty, load

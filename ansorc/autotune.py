@@ -7,9 +7,9 @@ from .api import build, build_spec
 from .codegen.target import Target
 from .targets import plugin
 from .errors import AnsorcError
-from .ir.dag import ComputeDAG
-from .ir.state import replay
-from .ir.steps import steps_from_json
+from .ir.program.dag import ComputeDAG
+from .ir.schedule.state import replay
+from .ir.schedule.steps import steps_from_json
 from .measure import record as records_module
 from .measure.builder import BuildResult
 from .measure.errors import MeasureErrorNo
@@ -119,7 +119,7 @@ def compile(tensors, trials: int = 64, log: str | None = None, target: str = "na
     nest that ansorc.build makes without a schedule. For target "cuda" (or "cuda:sm_80", ...) the result is a
     CudaKernel. `constants`: inputs (tensors or names) whose values stay the same from call to call, such as
     weights; what the kernel computes from them alone (a blocked copy of the weights) it computes once and keeps
-    (ir/prepared.py), and makes again for another array; call Kernel.constants_changed() after changing one in
+    (ir/lowering/prepared.py), and makes again for another array; call Kernel.constants_changed() after changing one in
     place. options: how to tune (a TuneOptions; `seed`, when given, replaces its seed)."""
     dag = tensors if isinstance(tensors, ComputeDAG) else ComputeDAG(tensors)
     if constants:

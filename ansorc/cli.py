@@ -79,7 +79,7 @@ def _load_program(args):
     except OSError as e:
         raise CliError(f"{args.file}: {e.strerror or e}") from None
     if args.trials > 0:   # the numpy reference of every target is computed in host memory
-        from .ir.dag import ComputeDAG
+        from .ir.program.dag import ComputeDAG
         from .measure.memory import NotEnoughMemoryError, check_fits
         try:
             check_fits(ComputeDAG(prog.tensors))
@@ -90,7 +90,7 @@ def _load_program(args):
 
 def _dag(args, prog):
     """The program's ComputeDAG with the --constant inputs declared."""
-    from .ir.dag import ComputeDAG, DagError
+    from .ir.program.dag import ComputeDAG, DagError
     try:
         return ComputeDAG(prog.tensors, args.constants)
     except DagError as e:
@@ -139,7 +139,7 @@ def cmd_compile(args) -> dict:
         if args.log:
             check_log(args.log, writes=args.trials > 0)
         return _model_command(compile_model, args)
-    from .ir.names import c_ident
+    from .ir.program.names import c_ident
     name = args.name or c_ident(Path(args.file).stem)
     check_kernel_name(name)
     check_output_dir(args.output)
@@ -177,8 +177,8 @@ def _cross_compile(args, prog, name, tgt) -> dict:
     """A target this machine cannot run (e.g. neon on x86): no tuning here; export the best logged program (or
     the untuned default one) built with the target's cross compiler."""
     from .export import ExportError, export
-    from .ir.state import replay
-    from .ir.steps import steps_from_json
+    from .ir.schedule.state import replay
+    from .ir.schedule.steps import steps_from_json
     from .measure.record import load
     from .search.task import SearchTask
     from .search.tuning import best_logged, default_state

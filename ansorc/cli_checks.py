@@ -83,8 +83,8 @@ def _check_creatable(path: str) -> None:
 
 
 def check_kernel_name(name: str) -> None:
-    from .ir.c_reserved import reserved_reason
-    from .ir.names import is_c_ident
+    from .ir.program.c_reserved import reserved_reason
+    from .ir.program.names import is_c_ident
     if not is_c_ident(name):
         raise CliError(f"--name {name!r}: not a valid C identifier (letters, digits, _; not a C keyword)")
     why = reserved_reason(name)

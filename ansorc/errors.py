@@ -1,7 +1,7 @@
 """The errors ansorc raises for a user's mistake or a failed compile, under one base: `except ansorc.AnsorcError`.
 
 This module imports nothing from ansorc, so every layer (ir included) may raise these. Each layer keeps its own
-subclasses next to the code that raises them (ScheduleError in ir/state.py, BuildError in api.py, ...); a
+subclasses next to the code that raises them (ScheduleError in ir/schedule/state.py, BuildError in api.py, ...); a
 subclass also derives from the builtin class it was raised as before, so existing `except ValueError` clauses
 keep working.
 """

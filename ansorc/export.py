@@ -16,7 +16,7 @@ from pathlib import Path
 from .codegen.header import render_header, signature_function
 from .codegen.target import compile_flags
 from .errors import AnsorcError
-from .ir.names import is_c_ident
+from .ir.program.names import is_c_ident
 from .measure.builder import build as build_sources
 from .spec import KernelSpec
 

@@ -16,7 +16,7 @@ from .codegen.header import read_signature
 from .codegen.source import ArgSpec, Source
 from .errors import AnsorcError, ArgumentError
 from .export import ExportError, export
-from .ir.dtypes import C_TYPE, NP_DTYPE  # bool is numpy's one-byte bool_ (uint8_t in C)
+from .ir.program.dtypes import C_TYPE, NP_DTYPE  # bool is numpy's one-byte bool_ (uint8_t in C)
 from .spec import KernelSpec
 
 

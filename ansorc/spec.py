@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 from .codegen.pipeline import render
 from .codegen.source import Source
 from .codegen.target import Target
-from .ir.dag import ComputeDAG
-from .ir.lower_options import DEFAULT_LOWER, LowerOptions
-from .ir.state import State
+from .ir.program.dag import ComputeDAG
+from .ir.lowering.lower_options import DEFAULT_LOWER, LowerOptions
+from .ir.schedule.state import State
 
 
 @dataclass(frozen=True)

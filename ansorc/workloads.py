@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 
 from .errors import ExpressionError, UnknownNameError
-from .ir import te
-from .ir.expr import IterVar
-from .ir.phases import PhaseAxis
-from .ir.te import ComputeOp, PlaceholderOp, Tensor
+from .ir.program import te
+from .ir.program.expr import IterVar
+from .ir.program.phases import PhaseAxis
+from .ir.program.te import ComputeOp, PlaceholderOp, Tensor
 
 
 def _out(size: int, k: int, stride: int, pad: int, dilation: int = 1) -> int:

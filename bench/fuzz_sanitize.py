@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ansorc.ir.bounds import BoundsError  # noqa: E402
+from ansorc.ir.program.bounds import BoundsError  # noqa: E402
 from tests.cpu.fuzz_programs import Chooser, random_program  # noqa: E402
 from tests.cpu.test_fuzz_sanitize import check_program  # noqa: E402
 
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
                     help="disable te.compute's bounds check, to count the bad kernels it keeps out")
     args = ap.parse_args(argv)
     if args.no_bounds_check:
-        import ansorc.ir.te as te_module
+        import ansorc.ir.program.te as te_module
         te_module.check_reads = lambda *a: None
     counts = {"rejected": 0, "unscheduled": 0, "passed": 0, "failed": 0}
     failures = []

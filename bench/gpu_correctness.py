@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ansorc import workloads  # noqa: E402
 from ansorc.codegen.pipeline import render  # noqa: E402
-from ansorc.ir.evaluate import evaluate, random_inputs  # noqa: E402
-from ansorc.ir.state import ScheduleError  # noqa: E402
+from ansorc.ir.program.evaluate import evaluate, random_inputs  # noqa: E402
+from ansorc.ir.schedule.state import ScheduleError  # noqa: E402
 from ansorc.targets.cuda.measure_runner import CudaBackend, CudaRunner, CudaRunnerConfig  # noqa: E402
 from ansorc.measure.errors import error_name  # noqa: E402
 from ansorc.targets.cuda.search_annotate import sample_gpu  # noqa: E402

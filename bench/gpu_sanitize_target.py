@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ansorc import workloads  # noqa: E402
 from ansorc.codegen.pipeline import render  # noqa: E402
-from ansorc.ir.state import ScheduleError  # noqa: E402
+from ansorc.ir.schedule.state import ScheduleError  # noqa: E402
 from ansorc.targets.cuda.measure_driver import Device  # noqa: E402
 from ansorc.targets.cuda.measure_nvcc import build_cuda  # noqa: E402
 from ansorc.targets.cuda.search_annotate import sample_gpu  # noqa: E402

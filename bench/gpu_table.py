@@ -20,9 +20,9 @@ from gpu_cases import CASES, tensors, torch_reference  # noqa: E402
 from gpu_peers import flops, time_fn, time_torch_case  # noqa: E402
 
 from ansorc.codegen.pipeline import render  # noqa: E402
-from ansorc.ir.dag import ComputeDAG  # noqa: E402
-from ansorc.ir.state import replay  # noqa: E402
-from ansorc.ir.steps import steps_from_json  # noqa: E402
+from ansorc.ir.program.dag import ComputeDAG  # noqa: E402
+from ansorc.ir.schedule.state import replay  # noqa: E402
+from ansorc.ir.schedule.steps import steps_from_json  # noqa: E402
 from ansorc.targets.cuda.measure_driver import Device  # noqa: E402
 from ansorc.targets.cuda.measure_nvcc import build_cuda  # noqa: E402
 from ansorc.measure.record import best, load  # noqa: E402

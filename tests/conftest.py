@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# every program the tests lower is checked by ir/verify.py after every pass (ANSORC_VERIFY=0 to skip)
+# every program the tests lower is checked by ir/passes/verify.py after every pass (ANSORC_VERIFY=0 to skip)
 os.environ.setdefault("ANSORC_VERIFY", "1")
 # the search's worker pool (search/parallel.py) is off: the test processes already fill the CPUs, and the short
 # searches of tests would spend more on forking it than it saves (tests/*/test_search_pool*.py turn it on)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ansorc import te
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.te import ComputeOp
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.program.te import ComputeOp
 from ansorc.net.network import Group, Network, tensors_by_name
 
 

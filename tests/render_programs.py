@@ -70,8 +70,8 @@ def _dags() -> dict:
 
 
 def from_logs(paths=None, dags=None) -> dict:
-    from ansorc.ir.state import replay
-    from ansorc.ir.steps import steps_from_json
+    from ansorc.ir.schedule.state import replay
+    from ansorc.ir.schedule.steps import steps_from_json
     from ansorc.measure.record import best, load
     dags = dags or _dags()
     out = {}
@@ -127,8 +127,8 @@ GOLDEN = (("matmul", "GMM", ("render/gmm.jsonl.gz", 0)), ("conv2d", "C2D", ("ren
 
 def _logged(op: str, source: str, rank):
     """(task, state, rank) of the rank-th best program of `op` in the log (its first benchmark shape there)."""
-    from ansorc.ir.state import replay
-    from ansorc.ir.steps import steps_from_json
+    from ansorc.ir.schedule.state import replay
+    from ansorc.ir.schedule.steps import steps_from_json
     from ansorc.measure.record import best, load
     records = load(LOGS.parent / source)
     keys = {r.workload_key for r in records}

@@ -16,20 +16,20 @@ from __future__ import annotations
 
 import math
 
-from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
-from ..ir.passes import run_passes
-from ..ir.pin import pin_operands
-from ..ir.prefetch import prefetch_loads
-from ..ir.regblock import promote_registers
-from ..ir.simplify import bound, simplify
-from ..ir.skip import skips_along, skips_unevenly
-from ..ir.transpose import transpose_copies
-from ..ir.dtypes import C_TYPE, ITEMSIZE
-from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
-from ..ir.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                         VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
-from ..ir.vectorize import CMP_NAMES
-from ..ir.vectorize import flat_index, vectorize_loops
+from ..ir.program.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
+from ..ir.passes.basic import run_passes
+from ..ir.passes.pin import pin_operands
+from ..ir.passes.prefetch import prefetch_loads
+from ..ir.passes.regblock import promote_registers
+from ..ir.program.simplify import bound, simplify
+from ..ir.passes.skip import skips_along, skips_unevenly
+from ..ir.passes.transpose import transpose_copies
+from ..ir.program.dtypes import C_TYPE, ITEMSIZE
+from ..ir.lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
+from ..ir.passes.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
+                                VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
+from ..ir.passes.vectorize import CMP_NAMES
+from ..ir.passes.vectorize import flat_index, vectorize_loops
 from . import pool, prepared, simd
 from .source import ArgSpec, Source, join_parts
 from .target import Target

@@ -6,7 +6,7 @@ The driver reads the inputs from binary files, calls ENTRY_packed, and writes th
 """
 from __future__ import annotations
 
-from ..ir.dtypes import itemsize
+from ..ir.program.dtypes import itemsize
 from .source import Source
 
 DRIVER = """

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 
-from ..ir.dtypes import C_TYPE
-from ..ir.names import is_c_ident
+from ..ir.program.dtypes import C_TYPE
+from ..ir.program.names import is_c_ident
 from .c import prototype
 from .elf import SECTION_ATTRIBUTE
 from .source import Source

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import time
 
-from ..ir.dag import ComputeDAG
-from ..ir.deep import run_deep
-from ..ir.lower_options import DEFAULT_LOWER, LowerOptions
-from ..ir.names import c_ident
-from ..ir.state import State, replay
-from ..ir.verify import verify, verify_requested
+from ..ir.program.dag import ComputeDAG
+from ..ir.program.deep import run_deep
+from ..ir.lowering.lower_options import DEFAULT_LOWER, LowerOptions
+from ..ir.program.names import c_ident
+from ..ir.schedule.state import State, replay
+from ..ir.passes.verify import verify, verify_requested
 from ..targets import Target, parse, plugin
 from .source import Source
 
@@ -48,7 +48,7 @@ def render(tensors, schedule=None, name: str = "kernel", target=None,
 def compile_program(state: State, target=None, options: LowerOptions = DEFAULT_LOWER, name: str = "kernel"
                     ) -> Source:
     """The target plug-in's pipeline: lower the schedule, run its pass list in order, render. Each pass is
-    logged at DEBUG level (logger "ansorc.pipeline"); with ANSORC_VERIFY=1 every check of ir/verify.py runs
+    logged at DEBUG level (logger "ansorc.pipeline"); with ANSORC_VERIFY=1 every check of ir/passes/verify.py runs
     after each pass that changed the program."""
     tgt = parse(target)
     kind = plugin(tgt)

@@ -1,4 +1,4 @@
-"""C for prepared stages (ir/prepared.py): buffers computed from constant inputs, kept between calls.
+"""C for prepared stages (ir/lowering/prepared.py): buffers computed from constant inputs, kept between calls.
 
 Each prepared buffer of a kernel is a static slot. A call takes the slot with the keys of the kernel's constant
 inputs (each one's address and a hash of 32 words sampled across it, so that other weights allocated where freed
@@ -12,9 +12,9 @@ unloads. `ENTRY_prepared_spans()` tells where the copies are, so that a measurem
 runs it (weights read from memory, not warm: measure/worker.py) evicts them as it evicts the weights."""
 from __future__ import annotations
 
-from ..ir.dtypes import ITEMSIZE
-from ..ir.prepared import MAX_CONSTANTS
-from ..ir.stmt import Allocate, PrimFunc
+from ..ir.program.dtypes import ITEMSIZE
+from ..ir.lowering.prepared import MAX_CONSTANTS
+from ..ir.lowering.stmt import Allocate, PrimFunc
 
 TAKE = "ansorc_prepared_take"
 GIVE = "ansorc_prepared_give"

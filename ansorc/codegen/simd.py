@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..ir.dtypes import C_TYPE
-from ..ir.vectorize import VectorCaps
+from ..ir.program.dtypes import C_TYPE
+from ..ir.passes.vectorize import VectorCaps
 
 C_SCALAR = {d: C_TYPE[d] for d in ("float32", "float64", "int32")}  # the dtypes with vector classes
 
@@ -107,7 +107,7 @@ ISAS = {
 }
 
 # ISA -> the statement that keeps register {a} in a register from here on (an empty asm claiming to change it), so
-# gcc cannot fold its load into each FMA as a memory operand (ir/pin.py). Measured on AVX2 (Zen 3) only; an ISA
+# gcc cannot fold its load into each FMA as a memory operand (ir/passes/pin.py). Measured on AVX2 (Zen 3) only; an ISA
 # without an entry keeps the compiler's choice.
 PIN = {"avx2": '__asm__("" : "+x"({a}))'}
 
@@ -190,7 +190,7 @@ def _x4(a: str, b: str, imm: int) -> str:
     return f"_mm512_shuffle_f32x4({a}, {b}, 0x{imm:02X})"
 
 
-# register class -> the C that transposes rows r0..r{n-1} into columns c0..c{n-1} (float32; ir/transpose.py)
+# register class -> the C that transposes rows r0..r{n-1} into columns c0..c{n-1} (float32; ir/passes/transpose.py)
 _TRANSPOSES = {
     "__m128": "_MM_TRANSPOSE4_PS(r0, r1, r2, r3); __m128 c0 = r0, c1 = r1, c2 = r2, c3 = r3;",
     "__m256": " ".join(

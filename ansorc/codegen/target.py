@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar, Sequence
 
-from ..ir.dtypes import itemsize
+from ..ir.program.dtypes import itemsize
 from ..targets.base import Target
 
 BASE_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c99")

@@ -8,7 +8,7 @@ import operator
 import re
 from dataclasses import dataclass, field
 
-from ..ir import te
+from ..ir.program import te
 from . import nodes as n
 from .consts import INT32_MAX, TENSOR_DTYPES, check_name, eval_size
 from .errors import TeError

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from . import nodes as n
-from ..ir.c_reserved import reserved_reason
+from ..ir.program.c_reserved import reserved_reason
 from .errors import TeError
 
 TENSOR_DTYPES = ("float32", "float64", "int32", "int64")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import inspect
 import math
 
-from ..ir import expr as ir
-from ..ir import te
-from ..ir.bounds import BoundsError
+from ..ir.program import expr as ir
+from ..ir.program import te
+from ..ir.program.bounds import BoundsError
 from . import nodes as n
 from .consts import INT32_MAX, TENSOR_DTYPES
 from .errors import TeError

@@ -6,7 +6,7 @@ import math
 import os
 
 from ..errors import AnsorcError
-from ..ir.dtypes import itemsize
+from ..ir.program.dtypes import itemsize
 
 
 class NotEnoughMemoryError(AnsorcError, MemoryError):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Union
 
 from ansorc.errors import AnsorcError
-from ansorc.ir.steps import steps_from_json
+from ansorc.ir.schedule.steps import steps_from_json
 from ansorc.measure.errors import MeasureErrorNo
 
 if TYPE_CHECKING:

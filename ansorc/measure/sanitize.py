@@ -19,7 +19,7 @@ import numpy as np
 
 from ansorc.codegen.cross import driver
 from ansorc.codegen.source import Source
-from ansorc.ir.dtypes import NP_DTYPE
+from ansorc.ir.program.dtypes import NP_DTYPE
 from ansorc.measure.builder import RUNTIME_DIR, cache_root
 from ansorc.measure.sealed import install, intact
 

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from ..targets import PLUGINS, plugin, plugin_of_kind
 from ..codegen.pipeline import resolve_target
 from ..codegen.target import Target
-from ..ir.state import replay
-from ..ir.steps import steps_from_json
+from ..ir.schedule.state import replay
+from ..ir.schedule.steps import steps_from_json
 from ..search.tuning import TuneOptions
 from .library import build_library, emit_library, write_library
 from .model import Model
 from .network import NetError, Network, group_dag
-from .tasks import NetTask, extract_tasks
+from .tasks import NetTask, extract_tasks, plan_network
 
 
 @dataclass(frozen=True)
@@ -43,21 +43,27 @@ def _from_log(records, dags, task_dag, target: str):
     return None, not recs  # (the one warning naming the log: _warn_untuned)
 
 
-def schedule_groups(net: Network, groups, log=None, target="native") -> tuple:
+def schedule_groups(net: Network, groups, log=None, target="native", tasks=None, tuned=None) -> tuple:
     """(schedules: group name -> State, tasks: list of TaskInfo). Groups of one workload share one State: their
-    DAGs differ only in names, so one kernel serves them all."""
+    DAGs differ only in names, so one kernel serves them all. tasks: the NetTasks of `groups` when already
+    extracted (NetworkPlan); tuned: workload key -> State handed over by a tuning run of those tasks, used
+    before the log, which is then read only for the tasks it did not serve."""
     tgt = resolve_target(target)
     kind = plugin(tgt)
+    tuned = tuned or {}
+    net_tasks = list(tasks) if tasks is not None else extract_tasks(net, groups, kind.constants)
     records = None
-    if log is not None:
+    if log is not None and any(t.workload_key not in tuned for t in net_tasks):
         from ..measure.record import load
         records = list(load(log))
     by_name = {g.name: g for g in groups}
     schedules, tasks = {}, []
-    for t in extract_tasks(net, groups, kind.constants):
+    for t in net_tasks:
         # the other groups' DAGs are built only if the first naming does not replay the record
         dags = itertools.chain([t.dag], (group_dag(net, by_name[n], kind.constants) for n in t.groups[1:]))
-        state, replays = _from_log(records, dags, t.dag, tgt.name) if records else (None, True)
+        state, replays = tuned.get(t.workload_key), True
+        if state is None and records:
+            state, replays = _from_log(records, dags, t.dag, tgt.name)
         how = "log" if state is not None else "default"
         state = state if state is not None else kind.network_program(t.dag, tgt)
         schedules.update(dict.fromkeys(t.groups, state))
@@ -101,13 +107,14 @@ def compile(model, trials: int = 0, log=None, input_shapes=None, target="native"
     else:
         from .importer import import_model
         net = import_model(model, input_shapes=input_shapes)
+    plan = plan_network(net, plugin(target).constants)   # fused once: tuning and the library share it
+    tuned = {}
     if trials > 0:
         from .tune import tune_network
-        tune_network(net, trials, str(log), target=target if isinstance(target, str) else target.name,
-                     options=TuneOptions(progress=progress))
-    from .fuse import fuse
-    groups = fuse(net)
-    schedules, tasks = schedule_groups(net, groups, log, target)
+        tuned = tune_network(plan, trials, str(log), target=target if isinstance(target, str) else target.name,
+                             options=TuneOptions(progress=progress)).best_states()
+    groups = list(plan.groups)
+    schedules, tasks = schedule_groups(net, groups, log, target, tasks=plan.tasks, tuned=tuned)
     if log is not None:
         _warn_untuned(tasks, log)
     return build_model(net, groups, schedules, target, name, tasks)

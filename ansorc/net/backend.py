@@ -33,7 +33,7 @@ PARAM_INPUTS = {
 
 
 def reference(model: onnx.ModelProto, table: dict | None = None):
-    """The numpy reference executor: the te graph of the model evaluated by ansorc.ir.evaluate."""
+    """The numpy reference executor: the te graph of the model evaluated by ansorc.ir.program.evaluate."""
     from .importer import import_model, run_reference
     net = import_model(model, table=table)
     return lambda inputs: run_reference(net, inputs)

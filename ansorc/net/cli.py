@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ..cli_checks import significant
-from ..ir.te import MAX_ELEMENTS
+from ..ir.program.te import MAX_ELEMENTS
 from .network import NetError
 
 _SHAPE = re.compile(r"^([^=]+)=([0-9]+(?:[x,][0-9]+)*)$", re.ASCII)
@@ -98,12 +98,11 @@ def _latency_plot(run, log: str) -> str | None:
 
 def show_model(args) -> dict:
     """`ansorc show model.onnx [--log L]`: the model's tasks (name, weight, FLOPs, tuned or not)."""
-    from .fuse import fuse
-    from .tasks import extract_tasks, task_table
+    from .tasks import plan_network, task_table
     from .tune import network_of
     path = _model_file(args.log_or_model)
     net = network_of(path, parse_input_shapes(getattr(args, "input_shape", None)))
-    tasks = extract_tasks(net, fuse(net))
+    tasks = plan_network(net).tasks
     return {"model": path, "tasks": [{"name": t.name, "weight": t.weight, "flops": t.flops,
                                       "workload_key": t.dag.workload_key} for t in tasks],
             "table": task_table(tasks, getattr(args, "model_log", None))}

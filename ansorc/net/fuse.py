@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from ..ir.expr import Binary, Cast, Const, Read, Select, Var, walk
-from ..ir.graph import postorder
-from ..ir.simplify import simplify
-from ..ir.te import ComputeOp, Tensor
+from ..ir.program.expr import Binary, Cast, Const, Read, Select, Var, walk
+from ..ir.program.graph import postorder
+from ..ir.program.simplify import simplify
+from ..ir.program.te import ComputeOp, Tensor
 from .network import Group, NetError, Network
 
 KINDS = ("elemwise", "broadcast", "injective", "reduction", "complex", "opaque")

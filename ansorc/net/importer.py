@@ -16,8 +16,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..ir.dtypes import DTYPE_TABLE
-from ..ir.te import MAX_ELEMENTS
+from ..ir.program.dtypes import DTYPE_TABLE
+from ..ir.program.te import MAX_ELEMENTS
 from .import_passes import PASSES, Graph, check_result_sizes
 from .layout_pass import apply_layout
 from .network import NetError, Network, UnsupportedError
@@ -263,7 +263,7 @@ def import_model(model, input_shapes: dict | None = None, table: dict | None = N
 def run_reference(net: Network, inputs) -> list:
     """Evaluate a Network with the numpy reference evaluator; `inputs` in graph-input order or {onnx name: array}.
     Outputs are reshaped to the ONNX output shapes."""
-    from ..ir.evaluate import evaluate
+    from ..ir.program.evaluate import evaluate
     feeds = dict(net.weights)
     feeds.update(bind_inputs(net, inputs))
     got = evaluate(list(net.outputs), feeds)

@@ -18,7 +18,7 @@ import os
 import numpy as np
 from onnx import helper
 
-from ..ir.names import fresh_name
+from ..ir.program.names import fresh_name
 from .import_passes import Graph, _has_subgraph
 
 DOMAIN = "ansorc"

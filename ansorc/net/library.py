@@ -6,7 +6,7 @@ one compile pipeline (codegen.pipeline.render), makes the kernels `static` (only
 writes `<model>_run` as one call per group in order: inputs and outputs are the caller's arrays, weights point
 into the block init read from the weights file, intermediates into one arena planned by liveness (arena.py).
 Groups with the same workload and schedule share one kernel function, unless it keeps a copy of its weights
-(the model's weights are constant inputs of every kernel: ir/prepared.py): each group then has its own, whose
+(the model's weights are constant inputs of every kernel: ir/lowering/prepared.py): each group then has its own, whose
 copies `<model>_free` marks stale, since the next init's weights may land where the old ones were.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from ..codegen.elf import SECTION_ATTRIBUTE
 from ..codegen.pipeline import render, resolve_target
 from ..codegen.source import Source, join_parts
 from ..codegen.target import Target, compile_flags
-from ..ir.dtypes import C_TYPE
-from ..ir.names import C_KEYWORDS
-from ..ir.steps import steps_to_json
+from ..ir.program.dtypes import C_TYPE
+from ..ir.program.names import C_KEYWORDS
+from ..ir.schedule.steps import steps_to_json
 from ..measure import memory
 from ..measure.builder import build as build_sources
 from .arena import ArenaPlan, Interval, plan_arena

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from string import Template
 
-from ..ir.dtypes import ITEMSIZE
+from ..ir.program.dtypes import ITEMSIZE
 
 # status codes of <model>_init and <model>_run; model.py turns them into messages
 STATUS = {"OK": 0, "ERR_OPEN": 1, "ERR_FORMAT": 2, "ERR_SIZE": 3, "ERR_MISMATCH": 4, "ERR_CHECKSUM": 5,

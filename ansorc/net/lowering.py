@@ -11,8 +11,8 @@ from onnx import helper, numpy_helper
 
 from .. import te
 from ..errors import AnsorcError
-from ..ir.dtypes import DTYPE_TABLE
-from ..ir.te import MAX_ELEMENTS, PlaceholderOp, Tensor
+from ..ir.program.dtypes import DTYPE_TABLE
+from ..ir.program.te import MAX_ELEMENTS, PlaceholderOp, Tensor
 from .import_passes import FOLD_LIMIT, NOT_FOLDABLE, Graph, result_elements, run_node
 from .network import NetError, Network, UnsupportedError, c_name
 from .ops.common import LowerContext, Node

@@ -20,8 +20,8 @@ from cffi import FFI
 
 from ..codegen.c import status_message
 from ..codegen.elf import SignatureError, read_section_signature
-from ..ir.dtypes import C_TYPE, NP_DTYPE
-from ..ir.names import is_c_ident
+from ..ir.program.dtypes import C_TYPE, NP_DTYPE
+from ..ir.program.names import is_c_ident
 from ..kernel import empty
 from ..measure.builder import cache_root
 from .library import copy_library

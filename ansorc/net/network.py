@@ -65,9 +65,9 @@ def group_dag(net: Network, group: Group, constants: bool = True):
     to read them, arguments = inputs then outputs. Tensor names are kept, so C argument names are tensor names.
     constants: the weights are declared constant (for targets whose kernels keep copies made from them)."""
     from .. import te
-    from ..ir.dag import ComputeDAG
-    from ..ir.expr import Read, transform
-    from ..ir.te import ComputeOp, Tensor
+    from ..ir.program.dag import ComputeDAG
+    from ..ir.program.expr import Read, transform
+    from ..ir.program.te import ComputeOp, Tensor
     everything = tensors_by_name(net.outputs)
     new = {n: te.placeholder(everything[n].shape, everything[n].dtype, name=n) for n in group.inputs}
 
@@ -87,7 +87,7 @@ def constant_inputs(net: Network, group: Group) -> tuple:
     """The group's inputs that are weights of the model, declared constant in its ComputeDAG: what a kernel
     computes from them alone (a blocked copy of a conv's weights) it computes once and keeps, as onnxruntime
     packs its initializers when a session is made. At most MAX_CONSTANTS, the largest first."""
-    from ..ir.prepared import MAX_CONSTANTS
+    from ..ir.lowering.prepared import MAX_CONSTANTS
     names = [n for n in group.inputs if n in net.weights]
     return tuple(sorted(names, key=lambda n: -net.weights[n].size)[:MAX_CONSTANTS])
 

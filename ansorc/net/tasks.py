@@ -22,6 +22,23 @@ class NetTask:
         return self.dag.workload_key
 
 
+@dataclass(frozen=True)
+class NetworkPlan:
+    """A network cut once per compile: its fused groups and the distinct tasks among them. Tuning and the
+    library builder both read this one value, so a compile with tuning fuses once and hands the tuned states
+    over in memory (NetworkTuning.best_states), not by re-reading its log."""
+    net: Network
+    groups: tuple
+    tasks: tuple      # NetTask, in order of first occurrence
+
+
+def plan_network(net: Network, constants: bool = True) -> NetworkPlan:
+    """Fuse `net` and extract its tasks; constants: weights are constant inputs of the kernels (group_dag)."""
+    from .fuse import fuse
+    groups = tuple(fuse(net))
+    return NetworkPlan(net, groups, tuple(extract_tasks(net, groups, constants)))
+
+
 def extract_tasks(net: Network, groups, constants: bool = True) -> list:
     """One NetTask per distinct group computation, in order of first occurrence; constants: as group_dag."""
     dags, members = {}, {}

@@ -11,6 +11,7 @@ from ..search.multi import ScheduleResult, tune_tasks
 from ..search.task import SearchTask
 from ..search.tuning import TuneOptions
 from .network import Network
+from .tasks import NetworkPlan, plan_network
 
 
 @dataclass
@@ -25,6 +26,11 @@ class NetworkTuning:
         """sum over tasks of weight x best latency (seconds); inf while a task has no program."""
         return self.result.estimated_latency
 
+    def best_states(self) -> dict:
+        """workload key -> the best State found (this run's or the resumed log's), for tasks that have one."""
+        return {t.workload_key: r.best_state for t, r in zip(self.tasks, self.result.results)
+                if r.best_state is not None}
+
 
 def network_of(model, input_shapes=None) -> Network:
     if isinstance(model, Network):
@@ -37,16 +43,15 @@ def tune_network(model, trials: int, log: str, input_shapes=None, target: str = 
                  strategy: str = "gradient", objective="f1", cold_weights: bool = True,
                  options: TuneOptions | None = None, backend=None, on_round=None, in_flight: int | None = None,
                  callbacks=()) -> NetworkTuning:
-    """Tune the tasks of `model` (a path, onnx.ModelProto or Network) for `trials` programs in all, appending to
-    `log` (resumed). cold_weights: time each program with its weights evicted from the caches, as the whole
-    model runs it (each weight is read once per inference, long after its last use; the activations come warm
-    from the kernel before), so that the tuner ranks programs by how they stream weights from memory.
+    """Tune the tasks of `model` (a path, onnx.ModelProto, Network or NetworkPlan) for `trials` programs in
+    all, appending to `log` (resumed). cold_weights: time each program with its weights evicted from the
+    caches, as the whole model runs it (each weight is read once per inference, long after its last use; the
+    activations come warm from the kernel before), so that the tuner ranks programs by how they stream weights
+    from memory.
     options (a TuneOptions), backend, on_round, in_flight and callbacks: as ansorc.tune_tasks takes them."""
-    from .fuse import fuse
-    from .tasks import extract_tasks
-    net = network_of(model, input_shapes)
-    groups = fuse(net)
-    tasks = extract_tasks(net, groups, plugin(target).constants)
+    plan = model if isinstance(model, NetworkPlan) else plan_network(network_of(model, input_shapes),
+                                                                       plugin(target).constants)
+    net, groups, tasks = plan.net, list(plan.groups), list(plan.tasks)
     cold = cold_weights and plugin(target).cold_weights  # e.g. a GPU's weights stay in device memory
     search = [SearchTask(t.dag, target, cold_inputs=weight_inputs(net, t) if cold else ()) for t in tasks]
     res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,

@@ -13,11 +13,11 @@ import math
 import random
 from functools import lru_cache
 
-from ..ir.dag import needs_multi_level_tiling
-from ..ir.dtypes import ITEMSIZE
-from ..ir.layout import aliasing_rows
-from ..ir.state import ScheduleError, State
-from ..ir.steps import (Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split, steps_to_json)
+from ..ir.program.dag import needs_multi_level_tiling
+from ..ir.program.dtypes import ITEMSIZE
+from ..ir.lowering.layout import aliasing_rows
+from ..ir.schedule.state import ScheduleError, State
+from ..ir.schedule.steps import (Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split, steps_to_json)
 from .rules import consumers
 
 UNROLL_CANDIDATES = (0, 16, 64, 512)
@@ -233,7 +233,7 @@ PREFETCH_PROB = 0.5
 
 
 def prefetch_pays(state: State, name: str) -> bool:
-    """Whether root stage `name` may prefetch along its outermost loop (ir/prefetch.py): a kernel without data
+    """Whether root stage `name` may prefetch along its outermost loop (ir/passes/prefetch.py): a kernel without data
     reuse (no stage that multi-level tiling applies to) that reads at least PREFETCH_MIN_BYTES of inputs, in
     iterations of at least PREFETCH_MIN_STEP of them on average (a softmax row, not a few vectors), and reads
     some input in two stages (passes over a row: the first waits on memory, the later ones compute from cache,
@@ -278,7 +278,7 @@ def row_pad_candidates(state: State) -> list:
 
 def pad_aliasing_rows(task, state: State, rng: random.Random) -> State:
     """Each workspace whose rows alias in L1 is stored, at random, with its rows one cache line longer (the
-    row_pad pragma, ir/layout.py): it wins or loses by the program, so measurement picks. No random draw where
+    row_pad pragma, ir/lowering/layout.py): it wins or loses by the program, so measurement picks. No random draw where
     nothing qualifies."""
     for st in row_pad_candidates(state):
         if rng.random() < ROW_PAD_PROB:

@@ -11,8 +11,8 @@ import random
 
 import numpy as np
 
-from ..ir.state import replay
-from ..ir.steps import steps_from_json
+from ..ir.schedule.state import replay
+from ..ir.schedule.steps import steps_from_json
 
 
 class CostModel:

@@ -3,10 +3,10 @@ contiguous innermost axis, reductions between its outer loops and the vector loo
 parallel loop; and the read-pattern tests those choices rest on."""
 from __future__ import annotations
 
-from ..ir.expr import Binary, Const, Read, Select, Var, free_vars, reads
-from ..ir.skip import contribution_conditions
-from ..ir.state import State
-from ..ir.steps import Annotate, Fuse, Pragma, Reorder, Split
+from ..ir.program.expr import Binary, Const, Read, Select, Var, free_vars, reads
+from ..ir.passes.skip import contribution_conditions
+from ..ir.schedule.state import State
+from ..ir.schedule.steps import Annotate, Fuse, Pragma, Reorder, Split
 from .task import HardwareParams
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
@@ -44,7 +44,7 @@ def schedule_root(state: State, name: str, hw: HardwareParams) -> State:
 def parallel(state: State, name: str, outer: list, hw: HardwareParams, ranges: bool = False) -> State:
     """Fuse the leading outer loops until there are enough iterations for the cores, and parallelize them; with
     `ranges`, in one range per thread unless skipped work makes the ranges uneven (pragma parallel_ranges,
-    ir/skip.py; without it, a skip guard reading the loop deals its iterations out round-robin)."""
+    ir/passes/skip.py; without it, a skip guard reading the loop deals its iterations out round-robin)."""
     st = state.stage(name)
     take, prod = [], 1
     for n in outer:
@@ -142,8 +142,8 @@ def _window_only(reader, name: str) -> bool:
 
 def taps_past_edges(state: State, op, axis: str) -> bool:
     """Whether some tap of a sum reads the zero padding along `axis` (a conv's pad[w + rw], pad = select(in
-    bounds, x, 0)): a skip condition of ir/skip.py reads the axis and a reduce axis. Lowering then writes the tap
-    loop out around a register tile that covers the axis (ir/tile_edges.py)."""
+    bounds, x, 0)): a skip condition of ir/passes/skip.py reads the axis and a reduce axis. Lowering then writes the tap
+    loop out around a register tile that covers the axis (ir/passes/tile_edges.py)."""
     if op.combiner != "sum":
         return False
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 
-from ..ir.dag import needs_multi_level_tiling
-from ..ir.expr import Read, reads
-from ..ir.state import ScheduleError, State
-from ..ir.steps import Annotate, CacheRead, ComputeAt, Pragma, Reorder, Rfactor, Split
+from ..ir.program.dag import needs_multi_level_tiling
+from ..ir.program.expr import Read, reads
+from ..ir.schedule.state import ScheduleError, State
+from ..ir.schedule.steps import Annotate, CacheRead, ComputeAt, Pragma, Reorder, Rfactor, Split
 from .default_loops import PARALLEL_PER_CORE, contiguous_along, divisor, parallel, row_vector, schedule_root, uses
 from .task import HardwareParams
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 
-from ..ir.dtypes import itemsize
-from ..ir.expr import Var, reads
-from ..ir.state import ScheduleError, State
-from ..ir.steps import Annotate, ComputeAt, Pragma, Reorder, Rfactor, Split
+from ..ir.program.dtypes import itemsize
+from ..ir.program.expr import Var, reads
+from ..ir.schedule.state import ScheduleError, State
+from ..ir.schedule.steps import Annotate, ComputeAt, Pragma, Reorder, Rfactor, Split
 from .annotate import prefetch_pays
 from .default_loops import schedule_root
 from .task import HardwareParams

@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 
 from ..codegen.target import CpuTarget, Target
-from ..ir.dag import (ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, op_flops, permutes_outer_axes,
-                      transposed_axes)
-from ..ir.dtypes import itemsize
-from ..ir.expr import Const, Read, Var, reads, walk
-from ..ir.state import ScheduleError, State
-from ..ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
-                        Reorder, Split)
+from ..ir.program.dag import (ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, op_flops,
+                              permutes_outer_axes, transposed_axes)
+from ..ir.program.dtypes import itemsize
+from ..ir.program.expr import Const, Read, Var, reads, walk
+from ..ir.schedule.state import ScheduleError, State
+from ..ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
+                                 Reorder, Split)
 from .default_loops import (block_size, contiguous_along, divisor, padding_of_depthwise, parallel, schedule_root,
                             taps_past_edges, uses)
 from .default_reduce import full_reduced, vector_reduced
@@ -155,7 +155,7 @@ def _outer_rows(op, vec: str, rows: list, row, cap: int) -> tuple | None:
     vector from memory in every FMA, and on Zen 3 that load traffic costs about 12% (7 x 2: 180 GFLOP/s on a
     hot-cache micro-kernel, 4 x 2 with its operands pinned: 197). A 3-D conv's depth (16) then gives 4-row
     tiles; a 2-D conv has no such axis and keeps the stretched tile. Not called for a stretched tile that covers a
-    whole row with taps on its padding: lowering writes those taps out in tiles that fit (ir/tile_edges.py; C3D
+    whole row with taps on its padding: lowering writes those taps out in tiles that fit (ir/passes/tile_edges.py; C3D
     7x7x512 -4% to -8% time against its depth tiles, side by side)."""
     for a in reversed(_free_rows(op, vec, rows)):
         f = divisor(a.extent, -(-2 * cap // 3), cap) if a is not row else None
@@ -395,7 +395,7 @@ def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: H
     nbytes = math.prod(panel.tensor.shape) * itemsize(op.dtype)
     flops = op_flops(op)
     large = nbytes >= LAYOUT_PANEL_BYTES and flops >= LAYOUT_FLOPS_PER_BYTE * nbytes
-    # constant weights are copied once, not per call (ir/prepared.py): the blocked layout then costs nothing
+    # constant weights are copied once, not per call (ir/lowering/prepared.py): the blocked layout then costs nothing
     if rereads < (LAYOUT_MIN_REREADS if large else LAYOUT_REREADS) and panel.name not in state.dag.constants:
         return state
     state = state.apply(CacheRead(panel.name, "local", (local,), vf))

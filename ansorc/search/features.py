@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from ..ir.deep import run_deep
-from ..ir.expr import Binary, Call, Cast, CheckedIndex, Compare, Logic, Read, Select
-from ..ir.lower import lower
-from ..ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
+from ..ir.program.deep import run_deep
+from ..ir.program.expr import Binary, Call, Cast, CheckedIndex, Compare, Logic, Read, Select
+from ..ir.lowering.lower import lower
+from ..ir.lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
 from .features_table import (FEATURE_MEANINGS, FEATURE_NAMES, LOG_MASK, MAX_BUFS, N_FEATURES, TABLE, annotation_block,
                              intensity_curve)
 from .features_access import access, footprint, region_lines
@@ -68,7 +68,7 @@ def _visit(s, loops, guards, ms, prod, ctx) -> int:
     if t is Seq:
         return sum(_visit(c, loops, guards, ms, prod, ctx) for c in s.stmts)
     if t is IfThenElse:
-        if s.prepare:   # computed once, not per call (ir/prepared.py)
+        if s.prepare:   # computed once, not per call (ir/lowering/prepared.py)
             return 0
         return _visit(s.then, loops, guards + (s.cond,), ms, prod, ctx)
     if t is Allocate:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..ir.dtypes import ITEMSIZE
-from ..ir.expr import Binary, Cast, CheckedIndex, Const, Var, free_vars
+from ..ir.program.dtypes import ITEMSIZE
+from ..ir.program.expr import Binary, Cast, CheckedIndex, Const, Var, free_vars
 
 _INF = float("inf")
 
@@ -64,7 +64,7 @@ def _lin(e):
 def access(indices, buf, lin_cache: dict) -> Access:
     """The analysed access of `buf` at `indices`; lin_cache: id(index expr) -> analysis, shared per program."""
     a = Access()
-    shape = buf.storage   # strides as laid out (a workspace's padded rows, ir/layout.py)
+    shape = buf.storage   # strides as laid out (a workspace's padded rows, ir/lowering/layout.py)
     a.shape, a.elem = shape, ITEMSIZE.get(buf.dtype, 4)
     var_map, flat, groups = {}, {}, []
     rs = 1

@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from ..ir.state import ScheduleError, State
-from ..ir.steps import Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split
+from ..ir.schedule.state import ScheduleError, State
+from ..ir.schedule.steps import Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split
 from .annotate import UNROLL_CANDIDATES, divisors, location_options, row_pad_candidates
 
 WEIGHTS = {"tile_size": 0.88, "compute_location": 0.05, "unroll": 0.04, "parallel": 0.01, "row_pad": 0.02}
@@ -122,7 +122,7 @@ def _rename(step, stage: str, old: str, new: str):
 
 
 def mutate_row_pad(task, state: State, rng: random.Random) -> State | None:
-    """Switch the row_pad pragma (ir/layout.py) of one workspace whose rows alias: a tuned program gets to try its
+    """Switch the row_pad pragma (lowering/layout.py) of one workspace whose rows alias: a tuned program gets to try its
     own tiles with the other layout."""
     cands = row_pad_candidates(state)
     if not cands:

@@ -21,8 +21,8 @@ from concurrent.futures.process import BrokenProcessPool
 import numpy as np
 
 from ..codegen.pipeline import render
-from ..ir.state import ScheduleError, replay
-from ..ir.steps import steps_from_json, steps_to_json
+from ..ir.schedule.state import ScheduleError, replay
+from ..ir.schedule.steps import steps_from_json, steps_to_json
 
 MIN_CPUS = 2
 MIN_STATES = 64

@@ -7,7 +7,7 @@ out of what it resumes (tuning.py), each with one ImplausibleRecordWarning namin
 from __future__ import annotations
 
 from ..codegen.target import Target
-from ..ir.dtypes import ITEMSIZE
+from ..ir.program.dtypes import ITEMSIZE
 from ..measure.record import Record
 
 

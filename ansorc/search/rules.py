@@ -3,10 +3,10 @@ application that returns new (state, next stage index) pairs. APPLY keeps trying
 original state, which is how one stage branches into several sketches."""
 from __future__ import annotations
 
-from ..ir.dag import (is_elementwise_match, is_strictly_inlinable, needs_multi_level_tiling, needs_rfactor,
-                      transposed_axes)
-from ..ir.state import State
-from ..ir.steps import CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder, Rfactor, Split
+from ..ir.program.dag import (is_elementwise_match, is_strictly_inlinable, needs_multi_level_tiling, needs_rfactor,
+                              transposed_axes)
+from ..ir.schedule.state import State
+from ..ir.schedule.steps import CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder, Rfactor, Split
 
 SKIP, APPLY, APPLY_AND_SKIP_REST = 0, 1, 2
 

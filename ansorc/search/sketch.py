@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from ..ir.state import ScheduleError, State
-from ..ir.steps import steps_to_json
+from ..ir.schedule.state import ScheduleError, State
+from ..ir.schedule.steps import steps_to_json
 from .rules import APPLY, APPLY_AND_SKIP_REST, SKIP, Rule, default_cpu_rules
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..ir.dag import ComputeDAG
+from ..ir.program.dag import ComputeDAG
 from .policy import CpuPolicy, SearchPolicy, policy_for
 
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 from ..codegen.pipeline import render
 from ..errors import AnsorcError
 from ..targets import parse, plugin
-from ..ir.evaluate import evaluate, random_inputs
-from ..ir.state import ScheduleError, State, replay
-from ..ir.canonical import rename_steps
-from ..ir.steps import steps_from_json, steps_to_json
+from ..ir.program.evaluate import evaluate, random_inputs
+from ..ir.schedule.state import ScheduleError, State, replay
+from ..ir.schedule.canonical import rename_steps
+from ..ir.schedule.steps import steps_from_json, steps_to_json
 from ..measure.errors import MeasureErrorNo
 from ..measure.memory import check_fits
 from ..measure.record import RETIME_NOTE, Record, RecordLog, best, records_for, resources_of, steps_key

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
 from ansorc.errors import AnsorcError  # noqa: E402
-from ansorc.ir.dag import ComputeDAG  # noqa: E402
+from ansorc.ir.program.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.suite.peak import peak_call  # noqa: E402

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 
-from ansorc.ir import te
+from ansorc.ir.program import te
 
 
 class Chooser:

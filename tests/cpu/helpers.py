@@ -3,7 +3,7 @@ sure the kernel wrote nothing outside its output arrays (guard zones around ever
 import numpy as np
 
 import ansorc
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.measure.builder import build
 from ansorc.measure.errors import error_name
 from ansorc.measure.runner import Runner

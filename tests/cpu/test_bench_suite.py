@@ -76,8 +76,8 @@ def test_peers_compute_what_the_workloads_define():
     """Every library peer of a small conv-family row agrees with ansorc's own reference evaluation."""
     timing = _load("timing")
     from ansorc import workloads
-    from ansorc.ir.dag import ComputeDAG
-    from ansorc.ir.evaluate import evaluate
+    from ansorc.ir.program.dag import ComputeDAG
+    from ansorc.ir.program.evaluate import evaluate
     cases = {"T2D": (1, 3, 3, 4, 2, 4, 2, 1), "GRP": (1, 6, 6, 8, 8, 3, 2, 1), "DEP": (1, 6, 6, 4, 3, 2, 1),
              "CAP": (1, 4, 4, 2, 3, 3, 1, 1), "C1D": (1, 9, 4, 3, 3, 2, 1), "CBR": (1, 5, 5, 3, 4, 3, 1, 1),
              "TBG": (1, 8, 2, 4), "C3D": (1, 3, 4, 4, 2, 3, 3, 1, 1), "DIL": (1, 9, 9, 2, 3, 3, 1, 1)}

@@ -4,7 +4,7 @@ import numpy as np
 
 from ansorc.autotune import apply_best
 from ansorc.frontend import parse_text
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.measure.record import load
 from ansorc.search.evolution import SearchParams
 from ansorc.search.tuner import tune

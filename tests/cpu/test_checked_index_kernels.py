@@ -11,7 +11,7 @@ import ansorc
 from ansorc import te
 from ansorc.api import generate_source
 from ansorc.codegen.c import STATUS_INDEX
-from ansorc.ir.evaluate import evaluate
+from ansorc.ir.program.evaluate import evaluate
 from ansorc.kernel import KernelError
 from ansorc.measure.sanitize import REPORT_MARKERS, SanitizerUnavailable, run_sanitized
 from ansorc.net.ops.common import LowerContext, Node
@@ -148,8 +148,8 @@ def test_onnx_gather_compiles_with_negative_indices_wrapping(idx_dtype):
 def test_gpu_programs_clamp_in_cuda_and_report_in_the_c_emulation():
     from ansorc.targets.cuda.codegen_cuda import codegen_cuda
     from ansorc.targets.cuda.codegen_emulate import codegen_gpu_emulation
-    from ansorc.ir.lower import lower
-    from ansorc.ir.state import ScheduleError
+    from ansorc.ir.lowering.lower import lower
+    from ansorc.ir.schedule.state import ScheduleError
     from ansorc.kernel import Kernel
     from ansorc.measure.builder import build
     from ansorc.targets.cuda.search_annotate import sample_gpu
@@ -195,8 +195,8 @@ def test_tuning_a_gather_task_measures_valid_programs(tmp_path):
 
 def test_a_vector_load_of_a_gathered_row_stays_inside_under_asan():
     """The row index is checked and clamped once; the contiguous load along the row is then in bounds."""
-    from ansorc.ir.state import State
-    from ansorc.ir.steps import Annotate
+    from ansorc.ir.schedule.state import State
+    from ansorc.ir.schedule.steps import Annotate
     A = te.placeholder((7, 32), name="A")
     B = te.placeholder((5,), dtype="int64", name="B")
     G = te.compute((5, 32), lambda i, j: A[te.checked_index(B[i], 7), j] * 3.0, name="G")

@@ -173,7 +173,7 @@ def test_cross_compile_with_a_constant_uses_the_per_call_log(tmp_path):
     import shutil
     import time
     from ansorc import workloads
-    from ansorc.ir.dag import ComputeDAG
+    from ansorc.ir.program.dag import ComputeDAG
     from ansorc.measure.record import Record, RecordLog
     from ansorc.measure.runner import MeasureResult
     from ansorc.search.task import SearchTask

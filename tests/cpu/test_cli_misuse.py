@@ -157,7 +157,7 @@ def test_show_keeps_a_tiny_kernels_gflops_above_zero(tmp_path, capsys):
 def test_a_log_whose_record_does_not_replay_warns_in_one_line_naming_it_and_builds_the_default(tmp_path, capsys):
     # issue 50.5: exit 1 with "no stage named ..." and no word of the log (a model compile fell back instead)
     from ansorc.frontend import load
-    from ansorc.ir.dag import ComputeDAG
+    from ansorc.ir.program.dag import ComputeDAG
     from ansorc.measure.record import Record, RecordLog, steps_key
     _scratch(tmp_path)
     dag, log = ComputeDAG(load(str(tmp_path / "ok.te"), {}).tensors), tmp_path / "stale.jsonl"

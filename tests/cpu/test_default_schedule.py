@@ -8,8 +8,8 @@ import pytest
 import ansorc
 from ansorc import te, workloads
 from ansorc.errors import AnsorcError
-from ansorc.ir.state import replay
-from ansorc.ir.steps import steps_to_json
+from ansorc.ir.schedule.state import replay
+from ansorc.ir.schedule.steps import steps_to_json
 from ansorc.net.fuse import fuse
 from ansorc.net.network import group_dag
 from ansorc.search.default_schedule import default_cpu_schedule

@@ -14,7 +14,7 @@ from ansorc.autotune import _retime
 from ansorc.search.plausible import ImplausibleRecordWarning, plausible
 from ansorc.codegen.target import Target
 from ansorc.frontend import load
-from ansorc.ir.dag import ComputeDAG
+from ansorc.ir.program.dag import ComputeDAG
 from ansorc.measure.record import Record, RecordLog, native_isa, steps_key
 from ansorc.search.tuning import tune_options
 

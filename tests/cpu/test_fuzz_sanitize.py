@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from ansorc import workloads as W
 from ansorc.api import generate_source
-from ansorc.ir.bounds import BoundsError
-from ansorc.ir.evaluate import evaluate, random_inputs
-from ansorc.ir.state import ScheduleError
+from ansorc.ir.program.bounds import BoundsError
+from ansorc.ir.program.evaluate import evaluate, random_inputs
+from ansorc.ir.schedule.state import ScheduleError
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 from tests.cpu.fuzz_programs import Chooser, random_program

@@ -16,8 +16,8 @@ from ansorc import workloads
 from ansorc.targets.cuda.codegen_cuda import codegen_cuda
 from ansorc.targets.cuda.codegen_target import CudaTarget
 from ansorc.targets.cuda.codegen_emulate import EMULATION_FLAGS, codegen_gpu_emulation
-from ansorc.ir.lower import lower
-from ansorc.ir.state import ScheduleError
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.schedule.state import ScheduleError
 from ansorc.targets.cuda.search_annotate import annotate_gpu, sample_gpu
 from ansorc.targets.cuda.search_rules import default_gpu_rules
 from ansorc.search.sketch import generate_sketches

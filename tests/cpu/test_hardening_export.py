@@ -16,7 +16,7 @@ import ansorc
 from ansorc import te, workloads
 from ansorc.codegen.header import read_signature
 from ansorc.export import ExportError, export
-from ansorc.ir.steps import Annotate, Split
+from ansorc.ir.schedule.steps import Annotate, Split
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = {"entry": "sm", "args": [{"name": "X", "shape": [1], "dtype": "float32", "output": False},

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import ansorc
-from ansorc.ir import te
-from ansorc.ir.evaluate import evaluate
+from ansorc.ir.program import te
+from ansorc.ir.program.evaluate import evaluate
 from ansorc.search.evolution import SearchParams
 from ansorc.search.tuner import tune
 from ansorc.search.tuning import tune_options

@@ -13,7 +13,7 @@ import ansorc
 from ansorc import workloads
 from ansorc.codegen.elf import SignatureError, read_section_signature
 from ansorc.export import ExportError, export
-from ansorc.ir.state import State
+from ansorc.ir.schedule.state import State
 from ansorc.net import Model
 from ansorc.net.api import build_model
 from ansorc.net.network import NetError, group_dag

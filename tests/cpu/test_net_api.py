@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import ansorc.net
-from ansorc.ir.canonical import rename_steps
-from ansorc.ir.evaluate import evaluate
-from ansorc.ir.steps import steps_to_json
+from ansorc.ir.schedule.canonical import rename_steps
+from ansorc.ir.program.evaluate import evaluate
+from ansorc.ir.schedule.steps import steps_to_json
 from ansorc.measure.record import Record, RecordLog, steps_key
 from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.network import NetError, group_dag
@@ -81,14 +81,22 @@ def test_compile_with_trials_needs_a_log():
 
 
 def test_compile_with_trials_tunes_then_uses_the_log(monkeypatch, tmp_path):
-    """trials > 0: the task scheduler measures programs into the log; every task it measured runs its best."""
-    pytest.importorskip("ansorc.net.tasks")  # the task extraction of the tuner, merged separately
+    """trials > 0: the task scheduler measures programs into the log; every task it measured runs its best,
+    handed over in memory: the network is fused once, and the log is not searched again for tuned tasks."""
     net = chain(length=3, size=512)
-    monkeypatch.setitem(sys.modules, "ansorc.net.fuse", types.SimpleNamespace(fuse=one_group_per_op))
+    fused = []
+    monkeypatch.setitem(sys.modules, "ansorc.net.fuse",
+                        types.SimpleNamespace(fuse=lambda n: fused.append(n) or one_group_per_op(n)))
+    looked_up = []
+    real_from_log = ansorc.net.api._from_log
+    monkeypatch.setattr(ansorc.net.api, "_from_log", lambda *a: looked_up.append(a[2]) or real_from_log(*a))
     log = tmp_path / "tuned.jsonl"
     with ansorc.net.compile(net, trials=2, log=str(log)) as model:
         assert log.exists() and any(t.schedule == "log" for t in model.tasks)
         check(net, model, seed=2)
+    assert len(fused) == 1
+    tuned = {t.dag.workload_key for t in model.tasks if t.schedule == "log"}
+    assert tuned and not tuned & {d.workload_key for d in looked_up}
 
 
 def test_profile_times_every_kernel_call_and_leaves_results_alone():

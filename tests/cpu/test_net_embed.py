@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ansorc.ir.state import State
+from ansorc.ir.schedule.state import State
 from ansorc.measure.sanitize import REPORT_MARKERS, RUN_ENV, SANITIZE_FLAGS
 from ansorc.net.api import build_model
 from ansorc.net.network import group_dag

@@ -6,8 +6,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ansorc.ir.evaluate import evaluate
-from ansorc.ir.state import State
+from ansorc.ir.program.evaluate import evaluate
+from ansorc.ir.schedule.state import State
 from ansorc.net import Model
 from ansorc.net.api import build_model, schedule_groups
 from ansorc.net.network import NetError, group_dag
@@ -198,8 +198,8 @@ def test_fused_groups_with_sampled_programs_share_one_unit(seed):
 
 
 def test_two_kernels_calling_one_simd_helper_share_its_definition():
-    from ansorc.ir.state import replay
-    from ansorc.ir.steps import Annotate
+    from ansorc.ir.schedule.state import replay
+    from ansorc.ir.schedule.steps import Annotate
     net, groups, vec = row_reductions()
     schedules = {g.name: replay(group_dag(net, g), [Annotate(*vec[g.name], "vectorize")] if g.name in vec else [])
                  for g in groups}

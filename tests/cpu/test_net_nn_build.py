@@ -2,7 +2,7 @@
 graph, and pools (a -inf border, per-position average counts) feeding a Gemm."""
 import numpy as np
 
-from ansorc.ir import te
+from ansorc.ir.program import te
 from ansorc.net.ops.common import LowerContext, Node
 from ansorc.net.ops import table
 

@@ -91,8 +91,8 @@ def _random_programs_match(tensors, n):
     """n sampled programs of the search space (inlining, tiling, vectorization, parallel) compile at -O1 and
     match the evaluator, as tests/cpu/test_space_validity.py checks the benchmark operators."""
     from ansorc.api import generate_source
-    from ansorc.ir.dag import ComputeDAG
-    from ansorc.ir.evaluate import evaluate, random_inputs
+    from ansorc.ir.program.dag import ComputeDAG
+    from ansorc.ir.program.evaluate import evaluate, random_inputs
     from ansorc.measure.builder import build
     from ansorc.measure.errors import error_name
     from ansorc.measure.runner import Runner
@@ -129,7 +129,7 @@ def test_random_programs_of_concat_pad_erf_and_head_reshape_match():
                  [r, None, None, np.array([2, 64, 13], np.int64)],
                  {"mode": "linear", "coordinate_transformation_mode": "align_corners"})
     from ansorc.net.network import tensors_by_name
-    from ansorc.ir.te import PlaceholderOp
+    from ansorc.ir.program.te import PlaceholderOp
     args = sorted((t for t in tensors_by_name([y]).values() if isinstance(t.op, PlaceholderOp)), key=lambda t: t.name)
     _random_programs_match(args + [y], 6)  # an int32 index table read inside the subscripts of a guarded read
 
@@ -152,7 +152,7 @@ def test_resize_with_affine_reads_and_an_index_table_compiles_like_the_evaluator
                   [x, None, None, np.array([2, 64, 13], np.int64)], attrs)
     outs += _lower(SH, "Resize", [(2, 9, 6), None, None, (3,)], ["float32", None, None, "int64"],
                    [x, None, None, np.array([2, 4, 17], np.int64)], {"mode": "nearest"})
-    from ansorc.ir.evaluate import evaluate
+    from ansorc.ir.program.evaluate import evaluate
     from tests.unit.onnx_node_harness import run_compiled
     values = {"x": np.random.default_rng(0).uniform(-1, 1, (2, 9, 6)).astype(np.float32), **CTX.weights}
     got, want = run_compiled(outs, values), evaluate(outs, values)  # the weights hold the real index tables
@@ -175,7 +175,7 @@ def test_constants_too_large_to_fold_compile_like_numpy(monkeypatch):
                               [np.array(v, np.float32) for v in (2.0, -3.0, -0.75)], ctx)
     assert all(isinstance(t, te.Tensor) for t in (eye, fill, rng))
     check_kernel([x, eye, fill, rng], name="net_big_consts")   # the compiled kernel agrees with the evaluator
-    from ansorc.ir.evaluate import evaluate
+    from ansorc.ir.program.evaluate import evaluate
     got = [evaluate([eye, fill, rng], {"x": np.zeros((5, 7), np.float32)})[t.name] for t in (eye, fill, rng)]
     np.testing.assert_array_equal(got[0], np.eye(5, 7, 2, dtype=np.float32))
     np.testing.assert_array_equal(got[1], np.full((3, 4), 7, np.int64))

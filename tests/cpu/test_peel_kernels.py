@@ -1,4 +1,4 @@
-"""Programs whose last partial tiles are peeled into narrower copies (ir/peel.py) compute what numpy does: the
+"""Programs whose last partial tiles are peeled into narrower copies (ir/lowering/peel.py) compute what numpy does: the
 tuned programs of the table's rows where the peel applies (DIL 224 stem's 109 columns in 6-column tiles, DIL 56x56
 1x1's 56 in 6, CBR 224's 112 in 6; committed logs), and register-tiled matmuls with one or both axes overrunning,
 their tile loops serial or parallel. Built and run in the measurement worker, as tuning does."""
@@ -9,10 +9,10 @@ import pytest
 import ansorc
 from ansorc import workloads
 from ansorc.api import generate_source
-from ansorc.ir.evaluate import evaluate, random_inputs
-from ansorc.ir.peel import peel_keys
-from ansorc.ir.state import replay
-from ansorc.ir.steps import Annotate, steps_from_json
+from ansorc.ir.program.evaluate import evaluate, random_inputs
+from ansorc.ir.lowering.peel import peel_keys
+from ansorc.ir.schedule.state import replay
+from ansorc.ir.schedule.steps import Annotate, steps_from_json
 from ansorc.measure.record import best, load
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask

@@ -1,4 +1,4 @@
-"""Kernels with pinned operands (ir/pin.py, AVX2) compute what numpy computes, with gcc and clang; register names
+"""Kernels with pinned operands (ir/passes/pin.py, AVX2) compute what numpy computes, with gcc and clang; register names
 stay apart from loop variables."""
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 import ansorc
 from ansorc import workloads
 from ansorc.codegen.target import host_isas
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.search.default_schedule import default_cpu_schedule
 from tests.unit.test_pin import PIN, _tile
 

@@ -1,4 +1,4 @@
-"""Kernels with constant inputs keep what they compute from them alone (ir/prepared.py, codegen/prepared.py):
+"""Kernels with constant inputs keep what they compute from them alone (ir/lowering/prepared.py, codegen/prepared.py):
 equal to numpy on every call, made again for other weight arrays or after constants_changed(), safe under
 concurrent calls with different weights, and measured by the worker with the copy already made."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 import ansorc
 from ansorc.codegen.pipeline import render
-from ansorc.ir import te
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.state import State
+from ansorc.ir.program import te
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.schedule.state import State
 from ansorc.measure.builder import build
 from ansorc.measure.errors import MeasureErrorNo as E
 from ansorc.measure.runner import Runner

@@ -8,7 +8,7 @@ import pytest
 from ansorc import workloads
 from ansorc.api import generate_source
 from ansorc.codegen.target import Target
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.ray_nodes import EMULATED_NOTE, Item, NodeRunner, build_for_cluster, portable_flags
 from ansorc.measure.runner import RunnerConfig

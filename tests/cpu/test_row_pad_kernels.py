@@ -1,11 +1,11 @@
-"""Kernels whose padded input copy is stored with the row_pad pragma (ir/layout.py) compute what the reference
+"""Kernels whose padded input copy is stored with the row_pad pragma (ir/lowering/layout.py) compute what the reference
 does and write nothing outside their outputs: a 2-D conv over 512 channels (columns 2 KB apart) and a 3-D conv
 over 256 (rows 8 KB apart), each under its default program with the pragma added."""
 import pytest
 
 import ansorc
 from ansorc import workloads
-from ansorc.ir.steps import Pragma
+from ansorc.ir.schedule.steps import Pragma
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.task import HardwareParams
 

@@ -5,8 +5,8 @@ import pytest
 import ansorc
 from ansorc import te, workloads
 from ansorc.codegen.target import Target
-from ansorc.ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, ComputeRoot, FollowSplit,
-                             Fuse, Pragma, Reorder, Rfactor, Split)
+from ansorc.ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, ComputeRoot,
+                                      FollowSplit, Fuse, Pragma, Reorder, Rfactor, Split)
 
 from .helpers import check_kernel
 

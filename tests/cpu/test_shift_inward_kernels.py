@@ -1,7 +1,7 @@
-"""Pure stages whose last tile shifts back inside their axis (ir/relations.py, shift_inward) compute what numpy does:
+"""Pure stages whose last tile shifts back inside their axis (relations.py, shift_inward) compute what numpy does:
 a vectorized elementwise stage over 100 in parallel tiles of 16, and a matmul's copy out of clamped 6 x 16 register
 tiles over 130 rows (the tiles of two threads overlap, rewriting equal values). With and without the last tile
-peeled into a narrower copy (ir/peel.py)."""
+peeled into a narrower copy (ir/lowering/peel.py)."""
 import re
 from dataclasses import replace
 
@@ -10,11 +10,11 @@ import pytest
 
 import ansorc
 from ansorc import te
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, Fuse, Split
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate, Fuse, Split
 from ansorc.api import build_spec
 from ansorc.codegen.target import Target
-from ansorc.ir.lower import LowerOptions
+from ansorc.ir.lowering.lower import LowerOptions
 from ansorc.spec import KernelSpec
 from tests.unit.test_shift_inward import tiled_matmul
 

@@ -13,14 +13,14 @@ from ansorc.api import generate_source
 from ansorc.codegen import simd
 from ansorc.codegen.c import lower_for_target
 from ansorc.codegen.target import Target, host_isas
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.evaluate import evaluate, random_inputs
-from ansorc.ir.lower import lower
-from ansorc.ir.steps import Annotate, ComputeInline, Split
-from ansorc.ir.vector import (Broadcast, VBlend, VCompare, VDecl, VFma, VLanes, VLoad, VReduce, VScatter, VSelect,
-                              VStore, format_vstmt, top_exprs, vwalk, walk_all)
-from ansorc.ir.expr import Const, Select
-from ansorc.ir.stmt import For, Store
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.program.evaluate import evaluate, random_inputs
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.schedule.steps import Annotate, ComputeInline, Split
+from ansorc.ir.passes.vector import (Broadcast, VBlend, VCompare, VDecl, VFma, VLanes, VLoad, VReduce, VScatter,
+                                     VSelect, VStore, format_vstmt, top_exprs, vwalk, walk_all)
+from ansorc.ir.program.expr import Const, Select
+from ansorc.ir.lowering.stmt import For, Store
 from ansorc.kernel import Kernel
 from ansorc.measure.builder import build
 from ansorc.search.annotate import sample

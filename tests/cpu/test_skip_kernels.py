@@ -1,4 +1,4 @@
-"""Kernels that skip identity steps (ir/skip.py) compute what numpy computes: random programs of a zero-padded
+"""Kernels that skip identity steps (ir/passes/skip.py) compute what numpy computes: random programs of a zero-padded
 conv (sum), a -inf-padded max-plus conv (max) and a causal matmul (a reduction's `where`, guards relaxed to
 whole blocks); mostly ones with skip guards or copies without the selects (at least three of each), so that
 the test checks the code it is about."""
@@ -6,9 +6,9 @@ import pytest
 
 from ansorc import te, workloads
 from ansorc.api import generate_source
-from ansorc.ir.expr import Logic
-from ansorc.ir.lower import lower
-from ansorc.ir.stmt import IfThenElse, walk_stmt
+from ansorc.ir.program.expr import Logic
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.lowering.stmt import IfThenElse, walk_stmt
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 

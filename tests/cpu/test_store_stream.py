@@ -9,11 +9,11 @@ import numpy as np
 import ansorc
 from ansorc import workloads
 from ansorc.codegen.target import Target
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.state import replay
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.schedule.state import replay
 from ansorc.search.tuning import default_state
 from ansorc.search.task import SearchTask
-from ansorc.ir.steps import Pragma
+from ansorc.ir.schedule.steps import Pragma
 
 
 def _softmax_with(key: str, value: int, name: str, seed: int):
@@ -45,7 +45,7 @@ def test_streamed_softmax_matches_numpy_aligned_and_not():
 
 
 def test_prefetched_softmax_matches_numpy():
-    """The prefetch pragma (ir/prefetch.py) on a softmax's row loop, two rows ahead: the same values, the last rows'
+    """The prefetch pragma (passes/prefetch.py) on a softmax's row loop, two rows ahead: the same values, the last rows'
     prefetches clamped into the input."""
     kern, x, e = _softmax_with("prefetch", 2, "sfm_prefetch", 1)
     got = ansorc.empty(e.shape, np.float32)

@@ -9,7 +9,7 @@ from ansorc.codegen import target as tmod
 from ansorc.codegen.cross import driver
 from ansorc.measure.cross import build_programs, run_program
 from ansorc.codegen.target import Target, host_arch, host_isas
-from ansorc.ir.steps import Annotate
+from ansorc.ir.schedule.steps import Annotate
 from ansorc.measure.builder import DEFAULT_CFLAGS
 
 from .test_simd import compare, programs
@@ -112,7 +112,7 @@ def test_neon_random_programs_of_every_operator_under_qemu():
 def test_neon_default_programs_of_every_operator_under_qemu():
     """`compile --target neon --trials 0` without a log exports the default program: each operator's is right."""
     _need_cross()
-    from ansorc.ir.evaluate import evaluate, random_inputs
+    from ansorc.ir.program.evaluate import evaluate, random_inputs
     from ansorc.search.default_schedule import default_cpu_schedule
     jobs = []
     for name in workloads.WORKLOADS:

@@ -1,5 +1,5 @@
 """A vectorized copy that gathers a column of its source per vector, inside a loop along the source's rows, is
-copied in square blocks transposed in registers (ir/transpose.py); checked equal to numpy on every vector ISA
+copied in square blocks transposed in registers (ir/passes/transpose.py); checked equal to numpy on every vector ISA
 this machine runs and, cross-compiled, under qemu for NEON. Copies the pass must leave alone stay correct too."""
 import numpy as np
 import pytest
@@ -8,8 +8,8 @@ import ansorc
 from ansorc import te
 from ansorc.api import generate_source
 from ansorc.codegen.target import Target, host_arch, host_isas
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, Reorder, Split
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate, Reorder, Split
 from ansorc.measure.builder import build
 from ansorc.measure.cross import build_programs, run_program
 from ansorc.search.default_schedule import default_cpu_schedule
@@ -26,7 +26,7 @@ def transpose_copy(rows: int, cols: int, lanes: int):
 
 
 # (rows, cols, lanes, blocks?): b's rows 40 / 24 floats apart; b's rows 1 KB apart, or a's 4 KB with 8 lanes, keep
-# the gathers on purpose (ir/transpose.py, CONFLICT_BYTES); a tail (21 = 2 x 8 + 5) too
+# the gathers on purpose (ir/passes/transpose.py, CONFLICT_BYTES); a tail (21 = 2 x 8 + 5) too
 CASES = [(40, 24, 8, True), (40, 24, 4, True), (24, 96, 8, True), (48, 32, 16, True), (256, 16, 8, False),
          (16, 1024, 8, False), (16, 1024, 4, True), (40, 21, 8, False)]
 
@@ -91,7 +91,7 @@ def test_a_copy_computed_per_head_inside_its_consumer_is_blocked(isa, seq, heads
     """TBG's K' computed at the scores' head loop, unsplit, its j loop vectorized in pieces: blocks down the source
     column (which gain at any stride, even with K's rows 4 KB apart), checked against numpy."""
     from ansorc import workloads
-    from ansorc.ir.steps import ComputeAt, ComputeInline, Fuse
+    from ansorc.ir.schedule.steps import ComputeAt, ComputeInline, Fuse
     tensors = workloads.tbg(1, seq, heads, hidden)
     st = State.initial(ansorc.ComputeDAG(tensors))
     for step in (ComputeInline("query_T"), Fuse("scores", ("b", "h")), ComputeAt("key_T", "scores", "b@h"),

@@ -5,7 +5,7 @@ import numpy as np
 
 import ansorc
 from ansorc import workloads
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.measure.record import load
 from ansorc.search.multi import tune_tasks
 from ansorc.search.tuning import tune_options
@@ -72,7 +72,7 @@ def test_the_final_retiming_includes_the_default_program_even_when_buried(tmp_pa
 def test_declaring_weights_constant_measures_the_per_call_best_programs_first(tmp_path):
     """Tuned with weights per call, then declared constant: the log's best programs for the same computation are
     measured first under the new key (valid there, only their cost differs), after the default program."""
-    from ansorc.ir.dag import ComputeDAG
+    from ansorc.ir.program.dag import ComputeDAG
     from ansorc.measure.record import best, steps_key
     from ansorc.measure.runner import RunnerConfig
     from ansorc.search.task import SearchTask

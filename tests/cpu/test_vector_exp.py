@@ -6,8 +6,8 @@ import pytest
 import ansorc
 from ansorc import te, workloads
 from ansorc.codegen.target import host_isas
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, ComputeAt, Split
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate, ComputeAt, Split
 
 X86 = [isa for isa in host_isas() if isa in ("avx512", "avx2")]
 pytestmark = pytest.mark.skipif(not X86, reason="the vector exp is x86 only")

@@ -7,8 +7,8 @@ import pytest
 import ansorc
 from ansorc import te
 from ansorc.codegen.target import host_isas
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, ComputeAt
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate, ComputeAt
 
 VECTOR_ISAS = [isa for isa in host_isas() if isa in ("avx512", "avx2", "neon")]
 pytestmark = pytest.mark.skipif(not VECTOR_ISAS, reason="no vector ISA on this machine")

@@ -13,7 +13,7 @@ import ansorc
 from ansorc import workloads
 from ansorc.codegen import pool
 from ansorc.codegen.c import PRELUDE
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.search.default_schedule import default_cpu_schedule
 
 HARNESS = r"""
@@ -91,7 +91,7 @@ def test_a_kernel_with_a_pooled_workspace_is_right_on_every_call_and_from_thread
 def test_a_buffer_inside_a_parallel_loop_is_plain_heap_memory():
     """Per-iteration buffers of a parallel loop bypass the pool's one lock (malloc's thread caches serve them)."""
     from ansorc import te
-    from ansorc.ir.steps import Annotate, ComputeAt, Split
+    from ansorc.ir.schedule.steps import Annotate, ComputeAt, Split
     A = te.placeholder((64, 512), name="A")
     B = te.placeholder((512, 256), name="B")
     B2 = te.compute((512, 256), lambda k, j: B[k, j] * 2.0, name="B2")

@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from ansorc.ir.te import PlaceholderOp
+from ansorc.ir.program.te import PlaceholderOp
 from ansorc.net.importer import graph_of, import_model, run_reference
 from ansorc.net.lowering import check_attr_types
 from ansorc.net.network import NetError, UnsupportedError

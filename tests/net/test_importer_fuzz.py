@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansorc.ir.te import ComputeOp
+from ansorc.ir.program.te import ComputeOp
 from ansorc.net.importer import import_model
 from ansorc.net.network import NetError, Network
 

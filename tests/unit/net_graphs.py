@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ansorc.ir import te
+from ansorc.ir.program import te
 from ansorc.net.network import Network
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ansorc.ir import te
-from ansorc.ir.evaluate import evaluate
+from ansorc.ir.program import te
+from ansorc.ir.program.evaluate import evaluate
 from ansorc.net.ops.common import LowerContext, Node
 from ansorc.net.ops import SUPPORT
 

@@ -10,9 +10,9 @@ import onnx
 import onnx.numpy_helper
 from onnx import helper
 
-from ansorc.ir.evaluate import evaluate
-from ansorc.ir.expr import DTYPES
-from ansorc.ir.te import PlaceholderOp
+from ansorc.ir.program.evaluate import evaluate
+from ansorc.ir.program.expr import DTYPES
+from ansorc.ir.program.te import PlaceholderOp
 from ansorc.net.network import NetError
 from ansorc.net.ops.common import LowerContext, Node
 from ansorc.net.ops.util import te_shape

@@ -2,8 +2,8 @@
 import pytest
 
 from ansorc import workloads
-from ansorc.ir.relations import infer_extents
-from ansorc.ir.state import SplitRel
+from ansorc.ir.schedule.relations import infer_extents
+from ansorc.ir.schedule.state import SplitRel
 from ansorc.search.annotate import factor_schemes, sample, sample_lengths, state_key
 from ansorc.search.task import HardwareParams, SearchTask
 

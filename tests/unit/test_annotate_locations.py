@@ -4,9 +4,9 @@ stage is vectorized (in pieces) instead of left scalar."""
 import random
 
 from ansorc import workloads
-from ansorc.ir.lower import lower
-from ansorc.ir.state import State
-from ansorc.ir.steps import ComputeAt, ComputeInline, ComputeRoot
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import ComputeAt, ComputeInline, ComputeRoot
 from ansorc.search import annotate as an
 from ansorc.search.sketch import generate_sketches
 from ansorc.search.task import HardwareParams, SearchTask

@@ -6,9 +6,9 @@ import pytest
 from ansorc import workloads as W
 from ansorc.frontend import parse_text
 from ansorc.frontend.errors import TeError
-from ansorc.ir import te
-from ansorc.ir.bounds import BoundsError
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program import te
+from ansorc.ir.program.bounds import BoundsError
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 
 A = te.placeholder((8,), name="A")
 Idx = te.placeholder((8,), "int32", name="Idx")

@@ -4,12 +4,12 @@ import json
 import pytest
 
 from ansorc import workloads as W
-from ansorc.ir import te
-from ansorc.ir.canonical import rename_steps
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.lower import lower
-from ansorc.ir.state import replay
-from ansorc.ir.steps import steps_from_json, steps_to_json
+from ansorc.ir.program import te
+from ansorc.ir.schedule.canonical import rename_steps
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.schedule.state import replay
+from ansorc.ir.schedule.steps import steps_from_json, steps_to_json
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 

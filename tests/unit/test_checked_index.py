@@ -8,18 +8,18 @@ from ansorc import te
 from ansorc.codegen.c import STATUS_INDEX, codegen_c, status_message
 from ansorc.targets.cuda.codegen_cuda import CudaRenderer
 from ansorc.errors import ExpressionError
-from ansorc.ir.bounds import BoundsError
-from ansorc.ir.dag import ComputeDAG, is_strictly_inlinable
-from ansorc.ir.evaluate import EvaluateError, evaluate, random_inputs
-from ansorc.ir.expr import CheckedIndex, Const, Read, Var, walk
-from ansorc.ir.lower import lower
-from ansorc.ir.simplify import bound, simplify
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate
-from ansorc.ir.stmt import Buffer, For, PrimFunc, Store
-from ansorc.ir.verify import VerifyError, verify
-from ansorc.ir.vector import VLanes, VLoad, vwalk, walk_all, top_exprs
-from ansorc.ir.vectorize import vectorize_loops
+from ansorc.ir.program.bounds import BoundsError
+from ansorc.ir.program.dag import ComputeDAG, is_strictly_inlinable
+from ansorc.ir.program.evaluate import EvaluateError, evaluate, random_inputs
+from ansorc.ir.program.expr import CheckedIndex, Const, Read, Var, walk
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.program.simplify import bound, simplify
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate
+from ansorc.ir.lowering.stmt import Buffer, For, PrimFunc, Store
+from ansorc.ir.passes.verify import VerifyError, verify
+from ansorc.ir.passes.vector import VLanes, VLoad, vwalk, walk_all, top_exprs
+from ansorc.ir.passes.vectorize import vectorize_loops
 from ansorc.codegen import simd
 from ansorc.search.features import extract
 from ansorc.search.features_access import _lin

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 
 from ansorc import workloads
-from ansorc.ir.state import replay
-from ansorc.ir.steps import steps_from_json
+from ansorc.ir.schedule.state import replay
+from ansorc.ir.schedule.steps import steps_from_json
 from ansorc.measure.record import RETIME_NOTE, load
 from ansorc.search.cost_model import LGBModel
 from ansorc.search.task import SearchTask

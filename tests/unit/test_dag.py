@@ -2,8 +2,8 @@
 import pytest
 
 from ansorc import ComputeDAG, te, workloads
-from ansorc.ir.dag import (DagError, has_single_elementwise_consumer, is_strictly_inlinable,
-                           needs_multi_level_tiling, needs_rfactor)
+from ansorc.ir.program.dag import (DagError, has_single_elementwise_consumer, is_strictly_inlinable,
+                                   needs_multi_level_tiling, needs_rfactor)
 
 # Golden keys: a change here means every existing tuning log stops matching. Only change them on purpose.
 GOLDEN_KEYS = {

@@ -4,8 +4,9 @@ import pytest
 
 from ansorc.codegen import c, header, simd
 from ansorc.codegen.target import ISA_SPECS, Target, library_flags
-from ansorc.ir import dtypes, evaluate
-from ansorc.ir.expr import DTYPES
+from ansorc.ir.program import dtypes
+from ansorc.ir.program import evaluate
+from ansorc.ir.program.expr import DTYPES
 from ansorc.measure import builder
 
 

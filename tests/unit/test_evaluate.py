@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from ansorc import workloads as W
-from ansorc.ir import te
-from ansorc.ir.evaluate import evaluate, random_inputs
-from ansorc.ir.te import ComputeOp
+from ansorc.ir.program import te
+from ansorc.ir.program.evaluate import evaluate, random_inputs
+from ansorc.ir.program.te import ComputeOp
 
 F64 = np.float64
 

@@ -6,10 +6,10 @@ import pytest
 
 import ansorc
 from ansorc import workloads
-from ansorc.ir.expr import Binary, Compare, Const, Read, Var
-from ansorc.ir.lower import lower
-from ansorc.ir.steps import Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Pragma, Reorder, Split
-from ansorc.ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
+from ansorc.ir.program.expr import Binary, Compare, Const, Read, Var
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.schedule.steps import Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Pragma, Reorder, Split
+from ansorc.ir.lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Store
 from ansorc.search.annotate import sample
 from ansorc.search.features import FEATURE_NAMES, N_FEATURES, extract, extract_states
 from ansorc.search.features_table import FEATURE_MEANINGS, LOG_MASK, TABLE, markdown

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from ansorc.frontend import Program, TeError, load, parse_text
-from ansorc.ir import expr as ir
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program import expr as ir
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ansorc.frontend import Program, TeError, parse_text
-from ansorc.ir.dag import ComputeDAG
+from ansorc.ir.program.dag import ComputeDAG
 
 EXAMPLES = {p.stem: p.read_text() for p in sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.te"))}
 TOKENS = ["param", "input", "output", "tensor", "where", "if", "else", "and", "or", "not", "sum", "max", "min",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ansorc.frontend import TeError, parse_text
-from ansorc.ir import te
-from ansorc.ir.c_reserved import reserved_reason
-from ansorc.ir.names import c_ident
+from ansorc.ir.program import te
+from ansorc.ir.program.c_reserved import reserved_reason
+from ansorc.ir.program.names import c_ident
 
 RESERVED = {  # name -> a fragment of the reason
     "expf": "C library", "sqrtf": "C library", "malloc": "C library", "memset": "C library", "INFINITY": "C library",

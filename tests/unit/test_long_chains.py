@@ -7,11 +7,11 @@ import pytest
 
 from ansorc.codegen.pipeline import render
 from ansorc.frontend import parse_text
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.evaluate import evaluate
-from ansorc.ir.lower import lower
-from ansorc.ir.state import State
-from ansorc.ir.stmt import stmt_children, walk_stmt
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.program.evaluate import evaluate
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.schedule.state import State
+from ansorc.ir.lowering.stmt import stmt_children, walk_stmt
 from ansorc.search.features import extract_states
 
 N = 3 * sys.getrecursionlimit()
@@ -52,7 +52,7 @@ def test_iterative_statement_walk_keeps_the_pre_order():
 def test_small_programs_render_inline_and_large_ones_in_the_big_stack_thread():
     import threading
 
-    from ansorc.ir.deep import run_deep
+    from ansorc.ir.program.deep import run_deep
     seen = []
     run_deep(10, lambda: seen.append(threading.current_thread().name))
     run_deep(10 * sys.getrecursionlimit(), lambda: seen.append(threading.current_thread().name))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ansorc.errors import AnsorcError
-from ansorc.ir import te
-from ansorc.ir.dag import ComputeDAG
+from ansorc.ir.program import te
+from ansorc.ir.program.dag import ComputeDAG
 from ansorc.measure import memory
 from ansorc.measure.memory import NotEnoughMemoryError, check_fits, measurement_bytes
 

@@ -2,7 +2,7 @@
 import random
 
 from ansorc import workloads
-from ansorc.ir.steps import Pragma, Split
+from ansorc.ir.schedule.steps import Pragma, Split
 from ansorc.search.annotate import sample, state_key
 from ansorc.search.mutate import crossover, mutate_compute_location, mutate_parallel, mutate_tile_size, \
     mutate_unroll

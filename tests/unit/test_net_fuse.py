@@ -5,15 +5,14 @@ import re
 import numpy as np
 import pytest
 
-from ansorc.ir import te
-from ansorc.ir.evaluate import evaluate, random_inputs
+from ansorc.ir.program import te
+from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.measure.record import Record, RecordLog
 from ansorc.net.fuse import FuseOptions, build_graph, fuse, op_pattern
 from ansorc.net.network import NetError, group_dag, tensors_by_name
 from ansorc.net.tasks import extract_tasks, task_table
 
-from .net_graphs import (add, bias_add, conv2d, conv_block, matmul, network, relu, resnet_block, softmax,
-                         weight)
+from .net_graphs import (add, bias_add, conv2d, conv_block, matmul, network, relu, resnet_block, softmax, weight)
 
 
 def group_of(groups, op: str):

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from ansorc.ir.state import State
+from ansorc.ir.schedule.state import State
 from ansorc.net.library import LibraryError, emit_library
 from ansorc.net.network import group_dag
 from tests.net_samples import chain, conv_mlp_softmax, one_group_per_op
@@ -78,7 +78,7 @@ def _matmul_relu(prefix: str):
 
 
 def test_schedule_key_ignores_tensor_names_and_tells_schedules_apart():
-    from ansorc.ir.state import replay
+    from ansorc.ir.schedule.state import replay
     from ansorc.net.library import schedule_key
     from ansorc.search.annotate import sample
     from ansorc.search.task import SearchTask
@@ -91,7 +91,7 @@ def test_schedule_key_ignores_tensor_names_and_tells_schedules_apart():
             return "@".join(renamed.get(p.partition(".")[0], p.partition(".")[0]) + "".join(p.partition(".")[1:])
                             for p in x.split("@"))
         return [rename(v) for v in x] if isinstance(x, list) else x
-    from ansorc.ir.steps import steps_from_json, steps_to_json
+    from ansorc.ir.schedule.steps import steps_from_json, steps_to_json
     for s in states:   # the same schedule on the other names
         other = replay(two.dag, steps_from_json(rename(steps_to_json(s.steps))))
         assert schedule_key(other) == schedule_key(s)

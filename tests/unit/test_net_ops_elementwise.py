@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from ansorc.ir.expr import Cast, walk
+from ansorc.ir.program.expr import Cast, walk
 from ansorc.net.network import UnsupportedError
 from ansorc.net.ops.activation import erf
 from ansorc.net.ops.common import LowerContext, Node
@@ -87,7 +87,7 @@ def test_a_scalar_constant_operand_is_inlined_and_an_array_becomes_a_weight():
 
 def test_a_constant_with_unit_dims_is_stored_without_them():
     from ansorc import te
-    from ansorc.ir.expr import Read
+    from ansorc.ir.program.expr import Read
     n = Node("Add", "n0", {"_opset": 17}, ((2, 4, 3, 3), (4, 1, 1)), ("float32",) * 2, ((2, 4, 3, 3),),
              ("float32",), "m")
     ctx = LowerContext()
@@ -203,7 +203,7 @@ def test_trigonometry_from_polynomials(op, lo, hi):
 
 def test_erf_error_is_below_float32_rounding():
     from ansorc import te
-    from ansorc.ir.evaluate import evaluate
+    from ansorc.ir.program.evaluate import evaluate
     x = np.concatenate([np.linspace(-6, 6, 20001), np.geomspace(1e-9, 0.6, 200)])
     t = te.placeholder(x.shape, "float64", "x")
     y = te.compute(x.shape, lambda i: erf(t[i]), name="y")

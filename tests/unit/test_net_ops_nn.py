@@ -6,8 +6,8 @@ import collections
 import numpy as np
 import pytest
 
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.te import ComputeOp
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.program.te import ComputeOp
 from ansorc.net.network import UnsupportedError, tensors_by_name
 from ansorc.net.ops.common import LowerContext, Node
 from ansorc.net.ops import table
@@ -245,7 +245,7 @@ def test_a_wrong_lowering_would_be_caught():
 # ----------------------------------------------------------------------------- structure and rejections
 
 def _conv_output(name):
-    from ansorc.ir import te
+    from ansorc.ir.program import te
     ctx = LowerContext()
     x = te.placeholder((1, 8, 14, 14), name=ctx.name("x"))
     node = Node("Conv", name, {"pads": [1, 1, 1, 1], "_opset": 17}, ((1, 8, 14, 14), (16, 8, 3, 3)),
@@ -282,7 +282,7 @@ def _node(op, attrs, in_shapes, out_shapes, dtype="float32"):
     ("MatMul", {}, [(3, 4), (5, 6)], "float32", "inner dimensions"),
 ])
 def test_rejections_are_one_line_naming_node_and_model(op, attrs, shapes, dtype, words):
-    from ansorc.ir import te
+    from ansorc.ir.program import te
     ins = [te.placeholder(s, "float32", name=f"in{i}") for i, s in enumerate(shapes)]
     outs = [(1,)]
     with pytest.raises(UnsupportedError) as err:
@@ -292,7 +292,7 @@ def test_rejections_are_one_line_naming_node_and_model(op, attrs, shapes, dtype,
 
 
 def test_reduce_axes_computed_at_run_time_is_rejected():
-    from ansorc.ir import te
+    from ansorc.ir.program import te
     x, axes = te.placeholder((2, 3), name="x"), te.placeholder((1,), "int64", name="axes")
     node = _node("ReduceSum", {}, [(2, 3), (1,)], [(2, 1)])
     with pytest.raises(UnsupportedError, match="axes input must be a constant"):

@@ -86,7 +86,7 @@ def test_random_shapes_and_attributes_give_results_or_one_line_errors():
     import random
 
     from ansorc.errors import AnsorcError
-    from ansorc.ir import te
+    from ansorc.ir.program import te
     from ansorc.net.ops.common import LowerContext, Node
     from ansorc.net.ops import table
     OPS = table("nn", "attention", "conv", "einsum", "pool", "norm", "norm_more", "reduce", "recurrent")

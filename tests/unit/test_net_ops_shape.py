@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ansorc import te
-from ansorc.ir.expr import Binary, walk
+from ansorc.ir.program.expr import Binary, walk
 from ansorc.net.network import NetError, UnsupportedError
 from ansorc.net.ops.common import LowerContext, Node
 from ansorc.net.ops import table

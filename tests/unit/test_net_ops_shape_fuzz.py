@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansorc import te
-from ansorc.ir.evaluate import evaluate
+from ansorc.ir.program.evaluate import evaluate
 from ansorc.net.ops.common import LowerContext, Node
 from ansorc.net.ops import table
 

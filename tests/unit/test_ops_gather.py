@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from ansorc import te
-from ansorc.ir.evaluate import EvaluateError, evaluate
-from ansorc.ir.expr import CheckedIndex, walk
+from ansorc.ir.program.evaluate import EvaluateError, evaluate
+from ansorc.ir.program.expr import CheckedIndex, walk
 from ansorc.net.network import NetError, UnsupportedError
 from ansorc.net.ops.common import LowerContext, Node
 from ansorc.net.ops.gather import OPS

@@ -1,7 +1,7 @@
 """The unroll pass: auto_unroll_max_step and 'unroll' loops are replicated, unless the copies would be huge."""
-from ansorc.ir.expr import Binary, Const, Read, Var
-from ansorc.ir.passes import MAX_UNROLLED_NODES, _nodes, unroll_loops
-from ansorc.ir.stmt import Buffer, For, PrimFunc, Store, walk_stmt
+from ansorc.ir.program.expr import Binary, Const, Read, Var
+from ansorc.ir.passes.basic import MAX_UNROLLED_NODES, _nodes, unroll_loops
+from ansorc.ir.lowering.stmt import Buffer, For, PrimFunc, Store, walk_stmt
 
 F32 = "float32"
 

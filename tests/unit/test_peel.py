@@ -1,16 +1,15 @@
-"""A pure stage's overrunning last tile is computed by a narrower copy (ir/peel.py) instead of shifted back over the
+"""A pure stage's overrunning last tile is computed by a narrower copy (peel.py) instead of shifted back over the
 tile before it: no point is computed twice, no min() is left in the full tiles' indices, every access stays
 provably in bounds, and programs the peel does not fit are lowered as before."""
 import ansorc
 from ansorc import te
-from ansorc.ir.expr import walk
-from ansorc.ir.lower import lower
-from ansorc.ir.peel import narrow_lengths, peel_candidates, peel_keys
-from ansorc.ir.state import State, replay
-from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder,
-                              Split)
-from ansorc.ir.stmt import For, IfThenElse, store_executions, walk_stmt
-from ansorc.ir.verify import check_in_bounds
+from ansorc.ir.program.expr import walk
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.lowering.peel import narrow_lengths, peel_candidates, peel_keys
+from ansorc.ir.schedule.state import State, replay
+from ansorc.ir.schedule.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder, Split)
+from ansorc.ir.lowering.stmt import For, IfThenElse, store_executions, walk_stmt
+from ansorc.ir.passes.verify import check_in_bounds
 from tests.unit.test_shift_inward import relu, row_sums, stores, tiled_matmul
 
 

@@ -8,10 +8,10 @@ import ansorc
 from ansorc import workloads
 from ansorc.codegen import simd
 from ansorc.codegen.c import lower_for_target
-from ansorc.ir.lower import LowerOptions, lower
-from ansorc.ir.state import replay
-from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Pragma, Reorder, Split)
-from ansorc.ir.vector import VDecl, VLoad, walk_all
+from ansorc.ir.lowering.lower import LowerOptions, lower
+from ansorc.ir.schedule.state import replay
+from ansorc.ir.schedule.steps import (Annotate, CacheWrite, ComputeAt, FollowSplit, Fuse, Pragma, Reorder, Split)
+from ansorc.ir.passes.vector import VDecl, VLoad, walk_all
 
 PIN = '__asm__("" : "+x"('
 
@@ -29,7 +29,7 @@ def _tile(rows: int, vectors: int, n: int = 56, k: int = 64):
 
 
 def _pinned(tensors, steps, isa: str) -> list:
-    """The pinned registers of the program's one register tile (the peel of an overrunning last tile, ir/peel.py,
+    """The pinned registers of the program's one register tile (the peel of an overrunning last tile, lowering/peel.py,
     would add a copy of the tile with pins of its own)."""
     func = lower(replay(ansorc.ComputeDAG(tensors), steps), "kernel", options=LowerOptions(peel=False))
     return [v for s in walk_all(lower_for_target(func, isa).body) if isinstance(s, VDecl) and s.pin
@@ -69,9 +69,9 @@ def test_isas_without_a_pin_template_keep_the_compiler_choice():
 def test_a_load_in_an_arm_of_a_select_is_not_pinned():
     # a padding read `inside ? A[i - 1] : 0` may point outside A when not taken: hoisted into a pinned register
     # it would always run (an ONNX MobileNet's padded depthwise conv failed check_in_bounds after the pass)
-    from ansorc.ir.expr import Compare, Const, Var
-    from ansorc.ir.pin import _shared_loads
-    from ansorc.ir.vector import Broadcast, VAssign, VFma, VSelect, VVar
+    from ansorc.ir.program.expr import Compare, Const, Var
+    from ansorc.ir.passes.pin import _shared_loads
+    from ansorc.ir.passes.vector import Broadcast, VAssign, VFma, VSelect, VVar
     caps = simd.caps("avx2")
     i = Var("i")
     load = VLoad("A", i, 8, "float32")

@@ -3,8 +3,8 @@ import logging
 
 from ansorc import te
 from ansorc.codegen.pipeline import compile_program, render
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.state import State
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.schedule.state import State
 from ansorc.search.task import SearchTask
 from ansorc.targets import parse, plugin
 from ansorc.targets.cuda.search_policy import default_gpu_schedule

@@ -1,6 +1,6 @@
 """The search space comes from the task's policy: its sketch rules and its init rules, not hard-coded ones."""
 from ansorc import workloads
-from ansorc.ir.steps import Annotate, Pragma
+from ansorc.ir.schedule.steps import Annotate, Pragma
 from ansorc.search.annotate import CPU_INIT_RULES, fill_tile_sizes, sample
 from ansorc.search.policy import CpuPolicy
 from ansorc.search.rules import default_cpu_rules

@@ -1,4 +1,4 @@
-"""The prefetch pragma (ir/prefetch.py): in a root stage's outermost loop, each vector load of a kernel input is
+"""The prefetch pragma (ir/passes/prefetch.py): in a root stage's outermost loop, each vector load of a kernel input is
 preceded by a prefetch of what it reads that many iterations later, clamped into the buffer; the search and the
 row-chain default set it only where the inputs come from memory in long steps."""
 from __future__ import annotations
@@ -7,12 +7,12 @@ import random
 
 from ansorc import workloads
 from ansorc.codegen.pipeline import render
-from ansorc.ir import te
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.lower import lower
-from ansorc.ir.state import replay
-from ansorc.ir.steps import Annotate, Pragma, Split
-from ansorc.ir.verify import verify
+from ansorc.ir.program import te
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.schedule.state import replay
+from ansorc.ir.schedule.steps import Annotate, Pragma, Split
+from ansorc.ir.passes.verify import verify
 from ansorc.search.annotate import prefetch_large_inputs, prefetch_pays
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.search.mutate import mutate_unroll
@@ -120,7 +120,7 @@ def test_sampled_programs_with_prefetch_everywhere_pass_the_bounds_checks():
     """Every root stage of sampled programs prefetching 1-3 iterations ahead: the addresses stay in their buffers
     (check_in_bounds after the codegen passes) for padded, strided and reducing operators alike."""
     from ansorc.codegen.c import lower_for_target
-    from ansorc.ir.vector import VPrefetch, walk_all
+    from ansorc.ir.passes.vector import VPrefetch, walk_all
     from ansorc.search.annotate import sample
     rng = random.Random(0)
     hints = 0

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from ansorc.codegen.pipeline import render
-from ansorc.ir import te
-from ansorc.ir.dag import ComputeDAG, DagError
-from ansorc.ir.lower import lower
-from ansorc.ir.prepared import MAX_CONSTANTS
-from ansorc.ir.state import State
-from ansorc.ir.stmt import Allocate, IfThenElse, walk_stmt
+from ansorc.ir.program import te
+from ansorc.ir.program.dag import ComputeDAG, DagError
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.lowering.prepared import MAX_CONSTANTS
+from ansorc.ir.schedule.state import State
+from ansorc.ir.lowering.stmt import Allocate, IfThenElse, walk_stmt
 from ansorc.search.features import extract
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from ansorc import te
 from ansorc.measure.errors import MeasureErrorNo, error_name
-from ansorc.measure.record import (RECORD_FORMAT_VERSION, Record, RecordLog, best, load, measured_steps,
-                                   records_for, steps_key)
+from ansorc.measure.record import (RECORD_FORMAT_VERSION, Record, RecordLog, best, load, measured_steps, records_for,
+                                   steps_key)
 
 
 def rec(costs=(1.0,), steps=(("SP", "C", "i", [8]),), wk="wk1", target="llvm -mcpu=native", code=0, lower=False):
@@ -42,7 +42,7 @@ def test_a_records_signature_round_trips_and_older_logs_read_without_one():
 
 
 def test_a_dags_signature_names_its_arguments_briefly():
-    from ansorc.ir.dag import SIGNATURE_CHARS, ComputeDAG
+    from ansorc.ir.program.dag import SIGNATURE_CHARS, ComputeDAG
     a, w = te.placeholder((2, 3), name="A"), te.placeholder((3,), name="W", dtype="float64")
     b = te.compute((2, 3), lambda i, j: a[i, j] * 2.0, name="B")
     assert ComputeDAG([a, w, b], constants=[w]).signature == "A[2,3] W[3]:float64 const -> B[2,3]"
@@ -256,7 +256,7 @@ def test_a_log_measured_on_another_isa_is_named_when_it_serves_nothing_here(tmp_
     import ansorc.measure.record as record
     from ansorc import te
     from ansorc.autotune import NoRecordError, apply_best
-    from ansorc.ir.dag import ComputeDAG
+    from ansorc.ir.program.dag import ComputeDAG
     a = te.placeholder((8,), name="A")
     dag = ComputeDAG([a, te.compute((8,), lambda i: a[i] * 2.0, name="B")])
     monkeypatch.setattr(record, "native_isa", lambda: "avx2")
@@ -270,7 +270,7 @@ def test_a_log_measured_on_another_isa_is_named_when_it_serves_nothing_here(tmp_
 def test_a_log_of_other_workloads_says_so_when_it_serves_nothing(tmp_path):
     from ansorc import te
     from ansorc.autotune import NoRecordError, apply_best
-    from ansorc.ir.dag import ComputeDAG
+    from ansorc.ir.program.dag import ComputeDAG
 
     def dag_of(n):
         a = te.placeholder((n,), name="A")

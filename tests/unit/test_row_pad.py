@@ -1,4 +1,4 @@
-"""The row_pad pragma (ir/layout.py): a workspace stored with each innermost row one cache line longer. Which
+"""The row_pad pragma (ir/lowering/layout.py): a workspace stored with each innermost row one cache line longer. Which
 workspaces qualify, the lowered buffer (flat indices over the padded rows, bounds over the logical shape), what
 ignores it (arguments, GPU programs, the A/B switch), and how the search sets and switches it."""
 import random
@@ -9,12 +9,12 @@ import ansorc
 from ansorc import workloads
 from ansorc.codegen.target import Target
 
-from ansorc.ir.layout import aliasing_rows, row_pad
-from ansorc.ir.lower import LowerOptions, lower
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, Pragma, Split
-from ansorc.ir.stmt import Allocate, Buffer, walk_stmt
-from ansorc.ir.verify import check_in_bounds
+from ansorc.ir.lowering.layout import aliasing_rows, row_pad
+from ansorc.ir.lowering.lower import LowerOptions, lower
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate, Pragma, Split
+from ansorc.ir.lowering.stmt import Allocate, Buffer, walk_stmt
+from ansorc.ir.passes.verify import check_in_bounds
 from ansorc.search.annotate import pad_aliasing_rows, row_pad_candidates
 from ansorc.search.mutate import mutate_row_pad
 from ansorc.search.task import SearchTask

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ansorc import workloads
-from ansorc.ir.state import ScheduleError
+from ansorc.ir.schedule.state import ScheduleError
 from ansorc.search import parallel
 from ansorc.search.annotate import sample
 from ansorc.search.features import extract_states

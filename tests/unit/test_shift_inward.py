@@ -1,16 +1,16 @@
 """A pure stage's last partial tile shifts back inside its axis (ir/relations.axis_values, shift_inward) instead of
 being guarded; reductions and GPU-bound stages keep their guards, and every address stays provably in bounds.
-The peel of such a last tile (ir/peel.py, which replaces it after lowering) is off here: tests/unit/test_peel.py."""
+The peel of such a last tile (peel.py, which replaces it after lowering) is off here: tests/unit/test_peel.py."""
 
 import ansorc
 from ansorc import te
-from ansorc.ir.expr import walk
-from ansorc.ir.lower import LowerOptions
-from ansorc.ir.lower import lower as lower_peeled
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, CacheWrite, ComputeAt, FollowSplit, Reorder, Split
-from ansorc.ir.stmt import IfThenElse, Store, walk_stmt
-from ansorc.ir.verify import check_in_bounds
+from ansorc.ir.program.expr import walk
+from ansorc.ir.lowering.lower import LowerOptions
+from ansorc.ir.lowering.lower import lower as lower_peeled
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate, CacheWrite, ComputeAt, FollowSplit, Reorder, Split
+from ansorc.ir.lowering.stmt import IfThenElse, Store, walk_stmt
+from ansorc.ir.passes.verify import check_in_bounds
 
 
 def lower(state, name: str = "kernel", passes: bool = True):

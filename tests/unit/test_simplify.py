@@ -1,8 +1,8 @@
 """The index simplifier: linear normalization, floor div/mod with bounds, comparison folding."""
 import itertools
 
-from ansorc.ir.expr import Var
-from ansorc.ir.simplify import bound, simplify
+from ansorc.ir.program.expr import Var
+from ansorc.ir.program.simplify import bound, simplify
 
 i, j, f = Var("i"), Var("j"), Var("f")
 B = {"i": (0, 15), "j": (0, 63), "f": (0, 1023)}
@@ -60,7 +60,7 @@ def test_simplified_value_is_unchanged_exhaustively():
 
 
 def _eval(e, env):
-    from ansorc.ir.expr import Binary, Const
+    from ansorc.ir.program.expr import Binary, Const
     if isinstance(e, Var):
         return env[e.name]
     if isinstance(e, Const):

@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-import ansorc.ir.simplify as simp
-from ansorc.ir.expr import Binary, Const, Read, Var
-from ansorc.ir.simplify import simplify
+import ansorc.ir.program.simplify as simp
+from ansorc.ir.program.expr import Binary, Const, Read, Var
+from ansorc.ir.program.simplify import simplify
 
 i, j, f = Var("i"), Var("j"), Var("f")
 

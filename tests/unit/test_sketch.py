@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from ansorc import te, workloads
-from ansorc.ir.dag import transposed_axes
+from ansorc.ir.program.dag import transposed_axes
 from ansorc.search.rules import APPLY_AND_SKIP_REST, SKIP, Rule
 from ansorc.search.sketch import generate_sketches, print_sketches
 from ansorc.search.task import HardwareParams, SearchTask

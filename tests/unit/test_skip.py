@@ -1,17 +1,18 @@
-"""Skipping reduction steps that add the identity (ir/skip.py): which conditions are found, where lowering puts
+"""Skipping reduction steps that add the identity (ir/passes/skip.py): which conditions are found, where lowering puts
 the guards, and where it must not (inside vector loops, around GPU thread loops and barriers, around work too
 small to pay for the test)."""
 from types import SimpleNamespace
 
 from ansorc import te, workloads
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.expr import Binary, Compare, Const, Read, Select, Var, free_vars, substitute, walk
-from ansorc.ir.lower import lower
-from ansorc.ir.simplify import simplify
-from ansorc.ir.skip import (MIN_GUARDED_STEPS, contribution_conditions, relaxed, skip_wrap, skips_along,
-                            skips_unevenly)
-from ansorc.ir.tile_edges import tile_edges
-from ansorc.ir.stmt import THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, store_executions, walk_stmt
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.program.expr import Binary, Compare, Const, Read, Select, Var, free_vars, substitute, walk
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.program.simplify import simplify
+from ansorc.ir.passes.skip import (MIN_GUARDED_STEPS, contribution_conditions, relaxed, skip_wrap, skips_along,
+                                   skips_unevenly)
+from ansorc.ir.passes.tile_edges import tile_edges
+from ansorc.ir.lowering.stmt import (THREAD_KINDS, Barrier, For, IfThenElse, Seq, Store, ThreadReduce, store_executions,
+                                     walk_stmt)
 from ansorc.search.default_schedule import default_cpu_schedule
 from ansorc.targets.cuda.search_annotate import sample_gpu
 from ansorc.search.task import SearchTask

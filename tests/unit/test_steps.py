@@ -5,10 +5,10 @@ import pytest
 
 import ansorc
 from ansorc import workloads
-from ansorc.ir.state import ScheduleError
-from ansorc.ir.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, ComputeRoot, FollowFusedSplit,
-                             FollowSplit,
-                             Fuse, Pragma, Reorder, Rfactor, Split, steps_from_json, steps_to_json)
+from ansorc.ir.schedule.state import ScheduleError
+from ansorc.ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, ComputeRoot,
+                                      FollowFusedSplit, FollowSplit, Fuse, Pragma, Reorder, Rfactor, Split,
+                                      steps_from_json, steps_to_json)
 
 
 def mm_dag(n=64, m=48, k=32):

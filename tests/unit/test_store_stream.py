@@ -8,10 +8,10 @@ import random
 import pytest
 
 from ansorc.codegen.pipeline import render
-from ansorc.ir import te
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.state import ScheduleError, replay
-from ansorc.ir.steps import Annotate, Pragma, Split, steps_from_json, steps_to_json
+from ansorc.ir.program import te
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.schedule.state import ScheduleError, replay
+from ansorc.ir.schedule.steps import Annotate, Pragma, Split, steps_from_json, steps_to_json
 from ansorc.search.annotate import STREAM_MIN_BYTES, stream_large_outputs
 from ansorc.search.task import SearchTask
 

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from ansorc.ir import te
-from ansorc.ir.evaluate import evaluate
-from ansorc.ir.expr import Binary, Cast, Read, Select
-from ansorc.ir.te import ComputeOp, PlaceholderOp
+from ansorc.ir.program import te
+from ansorc.ir.program.evaluate import evaluate
+from ansorc.ir.program.expr import Binary, Cast, Read, Select
+from ansorc.ir.program.te import ComputeOp, PlaceholderOp
 
 
 def test_placeholder_and_compute_expose_shape_dtype_name():

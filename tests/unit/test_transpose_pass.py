@@ -1,4 +1,4 @@
-"""transpose_copies (ir/transpose.py) copies exactly what the gathering loop copied: every destination element from
+"""transpose_copies (passes/transpose.py) copies exactly what the gathering loop copied: every destination element from
 the same source element, each once; it applies only where the target has a transpose for the lanes."""
 from dataclasses import replace
 
@@ -7,18 +7,18 @@ import pytest
 from ansorc import te
 from ansorc.codegen import c as c_codegen, simd
 from ansorc.codegen.target import Target
-from ansorc.ir.dag import ComputeDAG
-from ansorc.ir.expr import Const, substitute
-from ansorc.ir.lower import lower
-from ansorc.ir.passes import run_passes
-from ansorc.ir.simplify import simplify
-from ansorc.ir.state import State
-from ansorc.ir.steps import Annotate, Reorder, Split
-from ansorc.ir.stmt import Allocate, For, Seq
-from ansorc.ir.transpose import transpose_copies
-from ansorc.ir.vector import VLanes, VStore, VTranspose, stmt_kids, walk_all, with_kids
-from ansorc.ir.verify import VerifyError, verify
-from ansorc.ir.vectorize import flat_index
+from ansorc.ir.program.dag import ComputeDAG
+from ansorc.ir.program.expr import Const, substitute
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.passes.basic import run_passes
+from ansorc.ir.program.simplify import simplify
+from ansorc.ir.schedule.state import State
+from ansorc.ir.schedule.steps import Annotate, Reorder, Split
+from ansorc.ir.lowering.stmt import Allocate, For, Seq
+from ansorc.ir.passes.transpose import transpose_copies
+from ansorc.ir.passes.vector import VLanes, VStore, VTranspose, stmt_kids, walk_all, with_kids
+from ansorc.ir.passes.verify import VerifyError, verify
+from ansorc.ir.passes.vectorize import flat_index
 
 
 def _program(rows: int, cols: int, lanes: int, isa: str = "avx2"):

@@ -1,18 +1,18 @@
-"""ir/verify.py: each check catches what it names on a hand-made program, accepts guarded accesses, and holds
+"""ir/passes/verify.py: each check catches what it names on a hand-made program, accepts guarded accesses, and holds
 after every pass of both pass lists for sampled programs of every workload."""
 import pytest
 
 from ansorc import workloads
 from ansorc.codegen.c import CODEGEN_PASSES
 from ansorc.codegen.target import Target
-from ansorc.ir.expr import Binary, Compare, Const, Logic, Read, Select, Var
-from ansorc.ir.lower import lower
-from ansorc.ir.passes import DEFAULT_PASSES, default_passes
-from ansorc.ir.state import ScheduleError
-from ansorc.ir.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Store, seq
-from ansorc.ir.vector import Broadcast, VBinary, VLoad, VStore
-from ansorc.ir.verify import (VerifyError, check_allocated_before_use, check_in_bounds, check_loop_vars_scoped,
-                              check_no_nested_parallel, check_vector_lanes, verify)
+from ansorc.ir.program.expr import Binary, Compare, Const, Logic, Read, Select, Var
+from ansorc.ir.lowering.lower import lower
+from ansorc.ir.passes.basic import DEFAULT_PASSES, default_passes
+from ansorc.ir.schedule.state import ScheduleError
+from ansorc.ir.lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Store, seq
+from ansorc.ir.passes.vector import Broadcast, VBinary, VLoad, VStore
+from ansorc.ir.passes.verify import (VerifyError, check_allocated_before_use, check_in_bounds, check_loop_vars_scoped,
+                                     check_no_nested_parallel, check_vector_lanes, verify)
 from ansorc.search.annotate import sample
 from ansorc.search.task import HardwareParams, SearchTask
 
@@ -122,7 +122,7 @@ ISAS = ("avx512", "avx2", "neon", "generic")
 
 @pytest.mark.parametrize("name", sorted(workloads.WORKLOADS))
 def test_sampled_programs_verify_after_every_pass(name):
-    """Every pass of ir/passes.py's list, then of codegen's (per ISA), keeps every invariant."""
+    """Every pass of ir/passes/basic.py's list, then of codegen's (per ISA), keeps every invariant."""
     task = SearchTask(workloads.smallest(name), hw=HardwareParams(num_cores=2))
     programs = sample(task, 12, seed=7)
     assert len(programs) >= 6
@@ -141,8 +141,8 @@ def test_a_lowered_program_without_its_split_guard_fails_check_in_bounds():
     from dataclasses import replace
 
     import ansorc
-    from ansorc.ir.steps import Split
-    from ansorc.ir.vector import stmt_kids, with_kids
+    from ansorc.ir.schedule.steps import Split
+    from ansorc.ir.passes.vector import stmt_kids, with_kids
     A_, B_, C_ = workloads.matmul(10, 10, 10)
     dag = ansorc.ComputeDAG([A_, B_, C_])
     func = lower(ansorc.replay(dag, [Split("C", "i", (4,))]), passes=False)
@@ -258,8 +258,8 @@ def test_a_sampled_transposed_conv_with_inlined_padding_verifies_after_every_pas
     """T2D 3 of tests/render_programs.py's samples (its steps, on the phase form), once reported by
     check_in_bounds."""
     import ansorc
-    from ansorc.ir.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma, Reorder,
-                                 Split)
+    from ansorc.ir.schedule.steps import (Annotate, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Pragma,
+                                          Reorder, Split)
     # the steps tile the phase convolution (conv_phases); the interleaving copy "conv" stays at the root
     P = "conv_phases"
     L, T = f"{P}.local", ("n", "ph", "pw", "qh.0", "qw.0", "co.0", "qh.1", "qw.1", "co.1")

@@ -2,7 +2,7 @@
 import pytest
 
 from ansorc import workloads as W
-from ansorc.ir.te import ComputeOp, PlaceholderOp
+from ansorc.ir.program.te import ComputeOp, PlaceholderOp
 
 NAMES = ["GMM", "C1D", "C2D", "C3D", "GRP", "DIL", "DEP", "T2D", "CAP", "NRM", "CBR", "TBG", "SFM"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ... import te
-from ...ir.expr import binary, const
+from ...ir.program.expr import binary, const
 from .common import OpSpec
 from .util import FLOATS, NUMERIC, check_dtypes, elementwise, horner, unary
 

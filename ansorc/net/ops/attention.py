@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir import te
+from ...ir.program import te
 from .nn_util import FLOATS, as_tensor, broadcast_index, compute, lowest, reader, spec
 from .reduce import reduce_compute
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import te
-from ...ir.phases import PhaseAxis
+from ...ir.program import te
+from ...ir.program.phases import PhaseAxis
 from ...search.default_schedule import weight_block
 from .nn_util import as_tensor, compute, ints, spec, zero
 from .window import Window, pad_nchw, pad_spatial, padded_at, taps, window

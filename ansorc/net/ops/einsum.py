@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import string
 
-from ...ir import te
+from ...ir.program import te
 from .nn_util import FLOATS, as_tensor, compute, reader, spec, te_shape
 
 _SPARE = string.ascii_uppercase  # letters for ellipsis dims (ONNX equations use lower-case letters)

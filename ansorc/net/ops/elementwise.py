@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ... import te
-from ...ir.expr import binary, compare, const, logic
+from ...ir.program.expr import binary, compare, const, logic
 from .common import OpSpec
 from .shape import reshape_to
 from .util import ALL, FLOATS, NUMERIC, ONNX_DTYPES, axis, check_dtypes, elementwise, scalar_const, shape_of, unary

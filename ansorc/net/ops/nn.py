@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import te
+from ...ir.program import te
 from .nn_util import FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, reader, spec, te_shape
 
 

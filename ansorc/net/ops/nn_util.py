@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import te
+from ...ir.program import te
 from .common import OpSpec
 
 FLOATS = ("float32", "float64")

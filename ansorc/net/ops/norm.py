@@ -9,9 +9,8 @@ import math
 
 import numpy as np
 
-from ...ir import te
-from .nn_util import (as_tensor, broadcast_index, broadcast_shape, compute, norm_axis, opset, reader, spec,
-                          te_shape)
+from ...ir.program import te
+from .nn_util import (as_tensor, broadcast_index, broadcast_shape, compute, norm_axis, opset, reader, spec, te_shape)
 from .reduce import reduce_compute, stat_index
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ...ir import te
-from .nn_util import (FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, norm_axes, norm_axis,
-                          opset, reader, spec, te_shape)
+from ...ir.program import te
+from .nn_util import (FLOATS, as_tensor, broadcast_index, broadcast_shape, compute, norm_axes, norm_axis, opset, reader,
+                      spec, te_shape)
 from .norm import moments, softmax_axes
 from .reduce import reduce_compute, stat_index
 

@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-from ...ir import te
+from ...ir.program import te
 from .nn_util import as_tensor, compute, ints, lowest, spec, zero
 from .window import Window, pad_spatial, taps, window
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...ir import te
-from ...ir.expr import binary, const
+from ...ir.program import te
+from ...ir.program.expr import binary, const
 from .nn_util import FLOATS, spec
 
 MAX_STEPS = 256          # time steps x directions unrolled; beyond, the te graph (3-4 stages a step) gets too big

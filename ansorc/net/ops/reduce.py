@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ...ir import te
+from ...ir.program import te
 from .nn_util import FLOATS, as_tensor, compute, const_input, norm_axes, norm_axis, reader, spec, te_shape
 
 INTS = ("int32", "int64")

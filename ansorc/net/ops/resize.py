@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ... import te
-from ...ir.expr import binary, const
+from ...ir.program.expr import binary, const
 from ..network import NetError
 from .common import OpSpec
 from .util import FLOATS, axes, check_dtypes, compute, const_input, shape_of

@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ... import te
-from ...ir.expr import const
+from ...ir.program.expr import const
 from ..network import NetError
 from .common import OpSpec
-from .util import (ALL, as_tensor, axes, axis, broadcast, check_dtypes, compute, const_input, int_list, numel,
-                       reader, shape_of)
+from .util import (ALL, as_tensor, axes, axis, broadcast, check_dtypes, compute, const_input, int_list, numel, reader,
+                   shape_of)
 
 
 def _read(x, shape, idx):

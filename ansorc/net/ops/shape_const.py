@@ -10,12 +10,12 @@ import math
 import numpy as np
 
 from ... import te
-from ...ir.expr import binary, const
+from ...ir.program.expr import binary, const
 from ..import_passes import FOLD_LIMIT
 from ..network import NetError
 from .common import OpSpec
 from .util import (ALL, NUMERIC, ONNX_DTYPES, attr_array, axes, check_dtypes, compute, const_input, int_list, numel,
-                       scalar_const, shape_of)
+                   scalar_const, shape_of)
 
 
 def _pad_args(node, ins, rank):

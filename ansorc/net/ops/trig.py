@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ... import te
-from ...ir.expr import const
+from ...ir.program.expr import const
 from .common import OpSpec
 from .util import FLOATS, check_dtypes, horner, unary
 

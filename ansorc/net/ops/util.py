@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ... import te
-from ...ir.expr import Expr, const
+from ...ir.program.expr import Expr, const
 from ..network import NetError
 
 FLOATS = ("float32", "float64")
@@ -160,7 +160,7 @@ def elementwise(node, xs: list, ctx, fn, out: int = 0, shapes=None):
 
 
 def _fold(node, xs, fn, out, shapes) -> np.ndarray:
-    from ...ir.evaluate import evaluate
+    from ...ir.program.evaluate import evaluate
     from .common import LowerContext
     scratch = LowerContext()
     t = elementwise(node, [scratch.weight(x, "c") for x in xs], scratch, fn, out, shapes)

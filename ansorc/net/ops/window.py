@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir import te
+from ...ir.program import te
 from .nn_util import compute, ints
 
 

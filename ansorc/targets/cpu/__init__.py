@@ -20,14 +20,14 @@ class CpuPlugin(TargetPlugin):
         return CpuTarget.parse(name, cc)
 
     def lower(self, state, name, options):
-        from ...ir.lower import lower_loops
+        from ...ir.lowering.lower import lower_loops
         return lower_loops(state, name, options)
 
     def passes(self, target):
         from functools import partial
 
         from ...codegen.c import CODEGEN_PASSES
-        from ...ir.passes import DEFAULT_PASSES
+        from ...ir.passes.basic import DEFAULT_PASSES
         # target-independent clean-up first, then the vector and register passes of the target's ISA
         return (*(Pass(p.__name__, p) for p in DEFAULT_PASSES),
                 *(Pass(p.__name__, partial(p, target=target)) for p in CODEGEN_PASSES))
@@ -47,7 +47,7 @@ class CpuPlugin(TargetPlugin):
         return CpuPolicy()
 
     def default_state(self, task):
-        from ...ir.state import ScheduleError
+        from ...ir.schedule.state import ScheduleError
         from ...search.default_schedule import default_cpu_schedule
         try:
             return default_cpu_schedule(task.dag, task.target, task.hw)

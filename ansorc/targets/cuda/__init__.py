@@ -19,7 +19,7 @@ class CudaPlugin(TargetPlugin):
         return CudaTarget.parse(name, cc)
 
     def lower(self, state, name, options):
-        from ...ir.lower import lower_loops
+        from ...ir.lowering.lower import lower_loops
         return lower_loops(state, name, options, peel=False)   # a thread's tile is not peeled
 
     def passes(self, target):

@@ -8,7 +8,7 @@ def compile_cuda_command(args, prog, name) -> dict:
     from ...autotune import NoRecordError
     from ...cli import EXIT_FAILED, CliError
     from ...codegen.pipeline import render
-    from ...ir.dag import ComputeDAG
+    from ...ir.program.dag import ComputeDAG
     from .codegen_target import CudaTarget
     from .export import export_cuda
     from ...search.tuning import TuneOptions

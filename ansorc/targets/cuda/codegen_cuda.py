@@ -10,9 +10,9 @@ runner launches the kernels itself from `Source.launches`. Expressions render ex
 from __future__ import annotations
 
 from .ir_passes import check_kernel, gpu_passes, split_kernels
-from ...ir.expr import Binary, CheckedIndex, Var
-from ...ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
-from ...ir.te import _identity
+from ...ir.program.expr import Binary, CheckedIndex, Var
+from ...ir.lowering.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
+from ...ir.program.te import _identity
 from ...codegen.c import C_TYPE, PRELUDE, CRenderer
 from .codegen_target import CudaTarget
 from ...codegen.source import ArgSpec, Launch, Source, Workspace

@@ -8,8 +8,8 @@ every barrier, and runs the same lowered program the CUDA renderer prints (after
 from __future__ import annotations
 
 from .ir_passes import check_kernel, gpu_passes, split_kernels
-from ...ir.expr import Binary, Var
-from ...ir.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce, walk_stmt
+from ...ir.program.expr import Binary, Var
+from ...ir.lowering.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce, walk_stmt
 from ...codegen.c import C_TYPE, CRenderer
 from .codegen_target import CudaTarget
 from ...codegen.source import ArgSpec, Source

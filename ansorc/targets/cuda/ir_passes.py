@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ...ir.expr import Const, Read, Var, free_vars, transform
-from ...ir.expr import substitute as substitute_expr
-from ...ir.passes import map_stmt_exprs, run_passes, simplify_stmt, verify_structure
-from ...ir.state import ScheduleError
-from ...ir.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, ThreadReduce, seq,
-                        walk_stmt)
+from ...ir.program.expr import Const, Read, Var, free_vars, transform
+from ...ir.program.expr import substitute as substitute_expr
+from ...ir.passes.basic import map_stmt_exprs, run_passes, simplify_stmt, verify_structure
+from ...ir.schedule.state import ScheduleError
+from ...ir.lowering.stmt import (Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, ThreadReduce,
+                                 seq, walk_stmt)
 
 MAX_LOCAL_ELEMS = 1024   # per-thread local arrays beyond this spill to local memory: not worth building
 # A loop that indexes a per-thread array is unrolled up to this many statement executions even without an
@@ -57,7 +57,7 @@ def _touches(s: Stmt, names: set) -> bool:
 
 
 def _reads(e):
-    from ...ir.expr import walk
+    from ...ir.program.expr import walk
     return [n for n in walk(e) if isinstance(n, Read)]
 
 
@@ -184,7 +184,7 @@ def gpu_passes(func: PrimFunc) -> PrimFunc:
     return run_passes(func, GPU_PASSES)
 
 
-# verify_structure always; with ANSORC_VERIFY=1 every check of ir/verify.py after every pass
+# verify_structure always; with ANSORC_VERIFY=1 every check of ir/passes/verify.py after every pass
 GPU_PASSES = (verify_structure, mark_unroll, drop_unit_loops, inject_virtual_threads, simplify_stmt)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...codegen.source import Source
 from ...errors import AnsorcError
-from ...ir.dtypes import np_dtype as numpy_dtype
+from ...ir.program.dtypes import np_dtype as numpy_dtype
 
 _DEVICE = None
 
@@ -162,8 +162,8 @@ def build_cuda_kernel(dag, state, target, name: str = "kernel") -> CudaKernel:
 def cuda_schedule(dag, trials: int, log: str | None, target: str, options=None):
     """The GPU program to build: tuned (a GPU is needed), the best logged, or the untuned default."""
     from ...autotune import NoRecordError
-    from ...ir.state import replay
-    from ...ir.steps import steps_from_json
+    from ...ir.schedule.state import replay
+    from ...ir.schedule.steps import steps_from_json
     from ...measure.record import best as best_records, load as load_records
     from ...search.task import SearchTask
     from ...search.tuner import tune

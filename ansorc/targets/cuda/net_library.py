@@ -19,10 +19,10 @@ import json
 from dataclasses import dataclass
 
 from ...codegen.pipeline import render
-from ...ir.dtypes import C_TYPE, ITEMSIZE
+from ...ir.program.dtypes import C_TYPE, ITEMSIZE
 from ...net.arena import ArenaPlan, Interval, plan_arena
-from ...net.library import (LibraryError, check_args, first_outputs, intermediate_intervals, io_signature,
-                            model_digest, model_ident, producers, schedule_key, tensor_bytes)
+from ...net.library import (LibraryError, check_args, first_outputs, intermediate_intervals, io_signature, model_digest,
+                            model_ident, producers, schedule_key, tensor_bytes)
 from ...net.library_c import STATUS, c_string, loader
 from ...net.network import Network, tensors_by_name
 from ...net.weights import DTYPE_CODE, layout

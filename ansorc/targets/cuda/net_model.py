@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from cffi import FFI
 
-from ...ir.dtypes import C_TYPE, NP_DTYPE
+from ...ir.program.dtypes import C_TYPE, NP_DTYPE
 from ...kernel import Kernel, array, empty
 from ...net.library_c import MESSAGES, generic_names
 from ...net.network import NetError
@@ -198,7 +198,7 @@ class EmulatedModel:
     arena, so the bindings and the arena plan are checked along with the programs."""
 
     def __init__(self, plan: CudaNetPlan, net):
-        from ...ir.lower import lower
+        from ...ir.lowering.lower import lower
         from ...measure.builder import build
         from .codegen_emulate import EMULATION_FLAGS, codegen_gpu_emulation
         self.plan, self.signature = plan, None

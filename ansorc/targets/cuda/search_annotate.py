@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 
-from ...ir.state import ScheduleError, SplitRel, State
-from ...ir.steps import Annotate, FollowFusedSplit, Fuse, Split
+from ...ir.schedule.state import ScheduleError, SplitRel, State
+from ...ir.schedule.steps import Annotate, FollowFusedSplit, Fuse, Split
 from ...search.annotate import NON_DIVISOR_PROB, add_unroll, divisors, factor_schemes, sample_lengths
 
 GPU_UNROLL_CANDIDATES = (0, 16, 64, 512, 1024)
@@ -215,7 +215,7 @@ def _prefer_balanced(rng: random.Random, draws: list, axis_of: dict, operands: l
 
 def _operand_axes(op) -> list:
     """For each tensor the stage reads, the stage's spatial axes its indices use."""
-    from ...ir.expr import Read, free_vars, walk
+    from ...ir.program.expr import Read, free_vars, walk
     spatial = {a.name for a in op.axes}
     out = {}
     for r in walk(op.body):

@@ -7,9 +7,9 @@ import random
 
 from .codegen_target import CudaTarget
 from .ir_passes import check_kernel, split_kernels
-from ...ir.state import ScheduleError, State
-from .search_annotate import (GPU_UNROLL_CANDIDATES, MAX_VTHREAD, WARP, add_unroll_gpu, bind_threads,
-                              cooperative_fetch, fill_tile_sizes_gpu)
+from ...ir.schedule.state import ScheduleError, State
+from .search_annotate import (GPU_UNROLL_CANDIDATES, MAX_VTHREAD, WARP, add_unroll_gpu, bind_threads, cooperative_fetch,
+                              fill_tile_sizes_gpu)
 from .search_rules import default_gpu_rules
 from ...search.mutate import mutate_tile_size, mutate_unroll
 
@@ -97,7 +97,7 @@ class GpuPolicy:
 def default_gpu_schedule(task, tries: int = 64) -> State:
     """A GPU program for an untuned task (compiled with trials=0): the first of a fixed-seed sample that fits
     the device, so the same workload always gets the same program."""
-    from ...ir.lower import lower
+    from ...ir.lowering.lower import lower
     from ...search.annotate import sample
     for st in sample(task, tries, seed=0):
         if program_within_limits(lower(st, "probe", passes=False), task.policy.target):

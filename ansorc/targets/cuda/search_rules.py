@@ -9,9 +9,9 @@ cross-thread reduction sketch (its threads combine partial results with warp shu
 """
 from __future__ import annotations
 
-from ...ir.dag import needs_multi_level_tiling
-from ...ir.state import State
-from ...ir.steps import CacheRead, CacheWrite, ComputeAt, ComputeInline, Fuse, Reorder, Split
+from ...ir.program.dag import needs_multi_level_tiling
+from ...ir.schedule.state import State
+from ...ir.schedule.steps import CacheRead, CacheWrite, ComputeAt, ComputeInline, Fuse, Reorder, Split
 from ...search.rules import (APPLY, APPLY_AND_SKIP_REST, SKIP, Rule, SkipStage, consumers, elementwise_consumer,
                              fuse_consumer, has_cache_write_stage, multi_level_tile)
 

@@ -11,12 +11,13 @@ from functools import cached_property
 
 import networkx as nx
 
-from ..errors import AnsorcError
+from ...errors import AnsorcError
 from .expr import Binary, Call, CheckedIndex, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
 from .graph import postorder
-from .prepared import MAX_CONSTANTS
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
+
+MAX_CONSTANTS = 16   # constant inputs of one kernel: the keys a prepared copy is checked against (codegen/prepared.py)
 
 
 SIGNATURE_CHARS = 200

@@ -12,7 +12,7 @@ kernel checks it at run time, so it is never an unchecked read.
 """
 from __future__ import annotations
 
-from ..errors import AnsorcError
+from ...errors import AnsorcError
 from .expr import Binary, Compare, Expr, Logic, Read, Select, Var, children, is_float, reads
 from .simplify import bound, linear_form, simplify
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .dtypes import ITEMSIZE
-from .expr import Binary, CheckedIndex, Const, Read, Var, substitute, walk
-from .simplify import linear_form, simplify
-from .stmt import Allocate, For, PrimFunc, Seq, Stmt, seq
+from ..program.dtypes import ITEMSIZE
+from ..program.expr import Binary, CheckedIndex, Const, Read, Var, substitute, walk
+from ..program.simplify import linear_form, simplify
+from ..lowering.stmt import Allocate, For, PrimFunc, Seq, Stmt, seq
 from .vector import VLanes, VStore, VTranspose, stmt_kids, with_kids
 from .vectorize import VectorCaps, flat_index, lane_stride
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .expr import Select
-from .stmt import Allocate, PrimFunc, Seq, Stmt, seq
-from .names import fresh_name
-from .vector import (VAssign, VDecl, VLoad, VSelect, VStore, VVar, identifiers, stmt_kids, vchildren,
-                     vtransform, walk_all, with_kids)
+from ..program.expr import Select
+from ..lowering.stmt import Allocate, PrimFunc, Seq, Stmt, seq
+from ..program.names import fresh_name
+from .vector import (VAssign, VDecl, VLoad, VSelect, VStore, VVar, identifiers, stmt_kids, vchildren, vtransform,
+                     walk_all, with_kids)
 from .vectorize import VectorCaps
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .expr import Expr
+from ..program.expr import Expr
 
 
 @dataclass(frozen=True)
@@ -13,8 +13,8 @@ class Buffer:
     shape: tuple
     dtype: str
     scope: str      # "arg" (kernel argument) | "global" (workspace) | "local" (inside a loop body) | "prepared"
-                    # (computed from constant inputs, kept between calls: ir/prepared.py)
-    row_pad: int = 0    # elements stored after each innermost row, never read or written (ir/layout.py)
+                    # (computed from constant inputs, kept between calls: ir/lowering/prepared.py)
+    row_pad: int = 0    # elements stored after each innermost row, never read or written (ir/lowering/layout.py)
 
     @property
     def storage(self) -> tuple:
@@ -67,8 +67,8 @@ class Store(Stmt):
 class IfThenElse(Stmt):
     cond: Expr
     then: Stmt
-    skip: bool = False   # only skips work that changes nothing (ir/skip.py): the accesses inside are in range
-    prepare: bool = False   # a prepared stage's nest, run when its kept copy is stale (ir/prepared.py)
+    skip: bool = False   # only skips work that changes nothing (ir/passes/skip.py): the accesses inside are in range
+    prepare: bool = False   # a prepared stage's nest, run when its kept copy is stale (ir/lowering/prepared.py)
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class PrimFunc:
     body: Stmt
     stream: tuple = ()   # names of output buffers whose vector stores bypass the caches (pragma store_stream)
     constants: tuple = ()   # names of the input buffers declared constant (ComputeDAG.constants)
-    prepared: tuple = ()    # (buffer, stale flag) of each prepared stage (ir/prepared.py), in computing order
+    prepared: tuple = ()    # (buffer, stale flag) of each prepared stage (ir/lowering/prepared.py), in computing order
     ranges: tuple = ()      # parallel loops dealt out in ranges unless skips make them uneven (parallel_ranges)
     prefetch: tuple = ()    # (loop, distance): its input vector loads prefetch `distance` iterations ahead
 

@@ -10,22 +10,22 @@ import math
 from dataclasses import dataclass, field
 from functools import partial
 
-from .expr import Binary, Const, Expr, Logic, Read, Var, free_vars, substitute, transform, walk
-from .names import NameTable
-from .relations import axis_values, check_decided, infer_extents
-from .simplify import _from_linear, _linear, bound, simplify
-from .state import FuseRel, ScheduleError, State
-from .passes import map_stmt_exprs
+from ..program.expr import Binary, Const, Expr, Logic, Read, Var, free_vars, substitute, transform, walk
+from ..program.names import NameTable
+from ..schedule.relations import axis_values, check_decided, infer_extents
+from ..program.simplify import _from_linear, _linear, bound, simplify
+from ..schedule.state import FuseRel, ScheduleError, State
+from ..passes.basic import map_stmt_exprs
 from .peel import lower_peeled
 from .prepared import prepared_stages
-from .skip import (all_of, contribution_conditions, guard_levels, index_selects, skip_wrap, take_true_branches,
-                   version_condition)
+from ..passes.skip import (all_of, contribution_conditions, guard_levels, index_selects, skip_wrap, take_true_branches,
+                           version_condition)
 from .stmt import (THREAD_KINDS, Allocate, Barrier, Buffer, For, IfThenElse, PrimFunc, Store, seq)
-from .te import _identity
-from . import skip
+from ..program.te import _identity
+from ..passes import skip
 from .layout import row_pad
 from .lower_options import DEFAULT_LOWER, LowerOptions
-from .tile_edges import shifted, tile_edges, written_out
+from ..passes.tile_edges import shifted, tile_edges, written_out
 
 _KIND = {"": "serial", "parallel": "parallel", "vectorize": "vectorize", "unroll": "unroll",
          **{k: k for k in THREAD_KINDS}}
@@ -379,7 +379,7 @@ class _Lowerer:
         return [(info.loop_vars[it.name].name, info.ext[it.name]) for it in self.stages[name].iters]
 
     def skip_conditions(self, name: str, value: Expr) -> list:
-        """The conditions outside which the reduction step adds nothing (ir/skip.py), on the loops."""
+        """The conditions outside which the reduction step adds nothing (ir/passes/skip.py), on the loops."""
         st = self.stages[name]
 
         def producer(read_name):
@@ -413,17 +413,17 @@ def _outer_loops(state: State, low: _Lowerer, key: str) -> tuple:
 def lower(state: State, name: str = "kernel", passes: bool = True, options: LowerOptions = DEFAULT_LOWER) -> PrimFunc:
     """With passes=False the loop tree comes back before unrolling and the final simplification: what the cost
     model's feature extraction reads (annotations are still on the loops), at a fraction of the cost. With them,
-    the shifted last tiles of pure stages are first replaced by narrower copies (ir/peel.py)."""
+    the shifted last tiles of pure stages are first replaced by narrower copies (ir/lowering/peel.py)."""
     if not passes:
         return _lowered(state, name, options)[0]
-    from .passes import default_passes
+    from ..passes.basic import default_passes
     return default_passes(lower_loops(state, name, options))
 
 
 def lower_loops(state: State, name: str = "kernel", options: LowerOptions = DEFAULT_LOWER, peel: bool = True
                 ) -> PrimFunc:
     """The loop nest of a schedule before any pass: the first stage of every target's pipeline. peel: the
-    shifted last tiles of pure stages replaced by narrower copies (ir/peel.py; also off with options.peel)."""
+    shifted last tiles of pure stages replaced by narrower copies (ir/lowering/peel.py; also off with options.peel)."""
     return lower_peeled(state, lambda st: _lowered(st, name, options), enabled=peel and options.peel)[0]
 
 

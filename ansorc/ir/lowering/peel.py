@@ -25,14 +25,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .expr import Binary, Compare, Const, Read, Var, substitute, transform
-from .names import fresh_name
-from .passes import map_stmt_exprs
-from .relations import infer_extents
-from .simplify import simplify
-from .state import FuseRel, ScheduleError, SplitRel, State, replay
+from ..program.expr import Binary, Compare, Const, Read, Var, substitute, transform
+from ..program.names import fresh_name
+from ..passes.basic import map_stmt_exprs
+from ..schedule.relations import infer_extents
+from ..program.simplify import simplify
+from ..schedule.state import FuseRel, ScheduleError, SplitRel, State, replay
 from .stmt import THREAD_KINDS, Allocate, For, IfThenElse, Seq, Stmt, Store, seq, walk_stmt
-from .vector import identifiers, stmt_kids, with_kids
+from ..passes.vector import identifiers, stmt_kids, with_kids
 
 MAX_PEELS = 2    # splits peeled per program (each doubles the lowerings)
 VECTOR_LANES = 4  # a narrowed vectorized loop keeps a multiple of this many lanes
@@ -83,7 +83,7 @@ def peel_keys(state: State, candidates: list | None = None) -> list:
 
 def _source_split(state: State, stage: str, axis: str):
     """Index of the Split step that sets the split of stage.axis: its own, or the one its FollowSplit follows."""
-    from .steps import FollowSplit, Split   # steps.py imports the modules this one does
+    from ..schedule.steps import FollowSplit, Split   # steps.py imports the modules this one does
     for i in reversed(range(len(state.steps))):
         s = state.steps[i]
         if getattr(s, "stage", None) == stage and getattr(s, "iter", None) == axis:
@@ -97,7 +97,7 @@ def _source_split(state: State, stage: str, axis: str):
 
 def _sharing(state: State, src: int) -> list:
     """(stage, axis) of every split that Split step `src` sets: its own and those that follow it."""
-    from .steps import FollowFusedSplit, FollowSplit
+    from ..schedule.steps import FollowFusedSplit, FollowSplit
     return [(state.steps[src].stage, state.steps[src].iter)] + [
         (s.stage, s.iter) for s in state.steps if (isinstance(s, FollowSplit) and s.src_step == src) or
         (isinstance(s, FollowFusedSplit) and src in s.src_steps)]

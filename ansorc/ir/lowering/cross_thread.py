@@ -7,12 +7,12 @@ then serial reduce loops; nothing may be computed at them.
 """
 from __future__ import annotations
 
-from .expr import Binary, Compare, Const, Read, Var, free_vars, substitute
-from .simplify import simplify
-from .state import ScheduleError
+from ..program.expr import Binary, Compare, Const, Read, Var, free_vars, substitute
+from ..program.simplify import simplify
+from ..schedule.state import ScheduleError
 from .lower import _guarded
 from .stmt import Allocate, Buffer, For, Store, ThreadReduce, seq
-from .te import _identity
+from ..program.te import _identity
 
 _COMBINE = {"sum": "+", "max": "max", "min": "min"}
 

@@ -13,10 +13,10 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..errors import ExpressionError
+from ...errors import ExpressionError
 from .bounds import check_reads
-from .expr import (Call, Const, Expr, IterVar, Read, Reduce, Var, as_expr, binary, check_dtype, checked_index,
-                   const, is_float, logic, select, substitute, walk)
+from .expr import (Call, Const, Expr, IterVar, Read, Reduce, Var, as_expr, binary, check_dtype, checked_index, const,
+                   is_float, logic, select, substitute, walk)
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 _counter = itertools.count()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from .dtypes import ITEMSIZE
+from ..program.dtypes import ITEMSIZE
 
 ALIAS_BYTES = 2048   # an outer stride that is a multiple of this maps its rows to at most 2 groups of sets
 LINE_BYTES = 64

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import IterVar, Read, Var, select, substitute, transform
+from ..program.expr import IterVar, Read, Var, select, substitute, transform
 from .relations import axis_values, infer_extents, split_extents
 from .state import FuseRel, Iterator, ScheduleError, SplitRel, Stage, State, initial_stage
-from .te import ComputeOp, Tensor, _identity
+from ..program.te import ComputeOp, Tensor, _identity
 
 ANNOTATIONS = ("", "parallel", "vectorize", "unroll", "vthread", "blockIdx.x", "blockIdx.y", "blockIdx.z",
                "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -346,7 +346,7 @@ class Annotate:
 # parallel loop gives each thread one range of iterations unless skip guards make their work uneven (without it,
 # any skip guard reading the loop deals its iterations out round-robin); prefetch (0, or a distance d >= 1): the
 # vector loads of kernel inputs in the stage's outermost loop also prefetch what they read d iterations later;
-# row_pad (1 or 0): a root stage's workspace stores each innermost row one cache line longer (ir/layout.py)
+# row_pad (1 or 0): a root stage's workspace stores each innermost row one cache line longer (ir/lowering/layout.py)
 PRAGMAS = ("auto_unroll_max_step", "store_stream", "parallel_ranges", "prefetch", "row_pad")
 
 

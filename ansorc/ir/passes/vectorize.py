@@ -1,4 +1,4 @@
-"""vectorize_loops: `For(kind="vectorize")` loops -> vector IR (ansorc/ir/vector.py), for a given set of vector types.
+"""vectorize_loops: `For(kind="vectorize")` loops -> vector IR (vector.py), for a given set of vector types.
 
 A loop `for v in [0, E)` is cut into pieces of the widest available lane counts, widest first (16 + 8 + 4 on
 AVX-512 float32: E = 28 -> 16, 8, 4); what is left (< the narrowest width) runs as scalar code. Inside a piece,
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, children,
-                   free_vars, reads, substitute, walk)
-from .simplify import _linear, simplify
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
+from ..program.expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, children,
+                            free_vars, reads, substitute, walk)
+from ..program.simplify import _linear, simplify
+from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
 from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VReduce,
                      VScatter, VSelect, VStore, VVar, identifiers, map_exprs)
 

@@ -10,9 +10,8 @@ features skip that branch: it is not part of a call's cost.
 """
 from __future__ import annotations
 
-from .expr import Read, walk
-
-MAX_CONSTANTS = 16   # constant inputs of one kernel: the keys a prepared copy is checked against (codegen/prepared.py)
+from ..program.dag import MAX_CONSTANTS  # noqa: F401  (read from here by codegen and net)
+from ..program.expr import Read, walk
 
 
 def prepared_stages(state, bodies: dict) -> frozenset:

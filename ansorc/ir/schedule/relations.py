@@ -6,7 +6,7 @@ its parent's extent produces a guard `parent < extent`, or for a pure stage its 
 """
 from __future__ import annotations
 
-from .expr import Binary, Compare, Const, Expr
+from ..program.expr import Binary, Compare, Const, Expr
 from .state import ScheduleError, SplitRel, Stage
 
 

@@ -2,9 +2,9 @@
 
 A 7 x 7 conv computes each output row in one register tile of 7 columns, and a 3-wide tap loop `rw` outside it
 reads `pad[w + rw]`: for rw = 0 the tile's first column reads the zero padding, for rw = 2 its last. The skip
-guards of ir/skip.py cannot drop those steps, as the condition changes inside the unrolled tile. Here the tap loop
+guards of passes/skip.py cannot drop those steps, as the condition changes inside the unrolled tile. Here the tap loop
 is written out once per value, and in each copy the tile loop runs only over the columns whose steps can add
-something, written out too (so ir/pin.py keeps the weights vectors in registers): rw = 0 and 2 get a 6-column
+something, written out too (so ir/passes/pin.py keeps the weights vectors in registers): rw = 0 and 2 get a 6-column
 tile. Beside the skipped FLOPs (2 of 21 per row), a 6 x 2-vector tile fits AVX2's 16 registers where 7 x 2 does
 not (a weights vector is then read from memory by every FMA). The 300-trial best programs, side by side: C2D, CBR
 and GRP 7x7x512 -14% to -15% time, DIL 7x7x512 (dilation 2, 5-column tiles, 4 for the outer taps) -14%, C2D
@@ -21,10 +21,10 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from .expr import Binary, Compare, Const, Var, free_vars, substitute
-from .passes import map_stmt_exprs
+from ..program.expr import Binary, Compare, Const, Var, free_vars, substitute
+from .basic import map_stmt_exprs
 from .skip import all_of
-from .stmt import IfThenElse, Stmt, seq
+from ..lowering.stmt import IfThenElse, Stmt, seq
 
 MAX_COPIES = 7      # the most copies of the tap loop's body (taps x versions: a 7 x 7 kernel's taps)
 MAX_TILE = 16       # the most columns of a tile (a register tile's rows)

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .expr import Expr, Read, free_vars
-from .simplify import _linear, simplify
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
-from .names import fresh_name
-from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, identifiers, lanes_of, map_top,
-                     stmt_kids, top_exprs, vtransform, vwalk, with_kids)
+from ..program.expr import Expr, Read, free_vars
+from ..program.simplify import _linear, simplify
+from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
+from ..program.names import fresh_name
+from .vector import (VAssign, VDecl, VLoad, VScatter, VStore, VVar, identifiers, lanes_of, map_top, stmt_kids,
+                     top_exprs, vtransform, vwalk, with_kids)
 from .vectorize import flat_index
 
 

@@ -16,13 +16,13 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .expr import Binary, Compare, Const, Expr, Logic, Read, Select, Var, is_float
-from .simplify import _from_linear, _linear, bound, simplify
-from .state import ScheduleError
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Store
-from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                     VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs,
-                     vchildren, vtransform)
+from ..program.expr import Binary, Compare, Const, Expr, Logic, Read, Select, Var, is_float
+from ..program.simplify import _from_linear, _linear, bound, simplify
+from ..schedule.state import ScheduleError
+from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Store
+from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VPrefetch,
+                     VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs, vchildren,
+                     vtransform)
 
 
 class VerifyError(ScheduleError):

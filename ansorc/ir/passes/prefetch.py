@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .expr import Binary, Const, Var, free_vars, substitute
-from .simplify import bound
-from .stmt import For, IfThenElse, PrimFunc, Stmt, seq
+from ..program.expr import Binary, Const, Var, free_vars, substitute
+from ..program.simplify import bound
+from ..lowering.stmt import For, IfThenElse, PrimFunc, Stmt, seq
 from .vector import VLoad, VPrefetch, stmt_kids, top_exprs, vwalk, with_kids
 
 

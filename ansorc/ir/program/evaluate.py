@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .dtypes import NP_DTYPE
-from ..errors import AnsorcError
+from ...errors import AnsorcError
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars,
                    is_float, walk)
 from .graph import CycleError, postorder

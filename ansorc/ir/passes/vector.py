@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from .expr import Binary, Const, Expr, children as scalar_children, rebuild as scalar_rebuild, transform, walk
-from .stmt import Allocate, For, IfThenElse, Seq, Stmt, Store, seq
+from ..program.expr import Binary, Const, Expr, children as scalar_children, rebuild as scalar_rebuild, transform, walk
+from ..lowering.stmt import Allocate, For, IfThenElse, Seq, Stmt, Store, seq
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -144,7 +144,7 @@ class VScatter(Stmt):
 @dataclass(frozen=True)
 class VTranspose(Stmt):
     """buffer[index + k*stride + l] = src[src_index + l*src_stride + k] for k, l in [0, lanes): a square block
-    copied transposed through registers (ir/transpose.py makes it from a vectorized copy that gathers a column)."""
+    copied transposed through registers (passes/transpose.py makes it from a vectorized copy that gathers a column)."""
     buffer: str
     index: Expr
     stride: int
@@ -165,7 +165,7 @@ class VTranspose(Stmt):
 @dataclass(frozen=True)
 class VPrefetch(Stmt):
     """A hint that buffer[index] is read soon: its cache line is fetched (no access is made, nothing faults);
-    ir/prefetch.py puts these before the vector loads of a loop with the prefetch pragma."""
+    ir/passes/prefetch.py puts these before the vector loads of a loop with the prefetch pragma."""
     buffer: str
     index: Expr
 

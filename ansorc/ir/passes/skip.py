@@ -3,7 +3,7 @@
 A convolution over a zero-padded input multiplies the padding by the weights: `acc += pad[h + rh] * w[rh]`
 where `pad = select(in_bounds, x, 0)`. Outside `in_bounds` the step adds 0 and can be skipped, as oneDNN does
 (a 3x3 conv on 14x14 spends 13% of its taps on padding, a 7x7 one 25%). Lowering wraps the loops of a
-reduction in `if (cond)` where cond depends only on loops outside them (ir/lower.py), so whole inner loops are
+reduction in `if (cond)` where cond depends only on loops outside them (ir/lowering/lower.py), so whole inner loops are
 skipped and no branch lands in the register tile.
 
 The conditions are found in the update's value, through products (sums of max-plus with an infinite
@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 
-from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
-                   substitute, transform, walk)
-from .simplify import _from_linear, _linear
-from .stmt import THREAD_KINDS, Barrier, For, IfThenElse, ThreadReduce, store_executions, walk_stmt
+from ..program.expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
+                            substitute, transform, walk)
+from ..program.simplify import _from_linear, _linear
+from ..lowering.stmt import THREAD_KINDS, Barrier, For, IfThenElse, ThreadReduce, store_executions, walk_stmt
 from .vector import stmt_kids
 
 INF = float("inf")

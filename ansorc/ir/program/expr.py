@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..errors import ExpressionError
+from ...errors import ExpressionError
 
 FLOAT_DTYPES = ("float32", "float64")
 INT_DTYPES = ("int32", "int64")

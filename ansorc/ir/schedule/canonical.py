@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .te import ComputeOp
+from ..program.te import ComputeOp
 
 _CACHE_READ_AXIS = re.compile(r"^ax\d+")
 # JSON positions, after the tag, of the stage-like fields, and of iterator fields with the field naming their stage

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from ..errors import AnsorcError
-from .te import ComputeOp
+from ...errors import AnsorcError
+from ..program.te import ComputeOp
 
 
 class ScheduleError(AnsorcError, ValueError):

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .expr import Const, walk
-from .expr import substitute as substitute_expr
-from .simplify import simplify
-from .stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, store_executions, walk_stmt
+from ..program.expr import Const, walk
+from ..program.expr import substitute as substitute_expr
+from ..program.simplify import simplify
+from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, store_executions, walk_stmt
 from .verify import check_allocated_before_use, check_no_nested_parallel, verify, verify_requested
 
 MAX_EXPLICIT_UNROLL = 64  # an iterator annotated "unroll" is replicated up to this extent, else left to gcc
@@ -86,7 +86,7 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
 
 def verify_structure(func: PrimFunc) -> PrimFunc:
     """The checks every lowered program passes before unrolling, always (cheap): no nested parallel loops, no
-    access to a buffer that is not there. ANSORC_VERIFY=1 adds all of ir/verify.py after every pass."""
+    access to a buffer that is not there. ANSORC_VERIFY=1 adds all of ir/passes/verify.py after every pass."""
     return verify(func, checks=(check_no_nested_parallel, check_allocated_before_use))
 
 
