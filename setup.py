@@ -41,6 +41,10 @@ setup(
         "gpu": ["pycuda>=2022.1"],
         # distributed tuning (ansorc.measure.ray_backend), pinned
         "ray": ["ray[client]==2.60.0"],   # [client]: ray://HOST:PORT addresses (grpcio)
+        # the model corpus (tests/corpus.py, bench/corpus_bench.py): public model definitions exported to ONNX.
+        # torch is the CPU build (+cpu: never a multi-GB CUDA build from the registry); the registry's torchvision
+        # is built for the CUDA torch, so tests/corpus.py imports it without its C operators (none are needed)
+        "corpus": ["torch==2.13.0+cpu", "torchvision==0.28.0", "timm==1.0.31", "transformers==5.25.0"],
     },
     entry_points={"console_scripts": ["ansorc=ansorc.cli:main"]},
 )
