@@ -13,7 +13,8 @@ and softmax inside one op):
   - a reduction fuses forward like an elemwise op, through reductions, into an at-most-injective end (softmax's
     max / exp / sum / divide become one group, as the SFM workload is one kernel);
   - a group of at-most-injective ops whose only reader is one reduction or complex op joins that op's group
-    (the pad stage of a conv or of a max-pool: the search inlines or attaches it).
+    (the pad stage of a conv or of a max-pool: the search inlines or attaches it), unless the reader is complex
+    and the group computes much per element (GELU before a matmul): the reader would compute it once per use.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from ..ir.program.expr import Binary, Cast, Const, Read, Select, Var, walk
+from ..ir.program.expr import Binary, Call, Cast, Const, Read, Select, Var, walk
 from ..ir.program.graph import postorder
 from ..ir.program.simplify import simplify
 from ..ir.program.te import ComputeOp, Tensor
@@ -285,8 +286,25 @@ def _fuse_prologues(g: OpGraph, uf: _Groups, opts: FuseOptions) -> None:
             continue
         reader = readers.pop()
         roots = {root, uf.find(reader)}
+        if g.kind[reader] == COMPLEX and _costly(g, members):
+            continue   # a conv or matmul reads each element many times: inlined, GELU would run once per use
         if g.kind[reader] in (REDUCTION, COMPLEX) and uf.allows(roots, opts.max_ops):
             uf.merge(roots, uf.find(reader))
+
+
+COSTLY_ARITHMETIC = 4   # float +-*/ per element above which a prologue costs more than a pass over memory
+
+
+def _costly(g: OpGraph, members) -> bool:
+    """Whether the ops compute more per element than a padding, a layout change or a scale: a math call (exp,
+    tanh, sigmoid, ...) or more than COSTLY_ARITHMETIC float operations."""
+    arithmetic = 0
+    for m in members:
+        for node in walk(g.ops[m].body):
+            if isinstance(node, Call):
+                return True
+            arithmetic += isinstance(node, Binary) and node.dtype.startswith("float")
+    return arithmetic > COSTLY_ARITHMETIC
 
 
 # ----------------------------------------------------------------------------- groups

@@ -157,6 +157,13 @@ class _Piece:
         return VBinary(e.op, a, b, self.lanes, e.dtype)
 
     def call(self, e: Call) -> Expr | None:
+        if e.name == "sigmoid" and not self._has("sigmoid", e.dtype) and self._has("exp", e.dtype) \
+                and self._has("/", e.dtype):
+            # 1 / (1 + exp(-x)) on the vector exp, not expf per lane (SiLU = x * sigmoid(x) is in every
+            # EfficientNet block); the scalar sigmoid is the same formula (codegen/c.py)
+            one = Const(1.0, e.dtype)
+            neg = Binary("-", Const(0.0, e.dtype), e.args[0], e.dtype)
+            return self.expr(Binary("/", one, Binary("+", one, Call("exp", (neg,), e.dtype), e.dtype), e.dtype))
         if not self._has(e.name, e.dtype):
             return None
         return VCall(e.name, tuple(self.expr(a) for a in e.args), self.lanes, e.dtype)
