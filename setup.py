@@ -45,6 +45,10 @@ setup(
         # torch is the CPU build (+cpu: never a multi-GB CUDA build from the registry); the registry's torchvision
         # is built for the CUDA torch, so tests/corpus.py imports it without its C operators (none are needed)
         "corpus": ["torch==2.13.0+cpu", "torchvision==0.28.0", "timm==1.0.31", "transformers==5.25.0"],
+        # the PyTorch front end (ansorc.net.from_torch, torch.compile(backend="ansorc")), torch pinned as above
+        "torch": ["torch==2.13.0+cpu"],
     },
-    entry_points={"console_scripts": ["ansorc=ansorc.cli:main"]},
+    entry_points={"console_scripts": ["ansorc=ansorc.cli:main"],
+                  # torch.compile(m, backend="ansorc") finds the backend without an import (ansorc/torch.py)
+                  "torch_dynamo_backends": ["ansorc=ansorc.net.torch_backend:ansorc_backend"]},
 )
