@@ -1,4 +1,4 @@
-"""The `ansorc` command: compile / tune / show.
+"""The `ansorc` command: compile / tune / show / profile.
 
 Exit codes scripts can rely on: 0 success, 1 the work failed (no valid program, build error),
 2 bad input (command line, expression file, log), 130 interrupted.
@@ -67,7 +67,21 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--log", dest="model_log", help="with a model: the log that says which tasks are tuned")
     s.add_argument("--input-shape", dest="input_shape", action="append", default=[], metavar="NAME=1x3x224x224")
     s.add_argument("--json", action="store_true")
+    _profile_parser(sub)
     return p
+
+
+def _profile_parser(sub) -> None:
+    pr = sub.add_parser("profile", help="where an ONNX model's time goes: per task, beside onnxruntime's nodes")
+    pr.add_argument("file", help="ONNX model (.onnx)")
+    pr.add_argument("--log", help="tuning log: run its best programs (default programs without)")
+    pr.add_argument("--input-shape", dest="input_shape", action="append", default=[], metavar="NAME=1x3x224x224")
+    pr.add_argument("--rounds", type=int, default=10, help="profiled runs of each (default 10)")
+    pr.add_argument("--top", type=int, default=15, help="rows per table and chart (default 15)")
+    pr.add_argument("--png", help="the bar chart's file (default <model>_profile.png here)")
+    pr.add_argument("--target", choices=TARGETS, default="native")
+    pr.add_argument("--quiet", action="store_true", help="no progress lines")
+    pr.add_argument("--json", action="store_true", help="print one JSON object with the result")
 
 
 def _load_program(args):
@@ -272,6 +286,11 @@ def cmd_show(args) -> dict:
     return {"workloads": out}
 
 
+def cmd_profile(args) -> dict:
+    from .net.cli import profile_model
+    return _model_command(profile_model, args)
+
+
 def _implausible(log, rec, flop) -> bool:
     """Whether the best record claims more than this machine could do (search/plausible.py); warns, naming it."""
     import warnings
@@ -293,7 +312,7 @@ def _implausible(log, rec, flop) -> bool:
 
 
 def _print_human(command: str, result: dict) -> None:
-    if command == "show" and "table" in result:
+    if command in ("show", "profile") and "table" in result:
         print(result["table"])
     elif command == "show":
         print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}  arguments")
@@ -354,7 +373,8 @@ def _main(argv) -> int:
         return e.code
     try:
         with _compiler(getattr(args, "cc", None)):
-            result = {"compile": cmd_compile, "tune": cmd_tune, "show": cmd_show}[args.command](args)
+            result = {"compile": cmd_compile, "tune": cmd_tune, "show": cmd_show,
+                      "profile": cmd_profile}[args.command](args)
     except CliError as e:
         print(f"ansorc: error: {e}", file=sys.stderr)
         return e.code

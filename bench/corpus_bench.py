@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from net_bench import alternate, ort_session  # noqa: E402
+from ansorc.net.profile import alternate, ort_session  # noqa: E402
 
 from tests.corpus import CORPUS, example_inputs, export  # noqa: E402
 

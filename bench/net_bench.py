@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -21,21 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def ort_session(model, threads: int, profile_prefix: str | None = None):
-    """An onnxruntime CPU session on `threads` threads without idle spinning; profile_prefix: node profiling on,
-    its JSON written under that prefix by end_profiling()."""
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    if profile_prefix:
-        so.enable_profiling, so.profile_file_prefix = True, profile_prefix
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle spinning steals our core
-    m = model
-    if m.ir_version > 8:
-        m.ir_version = 8
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+from ansorc.net.profile import alternate, ort_session  # noqa: E402
 
 
 def feeds(model, seed: int = 0) -> dict:
@@ -51,20 +36,6 @@ def feeds(model, seed: int = 0) -> dict:
         else:
             out[vi.name] = rng.standard_normal(shape).astype(np.float32)
     return out
-
-
-def alternate(fns: dict, rounds: int, warmup: int = 3) -> dict:
-    """Median seconds of each callable, timed in turn (a, b, a, b, ...) so drift hits both alike."""
-    for f in fns.values():
-        for _ in range(warmup):
-            f()
-    times = {k: [] for k in fns}
-    for _ in range(rounds):
-        for k, f in fns.items():
-            t = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def logged_trials(log: Path) -> int:

@@ -1,11 +1,13 @@
-"""The `ansorc` command on ONNX models: compile, tune and show, called by ansorc/cli.py when the file given is a
-model (.onnx). Every error is one line (NetError and the other AnsorcErrors), exit code 2 for bad input."""
+"""The `ansorc` command on ONNX models: compile, tune, show and profile, called by ansorc/cli.py when the file
+given is a model (.onnx). Every error is one line (NetError and the other AnsorcErrors), exit code 2 for bad input."""
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 
-from ..cli_checks import significant
+from ..cli_checks import check_log, significant
 from ..ir.program.te import MAX_ELEMENTS
 from .network import NetError
 
@@ -108,4 +110,51 @@ def show_model(args) -> dict:
             "table": task_table(tasks, getattr(args, "model_log", None))}
 
 
-__all__ = ["is_model_path", "parse_input_shapes", "compile_model", "tune_model", "show_model"]
+def check_png(path: str) -> None:
+    """--png names a file in a folder that exists and is writable, checked before the work starts."""
+    p = Path(path)
+    if p.is_dir():
+        raise NetError(f"--png {path}: is a directory (expected a file name, e.g. {p / 'profile.png'})")
+    parent = p.parent
+    if not parent.is_dir():
+        raise NetError(f"--png {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise NetError(f"--png {path}: {parent} is not writable")
+
+
+def _profile_files(args) -> tuple:
+    """(model path, chart path) of `ansorc profile`, each checked before any work."""
+    if not is_model_path(args.file):
+        raise NetError(f"{args.file}: not an ONNX model (expected a .onnx file)")
+    if args.rounds < 1 or args.top < 1:
+        raise NetError("--rounds and --top must be >= 1")
+    if args.log:
+        check_log(args.log, must_exist=True)
+    path = _model_file(args.file)
+    png = args.png or f"{Path(path).stem}_profile.png"
+    check_png(png)
+    return path, png
+
+
+def profile_model(args) -> dict:
+    """`ansorc profile model.onnx [--log L]`: compile (trials 0), then time each task inside the model next to
+    onnxruntime's nodes (net/profile.py); the terminal table and a PNG bar chart (net/profile_report.py)."""
+    from ..codegen.pipeline import resolve_target
+    from .api import compile as compile_net
+    from .profile import profile, random_inputs
+    from .profile_report import chart, table
+    from .tune import network_of
+    path, png = _profile_files(args)
+    note = (lambda msg: None) if args.quiet else (lambda msg: print(f"ansorc: {msg}", file=sys.stderr))
+    net = network_of(path, parse_input_shapes(args.input_shape))   # a bad model fails before any progress line
+    note(f"compiling {path}" + (f" with the programs of {args.log}" if args.log else " (default programs)"))
+    with compile_net(net, trials=0, log=args.log, target=args.target, name=Path(path).stem) as model:
+        note(f"timing {args.rounds} profiled runs of the model and of onnxruntime, alternating")
+        result = profile(model, path, random_inputs(model), args.rounds, args.log, resolve_target(args.target).name)
+    result["file"] = path
+    result["png"] = chart(result, png, args.top)
+    result["table"] = table(result, args.top)
+    return result
+
+
+__all__ = ["is_model_path", "parse_input_shapes", "compile_model", "tune_model", "show_model", "profile_model"]
