@@ -16,6 +16,7 @@ from functools import lru_cache
 from ..ir.program.dag import needs_multi_level_tiling
 from ..ir.program.dtypes import ITEMSIZE
 from ..ir.lowering.layout import aliasing_rows
+from ..ir.schedule.inline_cost import inlining_bloats
 from ..ir.schedule.state import ScheduleError, State
 from ..ir.schedule.steps import (Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split, steps_to_json)
 from .rules import consumers
@@ -118,7 +119,8 @@ def location_options(state: State, name: str) -> list:
     tst = state.stage(target)
     if tst.compute_at == "attached" and tst.attach[0] != name:
         options.append(ComputeAt(name, *tst.attach))
-    if not state.stage(name).op.combiner and not any(s.attach and s.attach[0] == name for s in state.stages):
+    if not state.stage(name).op.combiner and not any(s.attach and s.attach[0] == name for s in state.stages) \
+            and not inlining_bloats(state, name):
         options.append(ComputeInline(name))
     return options
 

@@ -3,10 +3,12 @@ contiguous innermost axis, reductions between its outer loops and the vector loo
 parallel loop; and the read-pattern tests those choices rest on."""
 from __future__ import annotations
 
+from ..ir.program.dag import transposed_axes
 from ..ir.program.expr import Binary, Const, Read, Select, Var, free_vars, reads
 from ..ir.passes.skip import contribution_conditions
 from ..ir.schedule.state import State
 from ..ir.schedule.steps import Annotate, Fuse, Pragma, Reorder, Split
+from .rules import tile_transpose
 from .task import HardwareParams
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
@@ -156,4 +158,23 @@ def taps_past_edges(state: State, op, axis: str) -> bool:
 
 
 __all__ = ["block_size", "contiguous_along", "divisor", "padding_of_depthwise", "parallel", "row_vector",
+           "transpose_tiled",
            "schedule_root", "taps_past_edges", "uses", "vector_factor"]
+
+
+def transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
+    """A copy across a transposition (ir.dag.transposed_axes) in square tiles of about one vector: the write axis
+    w split by a vector and vectorized (its reads gathered from tile rows that stay in L1), the read axis r by up
+    to as many; None when either extent has no such factor."""
+    st = state.stage(name)
+    axes = transposed_axes(st.op)
+    if axes is None:
+        return None
+    w, r = axes
+    lanes = hw.lanes(st.op.dtype)
+    fw, fr = divisor(st.iter(w).extent, min(4, lanes), lanes), divisor(st.iter(r).extent, 2, lanes)
+    if fw is None or fr is None:
+        return None
+    state, outer = tile_transpose(state, name, axes, (fw, fr))
+    state = parallel(state, name, outer, hw)
+    return state.apply(Annotate(name, f"{w}.1", "vectorize"))

@@ -22,18 +22,18 @@ import math
 
 from ..codegen.target import CpuTarget, Target
 from ..ir.program.dag import (ComputeDAG, is_strictly_inlinable, needs_multi_level_tiling, op_flops,
-                              permutes_outer_axes, transposed_axes)
+                              permutes_outer_axes)
 from ..ir.program.dtypes import itemsize
 from ..ir.program.expr import Const, Read, Var, reads, walk
+from ..ir.schedule.inline_cost import inlining_bloats
 from ..ir.schedule.state import ScheduleError, State
 from ..ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                                  Reorder, Split)
 from .default_loops import (block_size, contiguous_along, divisor, padding_of_depthwise, parallel, schedule_root,
-                            taps_past_edges, uses)
+                            taps_past_edges, transpose_tiled, uses)
 from .default_reduce import full_reduced, vector_reduced
 from .default_rows import row_fused
 from .features import TILE_SPARE_REGISTERS
-from .rules import tile_transpose
 from .task import HardwareParams, hardware_params
 
 TILE_VECTORS = 2         # vectors per row of a register tile
@@ -66,9 +66,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
     hw = hw or hardware_params(target)
     state = State.initial(dag)
     for st in dag.compute_ops:
-        if not dag.is_output(st.name) and dag.consumers(st.name) and (
-                is_strictly_inlinable(st) or padding_of_depthwise(dag, st) or st.tag == "layout_transform" or
-                permutes_outer_axes(st)):
+        if _inlines(dag, state, st):
             state = state.apply(ComputeInline(st.name))
     done: set = set()
     for out in dag.outputs:
@@ -83,9 +81,15 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
                 state, fused = tiled
                 done.update(fused)
             else:
-                state = _transpose_tiled(state, st.name, hw) or vector_reduced(state, st.name, hw) or \
+                state = transpose_tiled(state, st.name, hw) or vector_reduced(state, st.name, hw) or \
                     full_reduced(state, st.name, hw) or schedule_root(state, st.name, hw)
     return state
+
+
+def _inlines(dag, state, st) -> bool:
+    kind = is_strictly_inlinable(st) or padding_of_depthwise(dag, st) or st.tag == "layout_transform" or \
+        permutes_outer_axes(st)
+    return kind and not dag.is_output(st.name) and dag.consumers(st.name) and not inlining_bloats(state, st.name)
 
 
 def weight_block(channels: int, dtype: str = "float32", target="native") -> int | None:
@@ -94,24 +98,6 @@ def weight_block(channels: int, dtype: str = "float32", target="native") -> int 
     Packed, each tile streams one contiguous slice of the weights instead of B floats per CO-float row."""
     lanes = hardware_params(target).lanes(dtype)
     return next((b for b in (TILE_VECTORS * lanes, lanes) if channels % b == 0 and b < channels), None)
-
-
-def _transpose_tiled(state: State, name: str, hw: HardwareParams) -> State | None:
-    """A copy across a transposition (ir.dag.transposed_axes) in square tiles of about one vector: the write axis
-    w split by a vector and vectorized (its reads gathered from tile rows that stay in L1), the read axis r by up
-    to as many; None when either extent has no such factor."""
-    st = state.stage(name)
-    axes = transposed_axes(st.op)
-    if axes is None:
-        return None
-    w, r = axes
-    lanes = hw.lanes(st.op.dtype)
-    fw, fr = divisor(st.iter(w).extent, min(4, lanes), lanes), divisor(st.iter(r).extent, 2, lanes)
-    if fw is None or fr is None:
-        return None
-    state, outer = tile_transpose(state, name, axes, (fw, fr))
-    state = parallel(state, name, outer, hw)
-    return state.apply(Annotate(name, f"{w}.1", "vectorize"))
 
 
 def _tile_axes(state: State, st, hw: HardwareParams):

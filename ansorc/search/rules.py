@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..ir.program.dag import (is_elementwise_match, is_strictly_inlinable, needs_multi_level_tiling, needs_rfactor,
                               transposed_axes)
+from ..ir.schedule.inline_cost import inlining_bloats
 from ..ir.schedule.state import State
 from ..ir.schedule.steps import CacheWrite, ComputeAt, ComputeInline, FollowSplit, Fuse, Reorder, Rfactor, Split
 
@@ -125,7 +126,9 @@ class AlwaysInline(Rule):
         st = state.stages[i]
         if state.is_output(st.name) or st.op.combiner or st.compute_at == "inline" or st.name.endswith(".local"):
             return SKIP
-        return APPLY_AND_SKIP_REST if is_strictly_inlinable(st.op) and consumers(state, st.name) else SKIP
+        if not is_strictly_inlinable(st.op) or not consumers(state, st.name) or inlining_bloats(state, st.name):
+            return SKIP
+        return APPLY_AND_SKIP_REST
 
     def apply(self, task, state, i):
         return [(state.apply(ComputeInline(state.stages[i].name)), i - 1)]

@@ -10,6 +10,7 @@ cross-thread reduction sketch (its threads combine partial results with warp shu
 from __future__ import annotations
 
 from ...ir.program.dag import needs_multi_level_tiling
+from ...ir.schedule.inline_cost import inlining_bloats
 from ...ir.schedule.state import State
 from ...ir.schedule.steps import CacheRead, CacheWrite, ComputeAt, ComputeInline, Fuse, Reorder, Split
 from ...search.rules import (APPLY, APPLY_AND_SKIP_REST, SKIP, Rule, SkipStage, consumers, elementwise_consumer,
@@ -31,7 +32,7 @@ class AlwaysInlineGPU(Rule):
         st = state.stages[i]
         if state.is_output(st.name) or st.op.combiner or st.compute_at == "inline" or _is_cache_stage(st.name):
             return SKIP
-        return APPLY_AND_SKIP_REST if consumers(state, st.name) else SKIP
+        return APPLY_AND_SKIP_REST if consumers(state, st.name) and not inlining_bloats(state, st.name) else SKIP
 
     def apply(self, task, state, i):
         return [(state.apply(ComputeInline(state.stages[i].name)), i - 1)]
