@@ -113,7 +113,8 @@ def _tile_axes(state: State, st, hw: HardwareParams):
     vec = spatial[-1]
     lanes = hw.lanes(op.dtype)
     most = TILE_VECTORS * lanes
-    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else divisor(vec.extent, lanes, most))
+    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else
+                                      divisor(vec.extent, lanes, most) or _guarded_vectors(vec.extent, lanes, most))
     if vf is None or vf < min(4, lanes) or not contiguous_along(op, vec.name, vf):
         return None
     rows = [a for a in spatial[:-1] if a.extent > 1]
@@ -200,6 +201,12 @@ def _guarded_rows(extent: int, cap: int) -> int | None:
     """Rows of a tile that need not divide `extent` (DIL's 109 output columns, prime): the most rows in
     (cap/2, cap] whose guarded last tile leaves at most 15% of all tiles' rows idle (9: 5 + 4, not 8 + 1)."""
     return next((r for r in range(cap, cap // 2, -1) if extent >= 0.85 * -(-extent // r) * r), None)
+
+
+def _guarded_vectors(extent: int, lanes: int, most: int) -> int | None:
+    """A vector tile that need not divide `extent` (attention's 197 tokens, prime): `most` lanes, or one vector,
+    whose guarded last tile leaves at most 15% of all tiles' lanes idle."""
+    return next((v for v in (most, lanes) if extent >= 0.85 * -(-extent // v) * v), None)
 
 
 def _reuse_first(op, axes: list, vec: str) -> list:

@@ -37,6 +37,18 @@ def test_default_schedule_of_every_workload_builds_and_matches(name):
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("n", [197, 61])
+def test_a_prime_vector_extent_gets_a_register_tile_with_a_guarded_last_one(n):
+    # attention's scores over 197 tokens (ViT): no vector tile divides 197, and the untiled loop ran at 4 GFLOP/s
+    a, b = te.placeholder((3, n, 64), name="a"), te.placeholder((3, 64, n), name="b")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((3, n, n), lambda h, i, j: te.sum(a[h, i, k] * b[h, k, j], axis=k), name="c")
+    state = default_cpu_schedule(ansorc.ComputeDAG([a, b, c]), "avx2")
+    assert state.has_stage("c.local") and ("c.local", "j.1") in annotations(state, "vectorize")
+    assert state.stage("c.local").iter("j.1").extent == 16    # 13 tiles of two vectors, the last one guarded
+    check_kernel([a, b, c], state, rtol=1e-4, atol=1e-3)
+
+
 def test_matmul_is_parallel_vectorized_and_register_tiled():
     tensors = workloads.make("GMM", 2)     # 512^3: a 512 x 32 panel of B is 64 KB, so it is blocked and packed
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
