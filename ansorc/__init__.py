@@ -4,6 +4,7 @@ from .ir.program.dag import ComputeDAG, DagError
 from .ir.schedule.state import ScheduleError, State, replay
 from .api import BuildError, build, generate_source
 from .errors import AnsorcError
+from .ir.program.convert import from_bfloat16, to_bfloat16
 from .kernel import AlignmentWarning, Kernel, KernelError, array, empty, load
 from .export import ExportError
 from .spec import KernelSpec
@@ -14,5 +15,5 @@ from .search.multi import tune_tasks
 
 __all__ = ["te", "ComputeDAG", "State", "replay", "build", "generate_source", "Kernel", "load", "apply_best",
            "compile", "tune", "tune_tasks", "TuneOptions", "empty", "array", "AlignmentWarning", "KernelSpec",
-           "AnsorcError",
+           "AnsorcError", "to_bfloat16", "from_bfloat16",
            "BuildError", "ExportError", "KernelError", "NoRecordError", "DagError", "ScheduleError"]

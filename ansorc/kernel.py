@@ -35,8 +35,9 @@ def empty(shape, dtype="float32") -> np.ndarray:
     """An uninitialized C-contiguous array whose data starts on a 64-byte boundary.
 
     numpy only guarantees 16 bytes; a tuned kernel reading misaligned vectors crosses a cache line on every
-    load, which measured up to 1.6x slower for a 512^3 matmul (docs/measurement.md)."""
-    dt = np.dtype(dtype)
+    load, which measured up to 1.6x slower for a 512^3 matmul (docs/measurement.md). `dtype` may name an ansorc
+    dtype: "bfloat16" is uint16 (the bits)."""
+    dt = np.dtype(NP_DTYPE.get(dtype, dtype) if isinstance(dtype, str) else dtype)
     count = int(np.prod(shape, dtype=np.int64))
     raw = np.empty(count * dt.itemsize + ALIGN, np.uint8)
     start = (-raw.ctypes.data) % ALIGN
@@ -79,6 +80,12 @@ def _check_no_overlap(spans, specs) -> None:
                                     "in memory; pass separate arrays (copy the input)")
 
 
+def _bits_view(a):
+    """An ml_dtypes bfloat16 array as the uint16 array of its bits (the same memory); anything else as it is."""
+    dt = getattr(a, "dtype", None)
+    return a.view(np.uint16) if dt is not None and dt.name == "bfloat16" and dt.itemsize == 2 else a
+
+
 class Kernel:
     """`kernel(*inputs, *outputs)` fills the outputs in place; `kernel(*inputs)` allocates and returns them."""
 
@@ -91,6 +98,7 @@ class Kernel:
         self._buffer_types = tuple(f"{C_TYPE[a.dtype]}[]" for a in source.args)
         self._wanted = tuple((np.dtype(NP_DTYPE[a.dtype]), tuple(a.shape), a.is_output) for a in source.args)
         self._n_in = sum(1 for a in source.args if not a.is_output)
+        self._bf16 = frozenset(k for k, a in enumerate(source.args) if a.dtype == "bfloat16")
         self._last = None  # (arrays, pointers, weak references) of the last call
         self._warned_alignment = False
 
@@ -122,7 +130,8 @@ class Kernel:
         if not isinstance(arr, np.ndarray):
             raise ArgumentError(f"argument {k} ({spec.name}) must be a numpy array, got {type(arr).__name__}")
         if arr.dtype != dtype:
-            raise ArgumentError(f"argument {k} ({spec.name}) must have dtype {spec.dtype}, got {arr.dtype}")
+            bits = " (its bits as uint16: ansorc.to_bfloat16(x))" if spec.dtype == "bfloat16" else ""
+            raise ArgumentError(f"argument {k} ({spec.name}) must have dtype {spec.dtype}{bits}, got {arr.dtype}")
         if arr.shape != shape:
             raise ArgumentError(f"argument {k} ({spec.name}) must have shape {tuple(spec.shape)}, got {arr.shape}")
         if not arr.flags.c_contiguous:
@@ -159,6 +168,8 @@ class Kernel:
         if len(arrays) != len(specs):
             raise ArgumentError(f"kernel {self.name} takes {n_in} inputs and {len(specs) - n_in} outputs "
                             f"({', '.join(a.name for a in specs)}), got {len(arrays)} arrays")
+        if self._bf16:   # an ml_dtypes bfloat16 array is its bits
+            arrays = tuple(_bits_view(a) if k in self._bf16 else a for k, a in enumerate(arrays))
         for arr, (dtype, shape, out) in zip(arrays, self._wanted):   # the checks of _check, inlined for speed
             flags = arr.flags if isinstance(arr, np.ndarray) else None
             if flags is None or arr.dtype != dtype or arr.shape != shape or not flags.c_contiguous or \

@@ -24,13 +24,13 @@ from ..ir.passes.regblock import promote_registers
 from ..ir.program.simplify import bound, simplify
 from ..ir.passes.skip import skips_along, skips_unevenly
 from ..ir.passes.transpose import transpose_copies
-from ..ir.program.dtypes import C_TYPE, ITEMSIZE
+from ..ir.program.dtypes import C_TYPE, ITEMSIZE, NARROW_INTS, STORAGE_FLOATS
 from ..ir.lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 from ..ir.passes.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
                                 VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
 from ..ir.passes.vectorize import CMP_NAMES
 from ..ir.passes.vectorize import flat_index, vectorize_loops
-from . import pool, prepared, simd
+from . import lowp, pool, prepared, simd
 from .source import ArgSpec, Source, join_parts
 from .target import Target
 
@@ -44,7 +44,8 @@ C_MATH = {
                 "floor": "floor({0})", "ceil": "ceil({0})"},
     "int32": {"abs": "abs({0})"}, "int64": {"abs": "llabs({0})"},
 }
-MINMAX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "i32"}
+MINMAX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "i32",
+          **{d: "i32" for d in NARROW_INTS}}
 MAX_INDENT = 40
 STACK_LIMIT_BYTES = 256 * 1024  # local buffers above this go to the heap (OpenMP worker stacks are small)
 STATUS_ALLOC = 1        # a workspace allocation failed
@@ -116,7 +117,7 @@ class CRenderer:
         if isinstance(e, Const):
             if e.dtype in ("float32", "float64"):
                 return _float_literal(e.value, e.dtype)
-            return str(int(e.value))
+            return lowp.constant(e.value, e.dtype) if e.dtype in STORAGE_FLOATS else str(int(e.value))
         if isinstance(e, Binary):
             return self.binary(e)
         if isinstance(e, Compare):
@@ -126,7 +127,10 @@ class CRenderer:
         if isinstance(e, Select):
             return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
         if isinstance(e, Cast):
-            return f"(({C_TYPE[e.dtype]})({self.expr(e.value)}))"
+            text = self.expr(e.value)
+            return lowp.cast(e.value.dtype, e.dtype, text) or f"(({C_TYPE[e.dtype]})({text}))"
+        if isinstance(e, Call) and e.name == "saturate":
+            return lowp.saturate(e.args[0].dtype, e.dtype, self.expr(e.args[0]))
         if isinstance(e, Call):
             table = C_MATH.get(e.dtype, {})
             if e.name not in table:
@@ -345,6 +349,7 @@ class CRenderer:
         body = "\n".join(self.lines)
         keep = bool(self.func.prepared)
         helpers = [*([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
+                   *([lowp.PRELUDE] if lowp.uses_prelude(body) else []),
                    *([pool.POOL_PRELUDE] if pool.TAKE in body or keep else []),
                    *([prepared.PRELUDE] if keep else []), *simd.prelude_parts(self.isa, body)]
         if self.fence_after(self.func.body):   # stores made outside a parallel loop, by the calling thread

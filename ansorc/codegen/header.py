@@ -77,6 +77,9 @@ def signature_function(source: Source) -> str:
             f"const char* {source.entry}_ansorc_signature(void) {{ return {source.entry}_ansorc_sig; }}\n")
 
 
+_BITS = {"float16": "  /* float16: the IEEE half bits */", "bfloat16": "  /* bfloat16: a float's high 16 bits */"}
+
+
 def render_header(source: Source, provenance: dict | None = None, expression: str = "",
                   build_line: str | None = None) -> str:
     """`build_line`: the command that builds the library from <name>.c (the flags it was built with)."""
@@ -96,7 +99,7 @@ def render_header(source: Source, provenance: dict | None = None, expression: st
               f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "",
               "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
     lines += shape_macros(source)
-    lines += [f"typedef {C_TYPE[a.dtype]} {name}_{a.name}_t;" for a in source.args]
+    lines += [f"typedef {C_TYPE[a.dtype]} {name}_{a.name}_t;{_BITS.get(a.dtype, '')}" for a in source.args]
     if source.prepared:
         lines += ["", "/* Constant inputs: what the kernel computes from them alone it makes on the first call and",
                   " * keeps, made again when a constant argument arrives at another address or differs in one",

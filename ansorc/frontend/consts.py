@@ -5,13 +5,14 @@ from . import nodes as n
 from ..ir.program.c_reserved import reserved_reason
 from .errors import TeError
 
-TENSOR_DTYPES = ("float32", "float64", "int32", "int64")
+TENSOR_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8", "int16", "float16", "bfloat16")
+SATURATING = {f"saturate_{t}": t for t in ("int8", "uint8", "int16", "int32")}  # saturate_int8(x), ...
 INT32_MAX = 2**31 - 1
 REDUCERS = ("sum", "max", "min")
 # name -> allowed argument counts; max/min take 1 (a reduction) or 2 (element-wise)
 FUNCTIONS = {"sum": (1,), "max": (1, 2), "min": (1, 2), "select": (3,), "pow": (2,),
              **{f: (1,) for f in ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "floor", "ceil")},
-             **{t: (1,) for t in TENSOR_DTYPES}}
+             **{t: (1,) for t in TENSOR_DTYPES}, **{f: (1,) for f in SATURATING}}
 
 
 def check_name(name: str, what: str, filename: str, line: int, col: int) -> None:

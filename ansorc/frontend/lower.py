@@ -12,7 +12,7 @@ from ..ir.program import expr as ir
 from ..ir.program import te
 from ..ir.program.bounds import BoundsError
 from . import nodes as n
-from .consts import INT32_MAX, TENSOR_DTYPES
+from .consts import INT32_MAX, SATURATING, TENSOR_DTYPES
 from .errors import TeError
 from .indices import IndexAnalysis, facts, implied, interval, is_reduction, linear
 
@@ -20,7 +20,10 @@ _ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a 
           "//": lambda a, b: a // b, "%": lambda a, b: a % b}
 _COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
             ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
-_RANK = ["int32", "int64", "float32", "float64"]
+# the conversions that never lose a value, made implicitly where a declared type asks (others need a cast)
+_WIDENS = {"int8": ("int16", "int32", "int64"), "uint8": ("int16", "int32", "int64"), "int16": ("int32", "int64"),
+           "int32": ("int64",), "float16": ("float32", "float64"), "bfloat16": ("float32", "float64"),
+           "float32": ("float64",)}
 
 
 def kind(v) -> str:
@@ -83,11 +86,11 @@ class Lowering:
         if is_reduction(root):
             source = self.numeric(self.lower(root.args[0], ()), root, f"the argument of {root.func}()")
             dtype = self.result_dtype(source, declared_dtype, root)
-            body = self.reduce(root, self.materialize(source, dtype))  # accumulate in the result's type
+            body = self.reduce(root, self.materialize(source, dtype, root))  # accumulate in the result's type
         else:
             value = self.lower(root, ())
             dtype = self.result_dtype(value, declared_dtype, root)
-            body = self.materialize(value, dtype)
+            body = self.materialize(value, dtype, root)
         return self.te_compute(shape, body, list(info.left), d.name, d)
 
     def result_dtype(self, value, declared: str | None, at: n.Node) -> str:
@@ -102,15 +105,18 @@ class Lowering:
         # int -> float and widening are implicit; float -> int and narrowing need a cast (a constant adapts)
         same_kind = ir.is_float(own) == ir.is_float(declared)
         if (k == "float" and not ir.is_float(declared)) or \
-                (not weak and same_kind and _RANK.index(own) > _RANK.index(declared)):
+                (not weak and same_kind and own != declared and declared not in _WIDENS.get(own, ())):
             raise self.fail(f"type mismatch: {self.d.name} is declared {declared} but its value is {own} "
                             f"(expected a value of type {declared}; convert with {declared}(...))", at)
         return declared
 
-    def materialize(self, value, dtype: str) -> ir.Expr:
+    def materialize(self, value, dtype: str, at: n.Node) -> ir.Expr:
         if isinstance(value, ir.Expr):
             return value.astype(dtype)
-        return ir.const(int(value) if not ir.is_float(dtype) else value, dtype)
+        try:
+            return ir.const(int(value) if not ir.is_float(dtype) else value, dtype)
+        except ValueError as e:   # a constant outside a narrow type
+            raise self.fail(f"type mismatch: {e}", at) from None
 
     def te_compute(self, shape: tuple, body, names: list, name: str, at: n.Node) -> te.Tensor:
         try:
@@ -123,7 +129,10 @@ class Lowering:
     def reduce(self, red: n.FuncCall, source) -> ir.Expr:
         axes = [te.reduce_axis((0, self.info.ranges[x].hi - self.info.ranges[x].lo), name=x)
                 for x in self.info.reduce_axes[id(red)]]
-        return getattr(te, red.func)(ir.as_expr(source), axis=axes)
+        try:
+            return getattr(te, red.func)(ir.as_expr(source), axis=axes)
+        except ValueError as e:   # a 16-bit float source: the hint says how to accumulate it
+            raise self.fail(f"type mismatch: {e}", red) from None
 
     def lift(self, red: n.FuncCall, known: tuple) -> ir.Expr:
         """A reduction inside a larger expression becomes its own compute over the indices it still uses."""
@@ -282,6 +291,9 @@ class Lowering:
             if not isinstance(v, ir.Expr):
                 return ir.const(v if ir.is_float(f) else int(v), f)
             return v.astype(f)
+        if f in SATURATING:
+            v = self.numeric(values[0], args[0], f"the argument of {f}()")
+            return te.saturate_cast(v if isinstance(v, ir.Expr) else ir.as_expr(v), SATURATING[f])
         for a, v in zip(args, values):
             self.numeric(v, a, f"the argument of {f}()")
         if f in ("max", "min"):

@@ -18,6 +18,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ansorc.codegen.source import ArgSpec
+from ansorc.ir.program.convert import storage
+from ansorc.ir.program.dtypes import DTYPE_TABLE, NP_DTYPE
 from ansorc.measure.builder import BuildResult, runtime_library
 from ansorc.measure.errors import MeasureErrorNo
 from ansorc.measure.zygote import WorkerDied, WorkerProcess, WorkerTimeout
@@ -320,9 +322,9 @@ class Runner:
         refs = None
         if self.reference_outputs is not None:
             given = inputs_by_position(self.reference_outputs, out_specs, "reference_outputs")
-            refs = [np.asarray(r, dtype=s.dtype).reshape(s.shape) for r, s in zip(given, out_specs)]
+            refs = [storage(r, s.dtype).reshape(s.shape) for r, s in zip(given, out_specs)]
         it = iter(inputs)
-        inputs_by_arg = [None if a.is_output else np.asarray(next(it), dtype=a.dtype).reshape(a.shape)
+        inputs_by_arg = [None if a.is_output else storage(next(it), a.dtype).reshape(a.shape)
                          for a in self.args]
         ref_lib = None
         if refs is None and self.reference is not None:
@@ -334,7 +336,8 @@ class Runner:
             raise ValueError(f"cold inputs {unknown} are not input arguments of the task")
         return {"op": "init", "runtime": str(runtime_library(self.config.cc)), "names": [a.name for a in self.args],
                 "cold_args": [i for i, a in enumerate(self.args) if a.name in self.cold],
-                "args": [(a.shape, a.dtype, a.is_output) for a in self.args], "inputs_by_arg": inputs_by_arg,
+                "args": [(a.shape, np.dtype(NP_DTYPE[a.dtype]).name, a.is_output) for a in self.args],
+                "inputs_by_arg": inputs_by_arg,
                 "reference_outputs": refs, "reference_lib": ref_lib, "rtol": self.config.rtol, "atol": self.config.atol}
 
 
@@ -361,8 +364,8 @@ def random_inputs(specs: Sequence[ArgSpec], seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     out = []
     for s in specs:
-        if np.dtype(s.dtype).kind == "f":
-            out.append(rng.uniform(-1.0, 1.0, size=s.shape).astype(s.dtype))
+        if DTYPE_TABLE[s.dtype].is_float:
+            out.append(storage(rng.uniform(-1.0, 1.0, size=s.shape), s.dtype))   # 16-bit floats: rounded
         else:
-            out.append(rng.integers(-8, 8, size=s.shape).astype(s.dtype))
+            out.append(rng.integers(-8, 8, size=s.shape).astype(NP_DTYPE[s.dtype]))
     return out

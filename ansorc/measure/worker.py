@@ -30,6 +30,9 @@ from cffi import FFI
 NO_ERROR, RUNTIME_DEVICE, WRONG_ANSWER = 0, 4, 5
 
 INT_POISON = -123456789  # an int no test kernel writes by chance
+# 16-bit floats: checked as float32 within a unit in their last place (bfloat16 is the only uint16 ansorc has,
+# its bits: ir/program/dtypes.py; 0xffff is a NaN no kernel's rounding makes, the poison for never written)
+LOW_PRECISION = {np.dtype(np.float16): 2.0**-10, np.dtype(np.uint16): 2.0**-7}
 RTLD_NOW = 2
 
 RUNTIME_CDEF = """
@@ -102,7 +105,8 @@ class Task:
 
     def poison_outputs(self):
         for arr in self.outputs():
-            arr.fill(np.nan if arr.dtype.kind in "fc" else INT_POISON)
+            arr.fill(np.nan if arr.dtype.kind in "fc" else 0xFFFF if arr.dtype == np.uint16 else
+                     np.array(INT_POISON).astype(arr.dtype))
 
     def check(self) -> str:
         """'' when outputs match the reference (or, without one, are all written) and inputs are untouched."""
@@ -113,16 +117,24 @@ class Task:
         out_names = [n for n, out in zip(self.names, self.is_output) if out]
         for j, arr in enumerate(self.outputs()):
             ref = None if self.reference is None else self.reference[j]
-            bad = mismatch_mask(arr, ref, self.rtol, self.atol)
+            ulp = LOW_PRECISION.get(arr.dtype, 0.0)
+            if ulp:
+                arr, ref = _float32(arr), None if ref is None else _float32(np.asarray(ref, arr.dtype))
+            bad = mismatch_mask(arr, ref, max(self.rtol, ulp), max(self.atol, ulp))
             if bad is not None:
                 return describe_mismatch(out_names[j], arr, ref, bad)
         return ""
 
 
+def _float32(a: np.ndarray) -> np.ndarray:
+    """float16 values, or bfloat16 bits (uint16), as float32."""
+    return (a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a.astype(np.float32)
+
+
 def mismatch_mask(out: np.ndarray, ref, rtol: float, atol: float):
     """Boolean mask of wrong elements, or None when all are right."""
     if ref is None:  # no reference: only require that every element was written
-        bad = np.isnan(out) if out.dtype.kind in "fc" else out == INT_POISON
+        bad = np.isnan(out) if out.dtype.kind in "fc" else out == np.array(INT_POISON).astype(out.dtype)
     elif out.dtype.kind not in "fc":
         bad = out != ref
     else:

@@ -18,6 +18,10 @@ from .network import NetError, Network, UnsupportedError, c_name
 from .ops.common import LowerContext, Node
 from .ops.layout import DOMAIN, internal_spec
 
+# the element types a model's tensors may have: the narrow ones of DTYPE_TABLE (int8, uint8, int16, float16,
+# bfloat16) wait for the operators that define them on ONNX's terms (QuantizeLinear, ...)
+NET_DTYPES = ("float32", "float64", "int32", "int64", "bool")
+
 
 def dtype_name(elem: int) -> str:
     """The numpy name of an ONNX element type ("float32", "uint8", ...); ansorc computes in DTYPE_TABLE's."""
@@ -99,7 +103,7 @@ def check_node(node: Node, table: dict):
     if extra:
         raise node.unsupported(f"attribute {extra[0]!r} is not supported")
     for d in node.out_dtypes:
-        if d is not None and d not in DTYPE_TABLE:
+        if d is not None and d not in NET_DTYPES:
             raise node.unsupported(f"output dtype {d} is not supported")
     for s in node.out_shapes:
         if s is not None and 0 in s:
@@ -140,9 +144,9 @@ def _checked_outputs(node: Node, outs: list, proto) -> list:
     for k, (v, want, dt) in enumerate(zip(outs, node.out_shapes, node.out_dtypes)):
         if isinstance(v, Tensor) and want is not None and v.shape != _te_shape(want):
             raise NetError(f"{node.where()}: output {k} has shape {v.shape}, shape inference says {want}")
-        if isinstance(v, Tensor) and dt in DTYPE_TABLE and v.dtype != dt:
+        if isinstance(v, Tensor) and dt in NET_DTYPES and v.dtype != dt:
             raise NetError(f"{node.where()}: output {k} has dtype {v.dtype}, shape inference says {dt}")
-        if isinstance(v, np.ndarray) and dt in DTYPE_TABLE:
+        if isinstance(v, np.ndarray) and dt in NET_DTYPES:
             outs[k] = np.asarray(v.astype(DTYPE_TABLE[dt].np_dtype, copy=False), order="C")
     return outs
 
@@ -150,7 +154,7 @@ def _checked_outputs(node: Node, outs: list, proto) -> list:
 def _placeholder(name: str, g: Graph, ctx: LowerContext) -> Tensor:
     shape, elem = g.types[name]
     dtype = dtype_name(elem)
-    if dtype not in DTYPE_TABLE:
+    if dtype not in NET_DTYPES:
         raise UnsupportedError(f"model {g.name!r}: input {name!r} has dtype {dtype}, which is not supported")
     if 0 in shape:
         raise UnsupportedError(f"model {g.name!r}: input {name!r} has an empty dimension {shape}")
@@ -163,7 +167,7 @@ def _placeholder(name: str, g: Graph, ctx: LowerContext) -> Tensor:
 def _as_output(value, name: str, ctx: LowerContext, seen: set, model: str) -> Tensor:
     """A Network output is always a computed tensor of its own: inputs, weights and repeats get a copy."""
     if isinstance(value, np.ndarray):
-        if value.dtype.name not in DTYPE_TABLE or value.size == 0:
+        if value.dtype.name not in NET_DTYPES or value.size == 0:
             raise UnsupportedError(f"model {model!r}: output {name!r} is a constant of dtype {value.dtype.name} "
                                    f"and shape {value.shape} (empty tensors and this dtype are not supported)")
         value = ctx.weight(value, name)
@@ -188,7 +192,7 @@ def check_graph(g: Graph, table: dict) -> None:
     shapes, dtypes = value_info(g)
     for name in g.inputs:
         dt = dtypes.get(name)
-        if dt not in DTYPE_TABLE:
+        if dt not in NET_DTYPES:
             raise UnsupportedError(f"model {g.name!r}: input {name!r} has dtype {dt}, which is not supported")
     for k in topological(g):
         node_spec(g.nodes[k], make_node(g.nodes[k], g, shapes, dtypes), table)

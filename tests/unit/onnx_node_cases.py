@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ansorc.errors import AnsorcError
-from ansorc.ir.program.expr import DTYPES
+from ansorc.net.lowering import NET_DTYPES as DTYPES  # the element types models may use
 from ansorc.net.network import UnsupportedError
 
 from . import onnx_node_harness

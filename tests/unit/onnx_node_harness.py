@@ -11,7 +11,7 @@ import onnx.numpy_helper
 from onnx import helper
 
 from ansorc.ir.program.evaluate import evaluate
-from ansorc.ir.program.expr import DTYPES
+from ansorc.net.lowering import NET_DTYPES as DTYPES  # the element types models may use
 from ansorc.ir.program.te import PlaceholderOp
 from ansorc.net.network import NetError
 from ansorc.net.ops.common import LowerContext, Node

@@ -14,10 +14,16 @@ def test_every_ir_dtype_has_one_entry_and_numpy_agrees_on_its_size():
     assert set(dtypes.DTYPE_TABLE) == set(DTYPES)
     for name, d in dtypes.DTYPE_TABLE.items():
         assert np.dtype(d.np_dtype).itemsize == d.itemsize, name
-        assert d.is_float == name.startswith("float")
+        assert d.is_float == (name.startswith("float") or name == "bfloat16")
+        assert d.compute in (None, "int32", "float32") and (d.compute is None) == (d.itemsize >= 4 or name == "bool")
     assert dtypes.np_dtype("bool") is np.bool_ and dtypes.c_type("bool") == "uint8_t"
+    # 16-bit floats are their bits in C; numpy has float16, and bfloat16 is held as its uint16 bits
+    assert dtypes.c_type("float16") == dtypes.c_type("bfloat16") == "uint16_t"
+    assert dtypes.np_dtype("float16") is np.float16 and dtypes.np_dtype("bfloat16") is np.uint16
+    assert [dtypes.DTYPE_TABLE[n].int_range for n in ("int8", "uint8", "int16", "int32")] == \
+        [(-128, 127), (0, 255), (-32768, 32767), (-2**31, 2**31 - 1)]
     with pytest.raises(ValueError, match="unknown dtype"):
-        dtypes.itemsize("float16")
+        dtypes.itemsize("float8")
 
 
 def test_codegen_and_evaluator_read_the_table():

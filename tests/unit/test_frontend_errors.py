@@ -102,7 +102,7 @@ CASES = [
     ("select with two arguments", HEAD + "output C[i, k] = select(i > 0, A[i, k])\n", 4, 18, "takes 3"),
     ("unknown function", HEAD + "output C[i, k] = foo(A[i, k])\n", 4, 18, "unknown function 'foo'"),
     ("tensor called like a function", HEAD + "output C[i, k] = A(i, k)\n", 4, 18, "index a tensor with [ ]"),
-    ("unknown dtype", "input A: float16[4]\n", 1, 10, "unknown dtype 'float16'"),
+    ("unknown dtype", "input A: float8[4]\n", 1, 10, "unknown dtype 'float8'"),
     # types
     ("type mismatch: float index", HEAD + "output C[i, k] = A[i, k] + A[i * 0.5, k]\n", 4, 30,
      "index 0 of A is float32"),

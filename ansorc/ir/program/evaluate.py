@@ -2,9 +2,12 @@
 
 Each compute op is evaluated over index grids (one broadcast dimension per spatial axis, then one per reduce
 axis). Float math runs in float64, integer math in int64 with floor `//` and `%` (numpy's semantics, the same as
-the IR's), and each op's result is rounded to its dtype at the end. A sum is contracted with np.einsum over its
-product factors (BLAS for matmul/conv shapes), so no full iteration space is materialized; ops are chunked over
-their leading axes so that no intermediate exceeds `chunk_elems` elements.
+the IR's), and each op's result is rounded to its dtype at the end. Inside the argument of a conversion to an
+integer or 16-bit type (a Cast or te.saturate_cast) each float32 operation is rounded to float32 where it happens,
+as the kernel computes it: one IEEE operation gives the same bits, so a truncation, a rint or a bfloat16 rounding
+of it agrees with the kernel's (conversions and the narrow types: convert.py). A sum is contracted
+with np.einsum over its product factors (BLAS for matmul/conv shapes), so no full iteration space is
+materialized; ops are chunked over their leading axes so that no intermediate exceeds `chunk_elems` elements.
 
 Reads inside a select branch are only checked where that branch is live: indices are clipped into range and the
 dead lanes masked by np.where, while an out-of-range read in a live lane raises IndexError (a bug in the graph).
@@ -18,6 +21,7 @@ import math
 
 import numpy as np
 
+from . import convert
 from .dtypes import NP_DTYPE
 from ...errors import AnsorcError
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Logic, Read, Reduce, Select, Var, free_vars,
@@ -47,9 +51,11 @@ _CALL = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "abs": 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def _wide(dtype: str):
-    """The numpy type the oracle computes a `dtype` value in."""
-    return np.float64 if is_float(dtype) else np.bool_ if dtype == "bool" else np.int64
+_wide = convert.wide_type   # the numpy type the oracle computes a `dtype` value in
+
+
+def _round32(v):
+    return np.asarray(v, dtype=np.float64).astype(np.float32).astype(np.float64)
 
 
 # ----------------------------------------------------------------------------- public API
@@ -67,7 +73,7 @@ def evaluate(outputs, inputs: dict, *, chunk_elems: int = CHUNK_ELEMS) -> dict:
             a = np.asarray(inputs[op.name])
             if a.shape != op.shape:
                 raise EvaluateError(f"evaluate: input {op.name!r} has shape {a.shape}, the placeholder {op.shape}")
-            arrays[op.name] = a.astype(NP_DTYPES[op.dtype], copy=False)
+            arrays[op.name] = convert.storage(a, op.dtype)
     for name, a in inputs.items():  # Reads without a tensor link resolve by name
         arrays.setdefault(name, np.asarray(a))
     results = {}
@@ -94,11 +100,12 @@ def random_inputs(tensors, seed: int = 0) -> dict:
             lo, hi = index_ranges[op.name]
             out[op.name] = rng.integers(lo, hi + 1, op.shape).astype(NP_DTYPES[op.dtype])
         elif is_float(op.dtype):
-            out[op.name] = rng.uniform(-1.0, 1.0, op.shape).astype(NP_DTYPES[op.dtype])
+            out[op.name] = convert.storage(rng.uniform(-1.0, 1.0, op.shape).astype(np.float32), op.dtype)
         elif op.dtype == "bool":
             out[op.name] = rng.integers(0, 2, op.shape).astype(np.bool_)
         else:
-            out[op.name] = rng.integers(-8, 9, op.shape).astype(NP_DTYPES[op.dtype])
+            lo = -8 if op.dtype != "uint8" else 0
+            out[op.name] = rng.integers(lo, lo + 17, op.shape).astype(NP_DTYPES[op.dtype])
     return out
 
 
@@ -194,7 +201,7 @@ def _eval_op(op: ComputeOp, arrays: dict, limit: int) -> np.ndarray:
             out[sp] += part
         else:
             out[sp] = (np.maximum if combiner == "max" else np.minimum)(out[sp], part)
-    return out.astype(NP_DTYPES[op.dtype])
+    return convert.narrow(out, op.dtype)
 
 
 def _chunks(exts, pieces, limit):
@@ -273,6 +280,7 @@ class _Ctx:
     def __init__(self, arrays, grids, nd):
         self.arrays, self.grids, self.nd = arrays, grids, nd
         self.reading = []   # the tensors whose subscripts are being evaluated (innermost last)
+        self.exact = False  # inside a conversion to an integer or 16-bit type (converted)
 
     def ev(self, e, mask=None):
         if isinstance(e, Var):
@@ -284,7 +292,8 @@ class _Ctx:
                 return np.float64(np.float32(e.value))
             return _wide(e.dtype)(e.value)
         if isinstance(e, Binary):
-            return _BINARY[e.op](self.ev(e.a, mask), self.ev(e.b, mask))
+            v = _BINARY[e.op](self.ev(e.a, mask), self.ev(e.b, mask))
+            return _round32(v) if self.exact and e.dtype == "float32" else v
         if isinstance(e, Compare):
             return _COMPARE[e.op](self.ev(e.a, mask), self.ev(e.b, mask))
         if isinstance(e, Logic):
@@ -300,7 +309,9 @@ class _Ctx:
             f = self.ev(e.f, _and(mask, np.logical_not(c)))
             return np.where(c, t, f)
         if isinstance(e, Cast):  # round/wrap to the target type, then widen again
-            return np.asarray(self.ev(e.value, mask)).astype(NP_DTYPES[e.dtype]).astype(_wide(e.dtype))
+            return convert.cast(self.converted(e.value, e.dtype, mask), e.dtype)
+        if isinstance(e, Call) and e.name == "saturate":
+            return convert.saturate(self.converted(e.args[0], e.dtype, mask), e.dtype)
         if isinstance(e, Call):
             if e.name not in _CALL:
                 raise EvaluateError(f"evaluate: unknown math function {e.name!r}")
@@ -312,6 +323,16 @@ class _Ctx:
         if isinstance(e, Reduce):
             raise EvaluateError("evaluate: a reduction may only be the whole body of a compute")
         raise EvaluateError(f"evaluate: unsupported expression node {type(e).__name__}")
+
+    def converted(self, e, dtype: str, mask):
+        """The value a conversion to `dtype` converts: exact float32 arithmetic where `dtype` is an integer or a
+        16-bit float type."""
+        saved = self.exact
+        self.exact = saved or dtype not in ("float32", "float64")
+        try:
+            return self.ev(e, mask)
+        finally:
+            self.exact = saved
 
     def checked(self, e: CheckedIndex, mask):
         v = np.asarray(self.ev(e.value, mask), dtype=np.int64)
@@ -356,4 +377,4 @@ class _Ctx:
                 at = np.unravel_index(np.argmax(live), live.shape)
                 vals = tuple(int(np.broadcast_to(r, live.shape)[at]) for r in raw_nd)
                 raise EvaluateError(f"evaluate: {e!r} reads {e.name}{list(vals)} outside shape {arr.shape}")
-        return arr[tuple(idx)].astype(_wide(e.dtype))
+        return convert.widen(arr[tuple(idx)], e.dtype)

@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ...errors import ExpressionError
+from .convert import scalar as convert_scalar
+from .dtypes import DTYPE_TABLE, NARROW_INTS, STORAGE_FLOATS, compute_dtype
 
-FLOAT_DTYPES = ("float32", "float64")
-INT_DTYPES = ("int32", "int64")
-DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
+FLOAT_DTYPES = tuple(n for n, d in DTYPE_TABLE.items() if d.is_float)
+INT_DTYPES = ("int32", "int64")   # the integer types an index may have
+DTYPES = tuple(DTYPE_TABLE)
 MATH_FUNCS = ("exp", "log", "sqrt", "tanh", "sigmoid", "abs", "pow", "floor", "ceil")
+_ORDER = ["bool", "int32", "int64", "float32", "float64"]
 
 
 def is_float(dtype: str) -> bool:
@@ -27,11 +30,10 @@ def check_dtype(dtype: str) -> str:
 
 
 def _promote(a: str, b: str) -> str:
-    """The result type of a binary op: float wins, then the wider type."""
-    if a == b:
-        return a
-    order = ["bool", "int32", "int64", "float32", "float64"]
-    return max(a, b, key=order.index)
+    """The result type of a binary op: float wins, then the wider type. Narrow types compute in their
+    compute_dtype (int8 + int8 is int32, bfloat16 * bfloat16 is float32), as C promotes them."""
+    a, b = compute_dtype(a), compute_dtype(b)
+    return a if a == b else max(a, b, key=_ORDER.index)
 
 
 class Expr:
@@ -151,13 +153,15 @@ class Cast(Expr):
 
 @dataclass(frozen=True, eq=True)
 class Call(Expr):
-    """A pure math function from MATH_FUNCS."""
+    """A pure math function from MATH_FUNCS, or "saturate": its one argument rounded (half to even) and clamped
+    to the integer `dtype` (te.saturate_cast)."""
     name: str
     args: tuple
     dtype: str
 
     def __repr__(self):
-        return f"{self.name}({', '.join(map(repr, self.args))})"
+        name = f"{self.name}_{self.dtype}" if self.name == "saturate" else self.name
+        return f"{name}({', '.join(map(repr, self.args))})"
 
 
 @dataclass(frozen=True, eq=True)
@@ -226,12 +230,20 @@ def const(value, dtype: str | None = None) -> Const:
     if dtype == "bool":
         value = bool(value)
     elif is_float(dtype):
-        value = float(value)
+        value = float(value) if dtype not in STORAGE_FLOATS else _rounded(float(value), dtype)
     else:
         if float(value) != int(value):
             raise ExpressionError(f"constant {value!r} is not an integer but dtype is {dtype}")
         value = int(value)
+        lo, hi = DTYPE_TABLE[dtype].int_range
+        if dtype in NARROW_INTS and not lo <= value <= hi:
+            raise ExpressionError(f"constant {value} does not fit in {dtype} (expected {lo}..{hi})")
     return Const(value, dtype)
+
+
+def _rounded(value: float, dtype: str) -> float:
+    """A float16 / bfloat16 constant holds the value that type stores (the conversion's rounding)."""
+    return float(convert_scalar(value, dtype))
 
 
 def as_expr(x, like: Expr | None = None) -> Expr:
@@ -244,10 +256,10 @@ def as_expr(x, like: Expr | None = None) -> Expr:
         return const(x, "bool")
     if isinstance(x, int):
         if like is not None and is_float(like.dtype):
-            return const(x, like.dtype)
+            return const(x, compute_dtype(like.dtype))
         return const(x, "int32")
     if isinstance(x, float):
-        return const(x, like.dtype if like is not None and is_float(like.dtype) else "float32")
+        return const(x, compute_dtype(like.dtype) if like is not None and is_float(like.dtype) else "float32")
     raise ExpressionError(f"cannot use {type(x).__name__} {x!r} in a tensor expression")
 
 
@@ -297,9 +309,24 @@ def select(cond, t, f) -> Select:
     cond = as_expr(cond)
     if cond.dtype != "bool":
         raise ExpressionError(f"the condition of a select must be boolean, got {cond.dtype}")
+    t, f = _narrow_arm(t, f), _narrow_arm(f, t)
     t, f = _pair(t, f)
-    dtype = _promote(t.dtype, f.dtype)
+    dtype = t.dtype if t.dtype == f.dtype else _promote(t.dtype, f.dtype)
     return Select(cond, _cast_to(t, dtype), _cast_to(f, dtype), dtype)
+
+
+def _narrow_arm(x, other):
+    """A number beside a narrow-typed arm takes its type where that type holds it exactly (padding a bfloat16
+    tensor with 0.0 keeps it bfloat16); elsewhere the usual rules apply."""
+    dt = getattr(other, "dtype", None)
+    if isinstance(x, (Expr, bool)) or not isinstance(x, (int, float)) or not isinstance(other, Expr) or \
+            dt not in NARROW_INTS + STORAGE_FLOATS or (dt in NARROW_INTS and not isinstance(x, int)):
+        return x
+    if dt in NARROW_INTS:
+        lo, hi = DTYPE_TABLE[dt].int_range
+        return const(x, dt) if lo <= x <= hi else x
+    c = const(x, dt)
+    return c if c.value == x or x != x else x
 
 
 def _cast_to(e: Expr, dtype: str) -> Expr:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import math
 
+from .convert import scalar as convert_scalar
+from .dtypes import DTYPE_TABLE, NARROW_INTS, STORAGE_FLOATS
 from .expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Select, Var, children, const,
                    is_float, rebuild)
 
 Bounds = dict  # var name -> (lo, hi) inclusive integers
+_INT_RANGES = {n: d.int_range for n, d in DTYPE_TABLE.items() if d.is_int and n != "int64"}
+_NARROW = NARROW_INTS + STORAGE_FLOATS
 
 
 # ----------------------------------------------------------------------------- interval analysis
@@ -26,8 +30,9 @@ def bound(e: Expr, bounds: Bounds) -> tuple | None:
     if isinstance(e, CheckedIndex):  # out-of-range values are clamped (and reported) at run time
         return (0, e.extent - 1)
     if isinstance(e, Cast):
-        b = bound(e.value, bounds) if not is_float(e.dtype) else None
-        wraps = b is not None and e.dtype == "int32" and (b[0] < -2**31 or b[1] > 2**31 - 1)
+        b = bound(e.value, bounds) if not is_float(e.dtype) and not is_float(e.value.dtype) else None
+        lo, hi = _INT_RANGES.get(e.dtype, (None, None))
+        wraps = b is not None and lo is not None and (b[0] < lo or b[1] > hi)
         return None if wraps else b
     if isinstance(e, Select):
         t, f = bound(e.t, bounds), bound(e.f, bounds)
@@ -293,6 +298,8 @@ def _simplify_node(e: Expr, bounds: Bounds) -> Expr:
     if isinstance(e, CheckedIndex) and isinstance(e.value, Const) and 0 <= e.value.value < e.extent:
         return Const(int(e.value.value), e.dtype)  # only a constant is known in range: data may change
     if isinstance(e, Cast) and isinstance(e.value, Const):
+        if e.dtype in _NARROW or e.value.dtype in _NARROW:   # rounds or wraps as the kernel does (convert.py)
+            return Const(convert_scalar(e.value.value, e.dtype), e.dtype)
         return const(e.value.value, e.dtype) if is_float(e.dtype) or float(e.value.value).is_integer() \
             else Const(int(e.value.value), e.dtype)
     return e

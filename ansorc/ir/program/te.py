@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from ...errors import ExpressionError
 from .bounds import check_reads
+from .convert import SATURATE_TARGETS
+from .dtypes import DTYPE_TABLE, NARROW_INTS, STORAGE_FLOATS, compute_dtype
 from .expr import (Call, Const, Expr, IterVar, Read, Reduce, Var, as_expr, binary, check_dtype, checked_index, const,
                    is_float, logic, select, substitute, walk)
 
@@ -140,6 +142,9 @@ def _reducer(combiner: str):
         if not is_axes or not builtins.all(a.kind == "R" for a in axes):
             raise ExpressionError(f"te.{combiner}: axis must be a reduce_axis (or a list of them)")
         src = as_expr(expr)
+        if src.dtype in STORAGE_FLOATS:
+            raise ExpressionError(f"te.{combiner} over {src.dtype} values: accumulate in float32 "
+                                  f"(te.{combiner}(x.astype('float32'), axis=...))")
         if where is not None:
             src = select(where, src, _identity(combiner, src.dtype))
         return Reduce(combiner, src, axes, src.dtype)
@@ -154,6 +159,9 @@ def _missing_axis(combiner):
 def _identity(combiner: str, dtype: str) -> Const:
     if combiner == "sum":
         return const(0, dtype)
+    if dtype in NARROW_INTS:
+        lo, hi = DTYPE_TABLE[dtype].int_range
+        return const(lo if combiner == "max" else hi, dtype)
     big = float("inf") if is_float(dtype) else (2**31 - 1)
     return const(-big if combiner == "max" else big, dtype)
 
@@ -210,9 +218,10 @@ def compute(shape, fcompute, name: str | None = None, tag: str = "") -> Tensor:
 def _math(fname: str):
     def f(*args):
         xs = [as_expr(a) for a in args]
-        dtype = xs[0].dtype if is_float(xs[0].dtype) else "float32"
-        if fname in ("abs",) and not is_float(xs[0].dtype):
-            dtype = xs[0].dtype
+        first = compute_dtype(xs[0].dtype)   # 16-bit floats compute in float32, narrow ints in int32
+        dtype = first if is_float(first) else "float32"
+        if fname in ("abs",) and not is_float(first):
+            dtype = first
         xs = [x if x.dtype == dtype else x.astype(dtype) for x in xs]
         return Call(fname, tuple(xs), dtype)
     f.__name__ = fname
@@ -225,6 +234,22 @@ exp, log, sqrt, tanh, sigmoid, abs, floor, ceil = (_math(n) for n in  # noqa: A0
 
 def pow(a, b):  # noqa: A001
     return _math("pow")(a, b)
+
+
+def cast(x, dtype: str) -> Expr:
+    """x converted to dtype (float to int truncates toward zero; docs/expression-language.md, "Types")."""
+    return as_expr(x).astype(dtype)
+
+
+def saturate_cast(x, dtype: str) -> Expr:
+    """x converted to the integer dtype (int8, uint8, int16 or int32) with saturation: a float is rounded half to
+    even and clamped to the type's range, NaN gives 0; an integer is clamped."""
+    x = as_expr(x)
+    if check_dtype(dtype) not in SATURATE_TARGETS:
+        raise ExpressionError(f"te.saturate_cast targets {', '.join(SATURATE_TARGETS)}, got {dtype}")
+    if x.dtype == "bool":
+        x = x.astype("int32")
+    return Call("saturate", (x,), dtype)
 
 
 def if_then_else(cond, t, f) -> Expr:
@@ -253,4 +278,4 @@ def var(name: str, dtype: str = "int32") -> Var:
 
 __all__ = ["placeholder", "compute", "reduce_axis", "sum", "max", "min", "exp", "log", "sqrt", "tanh", "sigmoid",
            "abs", "pow", "floor", "ceil", "if_then_else", "all", "any", "const", "Tensor", "IterVar", "var",
-           "checked_index"]
+           "checked_index", "cast", "saturate_cast"]

@@ -13,6 +13,7 @@ from .ir_passes import check_kernel, gpu_passes, split_kernels
 from ...ir.program.expr import Binary, CheckedIndex, Var
 from ...ir.lowering.stmt import Allocate, Barrier, For, PrimFunc, Stmt, ThreadReduce
 from ...ir.program.te import _identity
+from ...codegen import lowp
 from ...codegen.c import C_TYPE, PRELUDE, CRenderer
 from .codegen_target import CudaTarget
 from ...codegen.source import ArgSpec, Launch, Source, Workspace
@@ -161,6 +162,8 @@ def emit_cuda(func: PrimFunc, target: CudaTarget) -> Source:
     for k in kernels:
         check_kernel(k, target)
     bodies = ["\n".join(_render_kernel(func, k, workspaces)) for k in kernels]
+    if any(lowp.uses_prelude(b) for b in bodies):   # its helpers are host C (no __device__)
+        raise NotImplementedError(f"{func.name}: float16, bfloat16 and saturating casts are not supported on CUDA yet")
     helpers = [CLAMP_PRELUDE] if any("ansorc_clamp_index(" in b for b in bodies) else []
     parts = (("prelude", CUDA_PRELUDE), *(("helper", h) for h in helpers), *(("kernel", b) for b in bodies),
              ("launcher", "\n".join(_host_launcher(func, kernels, workspaces))))
