@@ -14,7 +14,8 @@ and softmax inside one op):
     max / exp / sum / divide become one group, as the SFM workload is one kernel);
   - a group of at-most-injective ops whose only reader is one reduction or complex op joins that op's group
     (the pad stage of a conv or of a max-pool: the search inlines or attaches it), unless the reader is complex
-    and the group computes much per element (GELU before a matmul): the reader would compute it once per use.
+    and the group does more than move data (a BatchNorm, a GELU, a Concat before a conv or matmul): the reader
+    would compute it once per use.
 """
 from __future__ import annotations
 
@@ -287,24 +288,28 @@ def _fuse_prologues(g: OpGraph, uf: _Groups, opts: FuseOptions) -> None:
         reader = readers.pop()
         roots = {root, uf.find(reader)}
         if g.kind[reader] == COMPLEX and _costly(g, members):
-            continue   # a conv or matmul reads each element many times: inlined, GELU would run once per use
+            continue   # a conv or matmul reads each element many times: inlined, it would run once per use
         if g.kind[reader] in (REDUCTION, COMPLEX) and uf.allows(roots, opts.max_ops):
             uf.merge(roots, uf.find(reader))
 
 
-COSTLY_ARITHMETIC = 4   # float +-*/ per element above which a prologue costs more than a pass over memory
-
-
 def _costly(g: OpGraph, members) -> bool:
-    """Whether the ops compute more per element than a padding, a layout change or a scale: a math call (exp,
-    tanh, sigmoid, ...) or more than COSTLY_ARITHMETIC float operations."""
-    arithmetic = 0
+    """Whether the ops do more than move data (a read, a padding or layout select on indices, a cast): any float
+    arithmetic or math call, or a select between two tensors' data (a Concat). A conv or matmul reads each input
+    element once per output tile that uses it (a 1x1 conv to 128 channels: 8 tiles of 16), so an inlined
+    prologue runs that many times per element, and a concat's select sits in its innermost loop; computed once
+    into memory it costs one more pass (DenseNet's BatchNorm-ReLU-Concat before each conv; docs/perf-notes.md)."""
     for m in members:
         for node in walk(g.ops[m].body):
-            if isinstance(node, Call):
+            if isinstance(node, Call) or (isinstance(node, Binary) and node.dtype.startswith("float")):
                 return True
-            arithmetic += isinstance(node, Binary) and node.dtype.startswith("float")
-    return arithmetic > COSTLY_ARITHMETIC
+            if isinstance(node, Select) and _reads_data(node.t) and _reads_data(node.f):
+                return True
+    return False
+
+
+def _reads_data(e) -> bool:
+    return any(isinstance(n, Read) for n in walk(e))
 
 
 # ----------------------------------------------------------------------------- groups

@@ -105,6 +105,22 @@ def test_conv_pad_bias_relu_is_one_group():
     check_groups_compute_the_model(net, [g])
 
 
+def test_a_prologue_that_computes_or_concatenates_stays_out_of_the_conv():
+    # DenseNet: BatchNorm-ReLU of a Concat before each conv. Inlined, the conv would recompute it once per output
+    # tile that reads each element, with the concat's select in its innermost loop (the padding goes with it)
+    weights = {}
+    a, b = te.placeholder((1, 4, 8, 8), name="a"), te.placeholder((1, 4, 8, 8), name="b")
+    cat = te.compute((1, 8, 8, 8), lambda n, c, h, v: te.if_then_else(c < 4, a[n, c, h, v], b[n, c - 4, h, v]),
+                     name="cat")
+    bn = te.compute(cat.shape, lambda *i: cat[i] * 0.5 + 0.25, name="bn")
+    y = conv_block(relu(bn, "bn_relu"), 8, weights, "c1")
+    net = network([a, b], [y], weights)
+    groups = fuse(net)
+    assert group_of(groups, "c1").ops == ("c1", "c1_bias", "c1_relu")
+    assert group_of(groups, "cat") == group_of(groups, "bn_relu") == group_of(groups, "c1_pad")
+    check_groups_compute_the_model(net, groups)
+
+
 def test_a_tasks_weights_are_its_cold_inputs():
     """Network tuning times a task with its weights evicted from the caches (net/tune.py): those inputs, and
     not the activation it reads warm from the kernel before, are the weights."""
