@@ -185,6 +185,37 @@ def _exp_helper(cls: str) -> tuple:
     return name, body
 
 
+def _tanh_helper(cls: str) -> tuple:
+    """(name, C definition) of a float32 tanh on x86, so that a tanh loop (GELU's tanh form, LSTM and GRU cells)
+    vectorizes instead of calling tanhf per lane: Cephes' tanhf polynomial x + x^3 P(x^2) below |x| = 0.625,
+    else 1 - 2 / (exp(2|x|) + 1) on the vector exp with x's sign (no cancellation there: the result is above
+    0.55); a few ulp. NaN propagates through the exp branch; large |x| gives +-1."""
+    w = _EXP_WIDTHS[cls][0]
+    p = f"_mm{w}_"
+    name, exp = f"ansorc_tanh_{cls.strip('_')}", _exp_helper(cls)[0]
+    c = [-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1]
+    poly = f"{p}set1_ps({c[0]!r}f)"
+    for k in c[1:]:
+        poly = f"{p}fmadd_ps({poly}, z, {p}set1_ps({k!r}f))"
+    if w == "512":
+        lt = lambda a, b: f"_mm512_cmp_ps_mask({a}, {b}, _CMP_LT_OQ)"          # noqa: E731 - two spellings
+        blend = lambda m, a, b: f"_mm512_mask_blend_ps({m}, {b}, {a})"          # noqa: E731 - m ? a : b
+        absx = f"{p}abs_ps(x)"
+    else:
+        lt = lambda a, b: f"{p}cmp_ps({a}, {b}, _CMP_LT_OQ)"                    # noqa: E731
+        blend = lambda m, a, b: f"{p}blendv_ps({b}, {a}, {m})"                  # noqa: E731
+        absx = f"{p}andnot_ps({p}set1_ps(-0.0f), x)"
+    one, two = f"{p}set1_ps(1.0f)", f"{p}set1_ps(2.0f)"
+    big = f"{p}sub_ps({one}, {p}div_ps({two}, {p}add_ps({exp}({p}add_ps(a, a)), {one})))"
+    body = (f"static inline {cls} {name}({cls} x) {{ "
+            f"{cls} a = {absx}; {cls} z = {p}mul_ps(x, x); "
+            f"{cls} small = {p}fmadd_ps({p}mul_ps({poly}, z), x, x); "
+            f"{cls} large = {big}; "
+            f"large = {blend(lt('x', f'{p}setzero_ps()'), f'{p}sub_ps({p}setzero_ps(), large)', 'large')}; "
+            f"return {blend(lt('a', f'{p}set1_ps(0.625f)'), 'small', 'large')}; }}")
+    return name, body
+
+
 def _x4(a: str, b: str, imm: int) -> str:
     """The 128-bit lanes of two __m512 picked by imm (0x88: the even ones, 0xDD: the odd; a's two, then b's)."""
     return f"_mm512_shuffle_f32x4({a}, {b}, 0x{imm:02X})"
@@ -232,7 +263,8 @@ def _helpers(isa: str) -> list:
     """(name, definition) of every prelude helper this ISA's table may call."""
     out = [_reduce_helper(cls, op) for cls in ISAS[isa][0] for op in REDUCE_NAMES]
     out += [_transpose_helper(cls) for cls in ISAS[isa][0] if cls in _TRANSPOSES]
-    return out + [_exp_helper(cls) for cls in ISAS[isa][0] if cls in _EXP_WIDTHS]
+    out += [_exp_helper(cls) for cls in ISAS[isa][0] if cls in _EXP_WIDTHS]
+    return out + [_tanh_helper(cls) for cls in ISAS[isa][0] if cls in _EXP_WIDTHS]   # after the exp it calls
 
 
 @lru_cache(maxsize=None)
@@ -250,6 +282,7 @@ def table(isa: str) -> dict:
             out[(f"reduce_{op}", dtype, lanes)] = _reduce_helper(cls, op)[0] + "({a})"
         if cls in _EXP_WIDTHS:
             out[("exp", dtype, lanes)] = _exp_helper(cls)[0] + "({a})"
+            out[("tanh", dtype, lanes)] = _tanh_helper(cls)[0] + "({a})"
         if cls in _TRANSPOSES:  # a statement: {p} source row 0, {a} its row stride, {q} destination, {b} likewise
             out[("transpose", dtype, lanes)] = _transpose_helper(cls)[0] + "({p}, {a}, {q}, {b})"
         if isa in PIN and dtype != "int32":
@@ -275,7 +308,11 @@ def prelude_parts(isa: str, used: str = "") -> list:
     """The ISA's header and each helper `used` calls, as separate texts (a network library keeps each helper once);
     a trailing empty text keeps the blank line after a header."""
     header = ISAS[isa][1]
-    helpers = [body for name, body in _helpers(isa) if name + "(" in used]
+    needed = used
+    for name, body in reversed(_helpers(isa)):   # a helper's own calls come before it (tanh calls exp)
+        if name + "(" in needed:
+            needed += body
+    helpers = [body for name, body in _helpers(isa) if name + "(" in needed]
     return [header, *helpers, *([""] if header else [])]
 
 
