@@ -113,8 +113,7 @@ def _tile_axes(state: State, st, hw: HardwareParams):
     vec = spatial[-1]
     lanes = hw.lanes(op.dtype)
     most = TILE_VECTORS * lanes
-    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else
-                                      divisor(vec.extent, lanes, most) or _guarded_vectors(vec.extent, lanes, most))
+    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else _vector_tile(vec.extent, lanes, most))
     if vf is None or vf < min(4, lanes) or not contiguous_along(op, vec.name, vf):
         return None
     rows = [a for a in spatial[:-1] if a.extent > 1]
@@ -201,6 +200,13 @@ def _guarded_rows(extent: int, cap: int) -> int | None:
     """Rows of a tile that need not divide `extent` (DIL's 109 output columns, prime): the most rows in
     (cap/2, cap] whose guarded last tile leaves at most 15% of all tiles' rows idle (9: 5 + 4, not 8 + 1)."""
     return next((r for r in range(cap, cap // 2, -1) if extent >= 0.85 * -(-extent // r) * r), None)
+
+
+def _vector_tile(extent: int, lanes: int, most: int) -> int | None:
+    """Lanes of a register tile's vector part: whole vectors dividing the axis (104 channels: 8, not 13, which
+    would leave 5 lanes of every tile scalar), else a divisor between one vector and `most`, else guarded."""
+    whole = next((v for v in range(most, lanes - 1, -lanes) if extent % v == 0), None)
+    return whole or divisor(extent, lanes, most) or _guarded_vectors(extent, lanes, most)
 
 
 def _guarded_vectors(extent: int, lanes: int, most: int) -> int | None:

@@ -49,6 +49,14 @@ def test_a_prime_vector_extent_gets_a_register_tile_with_a_guarded_last_one(n):
     check_kernel([a, b, c], state, rtol=1e-4, atol=1e-3)
 
 
+def test_a_vector_tile_is_whole_vectors_where_they_divide_the_axis():
+    # RegNet's grouped 3x3 conv over 104 channels (NHWC, groups of 8): 13 lanes left 5 of every tile scalar
+    tensors = workloads.matmul(64, 104, 32)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), "avx2")
+    assert state.stage("C.local").iter("j.1").extent == 8
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 def test_matmul_is_parallel_vectorized_and_register_tiled():
     tensors = workloads.make("GMM", 2)     # 512^3: a 512 x 32 panel of B is 64 KB, so it is blocked and packed
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
