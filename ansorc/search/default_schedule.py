@@ -203,15 +203,14 @@ def _guarded_rows(extent: int, cap: int) -> int | None:
 
 
 def _vector_tile(extent: int, lanes: int, most: int) -> int | None:
-    """Lanes of a register tile's vector part: whole vectors dividing the axis (104 channels: 8, not 13, which
-    would leave 5 lanes of every tile scalar), else a divisor between one vector and `most`, else guarded."""
+    """Lanes of a register tile's vector part: whole vectors dividing the axis (104: 8, not 13 with 5 scalar
+    lanes), else a divisor between one vector and `most`, else a guarded tile."""
     whole = next((v for v in range(most, lanes - 1, -lanes) if extent % v == 0), None)
     return whole or divisor(extent, lanes, most) or _guarded_vectors(extent, lanes, most)
 
 
 def _guarded_vectors(extent: int, lanes: int, most: int) -> int | None:
-    """A vector tile that need not divide `extent` (attention's 197 tokens, prime): `most` lanes, or one vector,
-    whose guarded last tile leaves at most 15% of all tiles' lanes idle."""
+    """`most` lanes or one vector, not dividing `extent` (ViT's 197 tokens), if the last tile idles <= 15%."""
     return next((v for v in (most, lanes) if extent >= 0.85 * -(-extent // v) * v), None)
 
 
@@ -242,6 +241,8 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None
     windows = next(a.extent for a in state.stage(name).op.axes if a.name == row) % rf != 0
     local = f"{name}.local"
     blocks = _row_blocks(state.stage(name).op, vec, vf, row, rf, hw)
+    if windows and _guard_in_block(state.stage(name).op, axes, hw):
+        blocks = []   # one block of every tile keeps the last one's guard in the sweep; alone, it shifts inside
     state = state.apply(CacheWrite(name, "local"))
     if blocks:
         state = _blocked_panel(state, local, (row, vec, vf), rf * math.prod(f for _, f in blocks), hw)
