@@ -4,7 +4,8 @@
     check_allocated_before_use  every buffer accessed is an argument or allocated around it, every register declared
     check_loop_vars_scoped      every variable used is an enclosing loop's; no loop reuses an outer loop's variable
     check_in_bounds             every access is provably inside its buffer, from the loop extents alone or
-                                from the conditions guarding it (an enclosing `if`, or the taken arm of a select)
+                                from the conditions guarding it (an enclosing `if`, or the taken arm of a select);
+                                a masked load's lanes each under its mask (intervals.py does the arithmetic)
     check_vector_lanes          vector operands agree on their lane counts; scalars stay scalar
 
 `verify(func)` runs them all, after every pass when ANSORC_VERIFY=1 (the tests do); a failure raises VerifyError (a
@@ -13,15 +14,16 @@ ScheduleError) naming the check, and the buffer and index where it applies.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..program.expr import Expr, Read, Select, Var
+from ..program.expr import Binary, Compare, Expr, Logic, Read, Select, Var
 from ..program.simplify import bound
 from ..schedule.state import ScheduleError
 from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Store
 from .intervals import EMPTY, Scope, distinct_nodes, facts_of, interval, scope_facts, unreachable
-from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VPrefetch,
-                     VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs, vchildren)
+from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VMaskLoad,
+                     VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs,
+                     vchildren)
 
 
 class VerifyError(ScheduleError):
@@ -67,6 +69,10 @@ class Access:
     lanes: int        # elements from the (flat) index on
     flat: bool
     facts: tuple      # guards from selects around the access, beyond those of the statement's scope
+    lane: int = 0     # a masked load's lanes: the index reads MASK_LANE, in [0, lane), where the facts allow
+
+
+MASK_LANE = "ansorc.lane"   # not a C identifier: no loop variable has this name
 
 
 def expr_accesses(e: Expr, facts: tuple = (), seen: set | None = None):
@@ -89,6 +95,10 @@ def expr_accesses(e: Expr, facts: tuple = (), seen: set | None = None):
             yield Access("read", e.name, tuple(e.indices), 1, False, facts)
         elif isinstance(e, VLoad):
             yield Access("read", e.buffer, (e.index,), e.lanes, True, facts)
+        elif isinstance(e, VMaskLoad):   # lane l is read only where lo <= l < hi
+            lane = Var(MASK_LANE)
+            kept = facts_of(Logic("&&", Compare(">=", lane, e.lo), Compare("<", lane, e.hi)))
+            yield Access("read", e.buffer, (Binary("+", e.index, lane, "int32"),), 1, True, facts + kept, e.lanes)
         stack.extend((c, facts, where) for c in reversed(vchildren(e)))
 
 
@@ -150,8 +160,9 @@ def check_loop_vars_scoped(func: PrimFunc) -> None:
 
 
 def check_in_bounds(func: PrimFunc) -> None:
-    for s, sc in scoped(func):
+    for s, scope in scoped(func):
         for a in stmt_accesses(s):
+            sc = replace(scope, bounds={**scope.bounds, MASK_LANE: (0, a.lane - 1)}) if a.lane else scope
             buf = sc.buffers.get(a.buffer)
             if buf is None:
                 continue  # check_allocated_before_use reports it
@@ -216,6 +227,8 @@ def _lanes_agree(e: Expr, want: int, s, seen: set | None = None) -> None:
         kids = [(e.cond, 1), (e.t, got), (e.f, got)]
     elif isinstance(e, (Broadcast, VLoad)):
         kids = [(vchildren(e)[0], 1)]
+    elif isinstance(e, VMaskLoad):
+        kids = [(k, 1) for k in vchildren(e)]
     elif isinstance(e, VReduce):
         kids = [(e.value, lanes_of(e.value))]
     elif isinstance(e, VLanes):
