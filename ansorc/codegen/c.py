@@ -26,10 +26,11 @@ from ..ir.passes.skip import skips_along, skips_unevenly
 from ..ir.passes.transpose import transpose_copies
 from ..ir.program.dtypes import C_TYPE, ITEMSIZE, NARROW_INTS, STORAGE_FLOATS
 from ..ir.lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
+from ..ir.passes.masks import zero_fill
 from ..ir.passes.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
-                                VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids)
-from ..ir.passes.vectorize import CMP_NAMES
-from ..ir.passes.vectorize import flat_index, vectorize_loops
+                                VMaskLoad, VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of,
+                                stmt_kids)
+from ..ir.passes.vectorize import CMP_NAMES, flat_index, vectorize_loops
 from . import lowp, pool, prepared, simd
 from .source import ArgSpec, Source, join_parts
 from .target import Target
@@ -181,6 +182,10 @@ class CRenderer:
 
     def vload(self, e: VLoad) -> str:
         return self.intr("load", e, p=f"({e.buffer} + {self.subscript(e.buffer, e.index)})")
+
+    def vmaskload(self, e: VMaskLoad) -> str:
+        return self.intr("maskload" if zero_fill(e.fill) else "maskload_fill", e, a=self.expr(e.lo),
+                         b=self.expr(e.hi), c=self.expr(e.fill), p=f"({e.buffer} + {self.subscript(e.buffer, e.index)})")
 
     def vlanes(self, e: VLanes) -> str:
         # a compound literal keeps this an expression: the arms of a select stay lazy
@@ -366,7 +371,7 @@ class CRenderer:
         return tuple((code, f"index out of range in {name or 'an index'}") for name, code in self.check_codes.items())
 
 
-_VEXPR = {Broadcast: CRenderer.broadcast, VLoad: CRenderer.vload, VLanes: CRenderer.vlanes,
+_VEXPR = {Broadcast: CRenderer.broadcast, VLoad: CRenderer.vload, VLanes: CRenderer.vlanes, VMaskLoad: CRenderer.vmaskload,
           VBinary: CRenderer.vbinary, VFma: CRenderer.vfma, VCall: CRenderer.vcall, VCast: CRenderer.vcast,
           VSelect: CRenderer.vselect, VReduce: CRenderer.vreduce, VCompare: CRenderer.vcompare,
           VBlend: CRenderer.vblend, VVar: lambda self, e: e.name}

@@ -3,7 +3,8 @@
 Each ISA lists its vector register classes per (dtype, lanes); every class has one table of op templates.
 Placeholders: {a} {b} {c} operands, {p} a pointer expression, {v} the vector stored, {m} a mask. Ops: load, store,
 set1 (broadcast), + - * / min max, fma (a*b + c), sqrt abs floor ceil, cvt_from_<dtype> (same lane count),
-cmp_<lt|le|gt|ge|eq|ne> (a mask), blend ({m} ? {a} : {b} per lane), reduce_<op> (horizontal, to a scalar;
+cmp_<lt|le|gt|ge|eq|ne> (a mask), blend ({m} ? {a} : {b} per lane), maskload / maskload_fill ({p}[l] for the
+lanes {a} <= l < {b}, the others 0 / {c}; those are not read), reduce_<op> (horizontal, to a scalar;
 generated helpers in the prelude), pin (a statement: keep register {a} in a register, see PIN) and transpose (a
 statement: a square block copied transposed, see _transpose_helper). An op missing from a table is computed per
 lane by the vectorizer, so a table can stay small and still be correct.
@@ -96,6 +97,47 @@ CLASSES = {
     "float64x2_t": ("float64", 2, _neon("f64", {})),
     "int32x4_t": ("int32", 4, _neon("s32", {"cvt_from_float32": "vcvtq_s32_f32({a})"})),
 }
+
+# register class -> (mask type, the lanes 0..n-1, the mask of lanes lo <= l < hi from them) for masked loads; the
+# helper ansorc_lanes_<class>(lo, hi) makes it (_lanes_helper)
+_LANE_MASKS = {
+    "__m512": ("__mmask16", "_mm512_setr_epi32(" + ", ".join(map(str, range(16))) + ")",
+               "_mm512_cmpge_epi32_mask(l, _mm512_set1_epi32(lo)) & _mm512_cmplt_epi32_mask(l, _mm512_set1_epi32(hi))"),
+    "__m256": ("__m256i", "_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)",
+               "_mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), l), "
+               "_mm256_cmpgt_epi32(_mm256_set1_epi32(hi), l))"),
+    "__m128": ("__m128i", "_mm_setr_epi32(0, 1, 2, 3)",
+               "_mm_andnot_si128(_mm_cmpgt_epi32(_mm_set1_epi32(lo), l), _mm_cmpgt_epi32(_mm_set1_epi32(hi), l))"),
+    "__m512d": ("__mmask8", "_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0)",
+                "_mm512_cmpge_epi64_mask(l, _mm512_set1_epi64(lo)) & "
+                "_mm512_cmplt_epi64_mask(l, _mm512_set1_epi64(hi))"),
+    "__m256d": ("__m256i", "_mm256_set_epi64x(3, 2, 1, 0)",
+                "_mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_set1_epi64x(lo), l), "
+                "_mm256_cmpgt_epi64(_mm256_set1_epi64x(hi), l))"),
+    "__m128d": ("__m128i", "_mm_set_epi64x(1, 0)",
+                "_mm_andnot_si128(_mm_cmpgt_epi64(_mm_set1_epi64x(lo), l), _mm_cmpgt_epi64(_mm_set1_epi64x(hi), l))"),
+}
+
+# register class -> (maskload, maskload_fill): {p}'s lanes in mask {m} (table() puts the helper's call there), the
+# others 0 / the scalar {c}; the lanes outside the mask are never read, so they cannot fault (AVX vmaskmovps,
+# AVX-512 masked vmovups). AVX2 has no masked load that fills: a blend with the mask puts {c} in
+_MASKED_LOADS = {
+    "__m512": ("_mm512_maskz_loadu_ps({m}, {p})", "_mm512_mask_loadu_ps(_mm512_set1_ps({c}), {m}, {p})"),
+    "__m512d": ("_mm512_maskz_loadu_pd({m}, {p})", "_mm512_mask_loadu_pd(_mm512_set1_pd({c}), {m}, {p})"),
+    **{cls: (f"_mm{w}_maskload_{x}({{p}}, {{m}})", f"_mm{w}_blendv_{x}(_mm{w}_set1_{x}({{c}}), "
+             f"_mm{w}_maskload_{x}({{p}}, {{m}}), _mm{w}_cast{si}_{x}({{m}}))")
+       for cls, w, x, si in (("__m256", "256", "ps", "si256"), ("__m128", "", "ps", "si128"),
+                             ("__m256d", "256", "pd", "si256"), ("__m128d", "", "pd", "si128"))},
+}
+
+
+def _lanes_helper(cls: str) -> tuple:
+    """(name, C definition) of the mask of lanes lo <= l < hi of a register class (_LANE_MASKS)."""
+    mtype, iota, mask = _LANE_MASKS[cls]
+    itype = "__m512i" if mtype.startswith("__mmask") else mtype
+    name = f"ansorc_lanes_{cls.strip('_')}"
+    return name, f"static inline {mtype} {name}(int32_t lo, int32_t hi) {{ {itype} l = {iota}; return {mask}; }}"
+
 
 # ISA -> its register classes, a header, and how many vector registers it has (the register-blocking budget)
 ISAS = {
@@ -263,6 +305,7 @@ def _helpers(isa: str) -> list:
     """(name, definition) of every prelude helper this ISA's table may call."""
     out = [_reduce_helper(cls, op) for cls in ISAS[isa][0] for op in REDUCE_NAMES]
     out += [_transpose_helper(cls) for cls in ISAS[isa][0] if cls in _TRANSPOSES]
+    out += [_lanes_helper(cls) for cls in ISAS[isa][0] if cls in _LANE_MASKS]
     out += [_exp_helper(cls) for cls in ISAS[isa][0] if cls in _EXP_WIDTHS]
     return out + [_tanh_helper(cls) for cls in ISAS[isa][0] if cls in _EXP_WIDTHS]   # after the exp it calls
 
@@ -285,6 +328,10 @@ def table(isa: str) -> dict:
             out[("tanh", dtype, lanes)] = _tanh_helper(cls)[0] + "({a})"
         if cls in _TRANSPOSES:  # a statement: {p} source row 0, {a} its row stride, {q} destination, {b} likewise
             out[("transpose", dtype, lanes)] = _transpose_helper(cls)[0] + "({p}, {a}, {q}, {b})"
+        if cls in _MASKED_LOADS:   # {a} {b}: the lanes lo <= l < hi read; {c} the others' value
+            mask = _lanes_helper(cls)[0] + "({a}, {b})"
+            zero, fill = (t.replace("{m}", mask) for t in _MASKED_LOADS[cls])
+            out[("maskload", dtype, lanes)], out[("maskload_fill", dtype, lanes)] = zero, fill
         if isa in PIN and dtype != "int32":
             out[("pin", dtype, lanes)] = PIN[isa]
     return out

@@ -69,6 +69,8 @@ class IfThenElse(Stmt):
     then: Stmt
     skip: bool = False   # only skips work that changes nothing (ir/passes/skip.py): the accesses inside are in range
     prepare: bool = False   # a prepared stage's nest, run when its kept copy is stale (ir/lowering/prepared.py)
+    version: bool = False   # one of two versions of the same work, the other under the negated condition: every
+    #                         access inside is made by both, but for loads the other one masks (ir/passes/masks.py)
 
 
 @dataclass(frozen=True)

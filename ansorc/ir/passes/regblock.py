@@ -66,6 +66,8 @@ class _Promoter:
                     acc = (n.index, n.lanes, free_vars(n.index))
                 elif isinstance(n, Read) and n.name == buf:
                     acc = (tuple(n.indices), 1, set().union(*map(free_vars, n.indices)))
+                elif getattr(n, "buffer", None) == buf:
+                    raise _Bad()   # another vector read (a masked load) has no register form
                 if acc is not None:
                     if acc[2] & declared or guarded:
                         raise _Bad()
@@ -86,9 +88,10 @@ class _Promoter:
             declared = declared | {s.var}
             in_loop = in_loop or s.extent > 1
         # An access under a guard may have an out-of-range index when the guard is false (a clamped region, a
-        # split's overhang): hoisting it out would read or write outside the buffer. Such a statement is not
+        # split's overhang): hoisting it out would read or write outside the buffer (not so under a skip guard or
+        # a version: the same accesses happen either way). Such a statement is not
         # part of a run; the guarded body is processed on its own instead.
-        guarded = guarded or (isinstance(s, IfThenElse) and not s.skip)
+        guarded = guarded or (isinstance(s, IfThenElse) and not (s.skip or s.version))
         for c in stmt_kids(s):
             repeats |= self.collect(c, buf, declared, out, in_loop, guarded)
         return repeats

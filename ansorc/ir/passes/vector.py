@@ -33,6 +33,19 @@ class VLoad(Expr):
 
 
 @dataclass(frozen=True)
+class VMaskLoad(Expr):
+    """buffer[index + k] for the lanes lo <= k < hi, `fill` (a lane-invariant scalar that reads nothing) in the
+    others: the lanes outside are not read, and cannot fault (a guarded contiguous read, see masks.py)."""
+    buffer: str
+    index: Expr
+    lo: Expr
+    hi: Expr
+    fill: Expr
+    lanes: int
+    dtype: str
+
+
+@dataclass(frozen=True)
 class VLanes(Expr):
     """One scalar expression per lane: gathers, strided loads and every op without an intrinsic."""
     elems: tuple
@@ -189,7 +202,7 @@ class VDecl(Stmt):
 
 _FIELDS = {Broadcast: ("value",), VLoad: ("index",), VBinary: ("a", "b"), VFma: ("a", "b", "c"),
            VCast: ("value",), VSelect: ("cond", "t", "f"), VReduce: ("value",), VCompare: ("a", "b"),
-           VBlend: ("mask", "t", "f")}
+           VBlend: ("mask", "t", "f"), VMaskLoad: ("index", "lo", "hi", "fill")}
 
 
 def lanes_of(e: Expr) -> int:

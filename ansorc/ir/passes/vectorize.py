@@ -11,7 +11,9 @@ checking its own index; one that is the same for every lane (a gathered row, `A[
 checked and clamped once as a scalar, so the contiguous load of the row stays inside the tensor.
 Arithmetic with an intrinsic becomes VBinary/VCall/VCast, `a*b + c` becomes VFma; a select on one float comparison
 that differs per lane becomes VBlend of a VCompare mask when evaluating both arms is safe (a built-in erf's
-branches); everything else is computed per lane. A store to a lane-invariant element of the form `x = x op y`
+branches); a guarded contiguous read whose condition bounds the lane's range (a split's overhang) is a masked load
+(masks.py), the loop versioned so that iterations where no lane is masked load plainly; everything else is
+computed per lane. A store to a lane-invariant element of the form `x = x op y`
 is a reduction: `x = x op VReduce(op, y)`.
 A guard that depends on the lane takes the vector path when it holds for every lane (it must be a conjunction of
 affine comparisons, so testing the first and last lane is enough) and a scalar loop otherwise. Whatever cannot be
@@ -21,12 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..program.expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, children,
-                            free_vars, reads, substitute, walk)
-from ..program.simplify import _linear, simplify
+from ..program.expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
+                            reads, substitute, walk)
+from ..program.simplify import simplify
 from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq, walk_stmt
-from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VReduce,
-                     VScatter, VSelect, VStore, VVar, identifiers, map_exprs)
+from .masks import convex, eager_safe, lane_range, lane_stride, reads_nothing, versioned, zero_fill
+from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VMaskLoad,
+                     VReduce, VScatter, VSelect, VStore, VVar, identifiers, map_exprs)
 
 MAX_UNROLLED_PIECES = 8      # more pieces of one width than this become a loop over pieces
 MAX_SCALAR_REPLICAS = 4      # a scalar remainder this short is written out instead of looped
@@ -36,25 +39,6 @@ ACCUMULATORS = 4             # vector accumulators of a folding loop (add/max la
 
 
 CMP_NAMES = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
-
-
-def _eager_safe(e: Select) -> bool:
-    """Both arms may run for every lane when each read in them is one the condition (always evaluated) makes
-    too, so no arm touches memory the scalar code would not, and nothing outside those reads divides integers
-    (a trap where the scalar code never divides) or checks a data index (a status the scalar code never sets)."""
-    allowed = set(reads(e.cond))
-    stack = [e.t, e.f]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Read):
-            if n not in allowed:
-                return False
-            continue  # its indices are the condition's, evaluated anyway
-        if isinstance(n, CheckedIndex) or (isinstance(n, Binary) and n.op in ("/", "%")
-                                           and not n.dtype.startswith("float")):
-            return False
-        stack.extend(children(n))
-    return True
 
 
 @dataclass(frozen=True)
@@ -82,18 +66,6 @@ def flat_index(indices: tuple, shape: tuple) -> Expr:
         flat = term if flat is None else Binary("+", term, flat, "int32")
         stride *= n
     return Const(0, "int32") if flat is None else flat
-
-
-def lane_stride(e: Expr, lane: str) -> int | None:
-    """k when e == e(l=0) + k*l for an integer expression e, else None."""
-    terms, _ = _linear(e)
-    k = 0
-    for t, c in terms.items():
-        if isinstance(t, Var) and t.name == lane:
-            k += c
-        elif lane in free_vars(t):
-            return None
-    return k
 
 
 class _Piece:
@@ -174,15 +146,35 @@ class _Piece:
         return VCast(self.expr(e.value), self.lanes, e.dtype)
 
     def select(self, e: Select) -> Expr | None:
+        if self.varies(e.cond) and convex(e.cond, self.lane):
+            every = simplify(Logic("&&", self.at(e.cond, 0), self.at(e.cond, self.lanes - 1)), self.bounds)
+            if isinstance(every, Const) and every.value:  # true for every lane of every execution
+                return self.expr(e.t)
         if self.varies(e.cond):
-            return self.blend(e)  # else per lane, which keeps the arms lazy (padding reads may be out of bounds)
+            # else per lane, which keeps the arms lazy (padding reads may be out of bounds)
+            out = self.blend(e)
+            return out if out is not None else self.masked(e)
         return VSelect(e.cond, self.expr(e.t), self.expr(e.f), self.lanes, e.dtype)
+
+    def masked(self, e: Select) -> Expr | None:
+        """A contiguous read guarded by a condition on the lane's range, as a load of the lanes it keeps (the
+        others take the lane-invariant false arm): masks.py; where the table has such a load."""
+        ld = self.read(e.t) if isinstance(e.t, Read) else None
+        if not isinstance(ld, VLoad) or self.varies(e.f) or not reads_nothing(e.f) or \
+                not self._has("maskload" if zero_fill(e.f) else "maskload_fill", e.dtype):
+            return None
+        rng = lane_range(e.cond, self.lane, self.lanes, lambda x: self.at(x, 0))
+        if rng is None:
+            return None
+        out = VMaskLoad(ld.buffer, ld.index, rng[0], rng[1], e.f, self.lanes, e.dtype)
+        self.vec.masked += 1
+        return out if rng[2] is None else VSelect(rng[2], out, self.expr(e.f), self.lanes, e.dtype)
 
     def blend(self, e: Select) -> Expr | None:
         """A condition that differs per lane, as a mask and a blend of both arms, both evaluated: only where that
         reads nothing the scalar code would not (see _eager_safe) and the condition is one float comparison."""
         c = e.cond
-        if not (isinstance(c, Compare) and c.a.dtype == c.b.dtype == e.dtype and _eager_safe(e)
+        if not (isinstance(c, Compare) and c.a.dtype == c.b.dtype == e.dtype and eager_safe(e)
                 and self._has(f"cmp_{CMP_NAMES[c.op]}", e.dtype) and self._has("blend", e.dtype)):
             return None
         mask = VCompare(c.op, self.expr(c.a), self.expr(c.b), self.lanes, e.dtype)
@@ -234,7 +226,7 @@ class _Piece:
         if not self.varies(cond):
             body = self.stmt(s.then)
             return None if body is None else replace(s, cond=cond, then=body)
-        if not _convex(cond, self.lane):
+        if not convex(cond, self.lane):
             raise Unvectorizable(f"guard {cond!r} is not a conjunction of affine comparisons in the lane")
         every = simplify(Logic("&&", self.at(cond, 0), self.at(cond, self.lanes - 1)), self.bounds)
         fallback = For(self.lane, self.lanes, "serial", IfThenElse(cond, s.then))
@@ -249,20 +241,12 @@ class _Piece:
 _EXPR = {Read: _Piece.read, Binary: _Piece.binary, Call: _Piece.call, Cast: _Piece.cast, Select: _Piece.select}
 
 
-def _convex(cond: Expr, lane: str) -> bool:
-    """A conjunction of affine comparisons in the lane: true for all lanes iff true for the first and last."""
-    if isinstance(cond, Logic) and cond.op == "&&":
-        return _convex(cond.a, lane) and _convex(cond.b, lane)
-    if isinstance(cond, Compare) and cond.op in ("<", "<=", ">", ">=", "==") and cond.a.dtype in ("int32", "int64"):
-        return lane_stride(simplify(Binary("-", cond.a, cond.b, cond.a.dtype)), lane) is not None
-    return lane not in free_vars(cond)
-
-
 class _Vectorizer:
     def __init__(self, func: PrimFunc, caps: VectorCaps):
         self.caps = caps
         self.buffers = {b.name: b for b in func.args}
         self.names = identifiers(func)
+        self.masked = 0          # masked loads made so far
 
     def shape(self, name: str) -> tuple:
         return self.buffers[name].storage
@@ -298,7 +282,9 @@ class _Vectorizer:
         widths = self.caps.widths(stores[0]) if stores else ()
         if widths and f.extent >= widths[-1] and not allocs:
             try:
-                return self.pieces(f, bounds, widths)
+                masked = self.masked
+                out = self.pieces(f, bounds, widths)
+                return versioned(out, bounds) if self.masked > masked else out
             except Unvectorizable:
                 pass
         inner = dict(bounds)
