@@ -133,6 +133,8 @@ def _fused_reduction(state: State, p: str, target: str, row: str, hw: HardwarePa
     # scalar loop (AVX-512's 16 lanes make 64-wide rows that short)
     piece = next((v * lanes for v in (ROW_ACCUMULATORS, 2, 1)
                   if red.extent % (v * lanes) == 0 and red.extent >= 2 * v * lanes), None)
+    if piece is None and red.extent >= 2 * ROW_ACCUMULATORS * lanes:
+        piece = ROW_ACCUMULATORS * lanes   # a guarded last piece: its reads become masked loads (197 keys)
     if piece is None:   # a scalar chain: fused rows of several axes measured slower than separate loops
         return state.apply(ComputeAt(p, target, row)) if lead == 1 else None
     state = state.apply(Split(p, red.name, (piece,)))

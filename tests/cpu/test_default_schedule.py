@@ -368,20 +368,6 @@ def test_a_softmax_is_computed_row_by_row_in_one_parallel_loop():
     check_kernel(tensors, state, rtol=1e-5, atol=1e-6)
 
 
-def test_an_attention_softmax_fuses_its_rows_over_all_leading_axes():
-    # (batch, heads, queries) x keys, as ONNX models write attention: the rows are the fused leading axes
-    x = te.placeholder((2, 3, 16, 64), name="x")
-    k1, k2 = te.reduce_axis((0, 64), "k1"), te.reduce_axis((0, 64), "k2")
-    mx = te.compute((2, 3, 16), lambda b, h, i: te.max(x[b, h, i, k1], axis=k1), name="y_max")
-    ex = te.compute(x.shape, lambda b, h, i, j: te.exp(x[b, h, i, j] - mx[b, h, i]), name="y_exp")
-    sm = te.compute((2, 3, 16), lambda b, h, i: te.sum(ex[b, h, i, k2], axis=k2), name="y_sum")
-    y = te.compute(x.shape, lambda b, h, i, j: ex[b, h, i, j] / sm[b, h, i], name="y")
-    state = default_cpu_schedule(ansorc.ComputeDAG([x, y]), hw=AVX2)
-    assert annotations(state, "parallel") == [("y", "b@h@i")]
-    assert {s.name for s in state.stages if s.compute_at == "attached"} >= {"y_max.rf", "y_exp", "y_sum.rf"}
-    check_kernel([x, y], state, rtol=1e-5, atol=1e-6)
-
-
 def test_rows_too_long_for_l1_are_not_fused():
     tensors = workloads.sfm(4, 8192)     # 32 KB of exp per row
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=AVX2)
