@@ -192,6 +192,8 @@ def example_inputs(name: str, seed: int = 0) -> dict:
 def export(name: str, force: bool = False) -> Path:
     """The cached .onnx of model `name`, exported first if missing (or force)."""
     import torch
+
+    from ansorc.net.torch_front import export_onnx
     path = cache_dir() / f"{name}.onnx"
     if path.exists() and not force:
         return path
@@ -199,10 +201,7 @@ def export(name: str, force: bool = False) -> Path:
     feeds = example_inputs(name)
     args = tuple(torch.from_numpy(v) for v in feeds.values())
     tmp = path.with_suffix(".tmp.onnx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, args, str(tmp), input_names=list(feeds), output_names=["output"],
-                          opset_version=17, dynamo=False, do_constant_folding=True)
+    export_onnx(module, args, tmp, list(feeds), ["output"])   # opset 17, the TorchScript exporter, eval mode
     tmp.replace(path)
     return path
 

@@ -239,22 +239,19 @@ def _tanh_helper(cls: str) -> tuple:
     poly = f"{p}set1_ps({c[0]!r}f)"
     for k in c[1:]:
         poly = f"{p}fmadd_ps({poly}, z, {p}set1_ps({k!r}f))"
-    if w == "512":
-        lt = lambda a, b: f"_mm512_cmp_ps_mask({a}, {b}, _CMP_LT_OQ)"          # noqa: E731 - two spellings
-        blend = lambda m, a, b: f"_mm512_mask_blend_ps({m}, {b}, {a})"          # noqa: E731 - m ? a : b
-        absx = f"{p}abs_ps(x)"
-    else:
-        lt = lambda a, b: f"{p}cmp_ps({a}, {b}, _CMP_LT_OQ)"                    # noqa: E731
-        blend = lambda m, a, b: f"{p}blendv_ps({b}, {a}, {m})"                  # noqa: E731
-        absx = f"{p}andnot_ps({p}set1_ps(-0.0f), x)"
+    ops = CLASSES[cls][2]    # the class's own spellings of abs, < and blend
+
+    def pick(cond_a: str, cond_b: str, a: str, b: str) -> str:   # cond_a < cond_b ? a : b, per lane
+        return ops["blend"].format(m=ops["cmp_lt"].format(a=cond_a, b=cond_b), a=a, b=b)
+    absx = ops["abs"].format(a="x")
     one, two = f"{p}set1_ps(1.0f)", f"{p}set1_ps(2.0f)"
     big = f"{p}sub_ps({one}, {p}div_ps({two}, {p}add_ps({exp}({p}add_ps(a, a)), {one})))"
     body = (f"static inline {cls} {name}({cls} x) {{ "
             f"{cls} a = {absx}; {cls} z = {p}mul_ps(x, x); "
             f"{cls} small = {p}fmadd_ps({p}mul_ps({poly}, z), x, x); "
             f"{cls} large = {big}; "
-            f"large = {blend(lt('x', f'{p}setzero_ps()'), f'{p}sub_ps({p}setzero_ps(), large)', 'large')}; "
-            f"return {blend(lt('a', f'{p}set1_ps(0.625f)'), 'small', 'large')}; }}")
+            f"large = {pick('x', f'{p}setzero_ps()', f'{p}sub_ps({p}setzero_ps(), large)', 'large')}; "
+            f"return {pick('a', f'{p}set1_ps(0.625f)', 'small', 'large')}; }}")
     return name, body
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from ..ir.program.expr import Binary, Call, Cast, Const, Read, Select, Var, walk
+from ..ir.program.expr import Binary, Call, Cast, Const, Read, Select, Var, reads, walk
 from ..ir.program.graph import postorder
 from ..ir.program.simplify import simplify
 from ..ir.program.te import ComputeOp, Tensor
@@ -303,13 +303,9 @@ def _costly(g: OpGraph, members) -> bool:
         for node in walk(g.ops[m].body):
             if isinstance(node, Call) or (isinstance(node, Binary) and node.dtype.startswith("float")):
                 return True
-            if isinstance(node, Select) and _reads_data(node.t) and _reads_data(node.f):
+            if isinstance(node, Select) and reads(node.t) and reads(node.f):
                 return True
     return False
-
-
-def _reads_data(e) -> bool:
-    return any(isinstance(n, Read) for n in walk(e))
 
 
 # ----------------------------------------------------------------------------- groups

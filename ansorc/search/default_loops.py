@@ -119,6 +119,23 @@ def divisor(extent: int, lo: int, hi: int) -> int | None:
     return max(fits) if fits else None
 
 
+def vector_tile(extent: int, lanes: int, most: int) -> int | None:
+    """Lanes of a register tile's vector part: whole vectors dividing the axis (104: 8, not 13 with 5 scalar
+    lanes), else a divisor between one vector and `most`, else a guarded tile."""
+    whole = next((v for v in range(most, lanes - 1, -lanes) if extent % v == 0), None)
+    return whole or divisor(extent, lanes, most) or guarded_vectors(extent, lanes, most)
+
+
+def guarded_vectors(extent: int, lanes: int, most: int) -> int | None:
+    """`most` lanes or one vector, not dividing `extent` (ViT's 197 tokens), if the last tile idles <= 15%."""
+    return next((v for v in (most, lanes) if fills(extent, v)), None)
+
+
+def fills(extent: int, tile: int) -> bool:
+    """Tiles of `tile` cover `extent` leaving at most 15% of their points idle (the guarded last one's)."""
+    return extent >= 0.85 * -(-extent // tile) * tile
+
+
 def padding_of_depthwise(dag, op) -> bool:
     """A zero-padding stage (tag "pad", or a select of one read against 0, as ansorc.workloads writes it) read only
     by reductions over its window alone (a depthwise conv, a pool: each reduce axis indexes the input beside an
@@ -158,7 +175,7 @@ def taps_past_edges(state: State, op, axis: str) -> bool:
 
 
 __all__ = ["block_size", "contiguous_along", "divisor", "padding_of_depthwise", "parallel", "row_vector",
-           "transpose_tiled",
+           "transpose_tiled", "vector_tile", "fills",
            "schedule_root", "taps_past_edges", "uses", "vector_factor"]
 
 

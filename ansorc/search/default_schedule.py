@@ -29,8 +29,8 @@ from ..ir.schedule.inline_cost import inlining_bloats
 from ..ir.schedule.state import ScheduleError, State
 from ..ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                                  Reorder, Split)
-from .default_loops import (block_size, contiguous_along, divisor, padding_of_depthwise, parallel, schedule_root,
-                            taps_past_edges, transpose_tiled, uses)
+from .default_loops import (block_size, contiguous_along, divisor, fills, padding_of_depthwise, parallel,
+                            schedule_root, taps_past_edges, transpose_tiled, uses, vector_tile)
 from .default_reduce import full_reduced, vector_reduced
 from .default_rows import row_fused
 from .features import TILE_SPARE_REGISTERS
@@ -113,7 +113,7 @@ def _tile_axes(state: State, st, hw: HardwareParams):
     vec = spatial[-1]
     lanes = hw.lanes(op.dtype)
     most = TILE_VECTORS * lanes
-    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else _vector_tile(vec.extent, lanes, most))
+    vf = block_size(op, vec.name) or (vec.extent if vec.extent <= most else vector_tile(vec.extent, lanes, most))
     if vf is None or vf < min(4, lanes) or not contiguous_along(op, vec.name, vf):
         return None
     rows = [a for a in spatial[:-1] if a.extent > 1]
@@ -199,19 +199,7 @@ def _free_rows(op, vec: str, rows: list) -> list:
 def _guarded_rows(extent: int, cap: int) -> int | None:
     """Rows of a tile that need not divide `extent` (DIL's 109 output columns, prime): the most rows in
     (cap/2, cap] whose guarded last tile leaves at most 15% of all tiles' rows idle (9: 5 + 4, not 8 + 1)."""
-    return next((r for r in range(cap, cap // 2, -1) if extent >= 0.85 * -(-extent // r) * r), None)
-
-
-def _vector_tile(extent: int, lanes: int, most: int) -> int | None:
-    """Lanes of a register tile's vector part: whole vectors dividing the axis (104: 8, not 13 with 5 scalar
-    lanes), else a divisor between one vector and `most`, else a guarded tile."""
-    whole = next((v for v in range(most, lanes - 1, -lanes) if extent % v == 0), None)
-    return whole or divisor(extent, lanes, most) or _guarded_vectors(extent, lanes, most)
-
-
-def _guarded_vectors(extent: int, lanes: int, most: int) -> int | None:
-    """`most` lanes or one vector, not dividing `extent` (ViT's 197 tokens), if the last tile idles <= 15%."""
-    return next((v for v in (most, lanes) if extent >= 0.85 * -(-extent // v) * v), None)
+    return next((r for r in range(cap, cap // 2, -1) if fills(extent, r)), None)
 
 
 def _reuse_first(op, axes: list, vec: str) -> list:

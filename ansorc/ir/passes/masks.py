@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from ..program.expr import Binary, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, children, free_vars, \
-    reads, walk
+from ..program.expr import Binary, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, children, conjuncts, \
+    free_vars, reads, walk
 from ..program.simplify import _from_linear, _linear, simplify
 from ..lowering.stmt import IfThenElse, Stmt, seq
 from .vector import VLoad, VMaskLoad, map_exprs, top_exprs, vtransform, vwalk, walk_all
@@ -73,18 +73,12 @@ _BOUNDS = {"<": (("hi", 0),), "<=": (("hi", 1),), ">": (("lo", 1),), ">=": (("lo
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "=="}
 
 
-def _conjuncts(cond: Expr) -> list:
-    if isinstance(cond, Logic) and cond.op == "&&":
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
 def lane_range(cond: Expr, lane: str, lanes: int, at0) -> tuple | None:
     """(lo, hi, rest) where cond holds exactly for the lanes lo <= l < hi (int32 scalars) and the lane-invariant
     `rest` (None when there is none); None unless every lane-dependent conjunct compares int32 values with lane
     stride 1 or -1. at0(x): x at lane 0, simplified within the piece's bounds."""
     los, his, rest = [], [], []
-    for c in _conjuncts(cond):
+    for c in conjuncts(cond):
         if lane not in free_vars(c):
             rest.append(c)
             continue

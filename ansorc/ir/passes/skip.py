@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ..program.expr import (Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var, free_vars,
-                            substitute, transform, walk)
+                            conjuncts, substitute, transform, walk)
 from ..program.simplify import _from_linear, _linear
 from ..lowering.stmt import THREAD_KINDS, Barrier, For, IfThenElse, ThreadReduce, store_executions, walk_stmt
 from .vector import stmt_kids
@@ -37,12 +37,6 @@ UNEVEN = 1.1         # parallel ranges differing this much in skipped work are d
 MAX_POINTS = 1 << 16  # the most values of a guard's loops evaluated to tell
 
 
-def _conjuncts(c: Expr) -> list:
-    if isinstance(c, Logic) and c.op == "&&":
-        return _conjuncts(c.a) + _conjuncts(c.b)
-    return [c]
-
-
 def _is(e: Expr, value) -> bool:
     return isinstance(e, Const) and e.value == value
 
@@ -55,7 +49,7 @@ def contribution_conditions(e: Expr, identity, producer, depth: int = 0) -> list
     """Conjuncts outside of which e equals `identity`. producer(name) gives (axis names, body) of a
     materialized stage (its body the value of every element), or None."""
     if isinstance(e, Select) and _is(e.f, identity):
-        return [c for c in _conjuncts(e.cond) if _pure_index(c)] + contribution_conditions(e.t, identity, producer,
+        return [c for c in conjuncts(e.cond) if _pure_index(c)] + contribution_conditions(e.t, identity, producer,
                                                                                              depth)
     if identity == 0 and isinstance(e, Cast):
         return contribution_conditions(e.value, 0, producer, depth)
@@ -96,7 +90,7 @@ def relaxed(c: Expr, inner: dict, every: bool = False) -> Expr | None:
 
 def index_selects(value: Expr) -> list:
     """The selects of value whose condition is a conjunction of pure index comparisons."""
-    return [n for n in walk(value) if isinstance(n, Select) and all(_pure_index(c) for c in _conjuncts(n.cond))]
+    return [n for n in walk(value) if isinstance(n, Select) and all(_pure_index(c) for c in conjuncts(n.cond))]
 
 
 def version_condition(selects: list, inner: dict, simplify) -> tuple:
@@ -105,7 +99,7 @@ def version_condition(selects: list, inner: dict, simplify) -> tuple:
     or cond is constant."""
     conds, decided = [], []
     for sel in selects:
-        parts = [relaxed(c, inner, every=True) for c in _conjuncts(sel.cond)]
+        parts = [relaxed(c, inner, every=True) for c in conjuncts(sel.cond)]
         if all(p is not None for p in parts):
             conds += [simplify(p) for p in parts]
             decided.append(sel)

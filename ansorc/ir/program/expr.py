@@ -402,3 +402,10 @@ def free_vars(e: Expr) -> set:
 
 def reads(e: Expr) -> list:
     return [n for n in walk(e) if isinstance(n, Read)]
+
+
+def conjuncts(cond: Expr) -> list:
+    """The terms of a chain of && (the condition itself when it is not one)."""
+    if isinstance(cond, Logic) and cond.op == "&&":
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]
