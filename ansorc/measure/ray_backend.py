@@ -323,14 +323,17 @@ class RayBackend:
         self._ready(batch, i, res, Item(res, digest, (data_ref,)) if res.ok else None)
 
     def _dispatch(self) -> None:
-        """Each runner with room gets a candidate, round-robin, one per runner per pass: every node gets work."""
+        """Each runner with room gets a candidate, least loaded first, one per runner per pass: every node gets work."""
         if any(b.todo for b in self._batches.values()) and not self.runners:
             self._wait_for_runners()
         load = Counter(node for kind, _, _, node in self._refs.values() if kind == "measure")
         placed = True
         while placed:
             placed = False
-            for node, actor in list(self.runners.items()):
+            # least busy first, then fewest measured: candidates that arrive one at a time as their builds
+            # finish would otherwise all go to the first runner while its queue had room
+            for node in sorted(self.runners, key=lambda n: (load[n], self.measured_by[n])):
+                actor = self.runners[node]
                 got = pick(self._batches, self._affinity.get(node)) if load[node] < self.options.in_flight else None
                 if got is not None:
                     handle, i = got
