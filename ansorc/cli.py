@@ -21,6 +21,7 @@ from .targets import known_names
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 TARGETS = known_names()   # every target plug-in's names (ansorc/targets/)
+TRIALS_PER_MINUTE = 120   # sizes the rounds of a --minutes run: about what a 2-core machine measures a minute
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--name", help="kernel name (a C identifier; default: the file's stem)")
     t = sub.add_parser("tune", help="tune and append the measurements to the log")
     common(t, need_log=True)
+    t.add_argument("--minutes", type=float, default=None,
+                   help="an ONNX model: stop starting rounds after this much wall time (default --trials: "
+                        "minutes x 120, what this 2-core class of machine measures in that time, to size rounds)")
     t.add_argument("--cluster", metavar="ADDRESS", help="measure on a Ray cluster: ray://HOST:PORT, HOST:PORT or "
                    "auto (docs/distributed.md)")
     s = sub.add_parser("show", help="best program per workload in a log, or the tasks of an ONNX model")
@@ -224,7 +228,12 @@ def cmd_tune(args) -> dict:
     from .search.task import SearchTask
     from .search.tuner import TuneOptions, tune
     check_log(args.log, writes=True)
-    args.trials = 64 if args.trials is None else args.trials
+    if args.minutes is not None and not (math.isfinite(args.minutes) and args.minutes > 0):
+        raise CliError(f"--minutes must be a positive number, got {args.minutes:g}")
+    if args.minutes is not None and not is_model_path(args.file):
+        raise CliError("--minutes applies to ONNX models (the task scheduler); give a .te file --trials")
+    args.trials = (64 if args.minutes is None else max(64, round(args.minutes * TRIALS_PER_MINUTE))) \
+        if args.trials is None else args.trials
     if args.trials < 1:
         raise CliError("--trials must be >= 1 for tune")
     args.target = _target_name(args)

@@ -4,7 +4,12 @@ the same inputs, alternating in one process, medians).
 
     python bench/corpus_bench.py --out bench/results/corpus.md          # the whole corpus; + corpus.png
     python bench/corpus_bench.py --models efficientnet_b0 --rounds 30 --profile
+    python bench/corpus_bench.py --tune-minutes 10 --log-dir ~/corpus-logs --out bench/results/corpus.md
 
+--tune-minutes M tunes each model with the task scheduler for M minutes of wall time (its log in --log-dir,
+model.jsonl, and model.tuning.json once done: it is not tuned again; a model whose row is already in
+--log-dir/rows.jsonl is not timed again either, so a corpus run can stop and go on, and deleting rows.jsonl times
+the tuned models again), then times untuned, tuned and onnxruntime alternating and adds the tuned columns.
 --profile prints, per model, the ten slowest tasks inside the model (Model.profile) next to onnxruntime's
 own per-node profile summed by op type.
 """
@@ -24,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from ansorc.cli import TRIALS_PER_MINUTE  # noqa: E402
 from ansorc.net.profile import alternate, ort_session  # noqa: E402
 
 from tests.corpus import CORPUS, example_inputs, export  # noqa: E402
@@ -36,7 +42,8 @@ def rel_l2(got, want) -> float:
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
 
 
-def bench_model(name: str, rounds: int, threads: int, profile: bool) -> dict:
+def bench_model(name: str, rounds: int, threads: int, profile: bool, tune_minutes: float = 0.0,
+                log_dir: str = "") -> dict:
     import onnx
 
     import ansorc.net
@@ -58,13 +65,39 @@ def bench_model(name: str, rounds: int, threads: int, profile: bool) -> dict:
     args = [feeds[n] for n in model.input_names]
     got = model(*args)
     row["rel_l2"] = max(rel_l2(g, w) for g, w in zip(got, want))
-    times = alternate({"ansorc": lambda: model(*args), "ort": lambda: sess.run(None, feeds)}, rounds)
+    runs = {"ansorc": lambda: model(*args), "ort": lambda: sess.run(None, feeds)}
+    tuned = tune_model(name, path, tune_minutes, log_dir, row) if tune_minutes else None
+    if tuned is not None:
+        row["tuned_rel_l2"] = max(rel_l2(g, w) for g, w in zip(tuned(*args), want))
+        runs["tuned"] = lambda: tuned(*args)
+    times = alternate(runs, rounds)
     row["ansorc_ms"], row["ort_ms"] = times["ansorc"] * 1e3, times["ort"] * 1e3
     row["speedup"] = times["ort"] / times["ansorc"]
+    if tuned is not None:
+        row["tuned_ms"], row["tuned_speedup"] = times["tuned"] * 1e3, times["ort"] / times["tuned"]
+        tuned.close()
     if profile:
         print_profile(name, model, args, sess)
     model.close()
     return row
+
+
+def tune_model(name: str, path, minutes: float, log_dir: str, row: dict):
+    """The model tuned for `minutes` of wall time (task scheduler), compiled from its log; row gets the
+    tuning's wall time and trials."""
+    import ansorc.net
+    from ansorc.net.tune import tune_network
+    from ansorc.search.tuning import TuneOptions
+    log, done = str(Path(log_dir) / f"{name}.jsonl"), Path(log_dir) / f"{name}.tuning.json"
+    if not done.exists():   # tuned once: a later run only times it again
+        t0 = time.perf_counter()
+        run = tune_network(str(path), max(64, round(minutes * TRIALS_PER_MINUTE)), log,
+                           options=TuneOptions(progress=False), time_budget=minutes * 60)
+        done.write_text(json.dumps({"tune_s": round(time.perf_counter() - t0), "minutes": minutes,
+                                    "trials": sum(r.trials for r in run.result.results)}))
+    tuning = json.loads(done.read_text())
+    row["tune_s"], row["trials"] = tuning["tune_s"], tuning["trials"]
+    return ansorc.net.compile(str(path), trials=0, log=log)
 
 
 def print_profile(name: str, model, args, sess) -> None:
@@ -90,18 +123,34 @@ def print_profile(name: str, model, args, sess) -> None:
 
 def table(rows: list) -> str:
     ok = [r for r in rows if "speedup" in r]
-    geo = math.exp(statistics.mean(math.log(r["speedup"]) for r in ok)) if ok else float("nan")
-    lines = ["| model | family | ONNX ops | tasks | compile s | rel L2 vs ort | ansorc ms | onnxruntime ms | untuned |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    tuned = [r for r in ok if "tuned_speedup" in r]
+    geo = _geomean(r["speedup"] for r in ok)
+    cols = ["model", "family", "ONNX ops", "tasks", "compile s", "rel L2 vs ort", "ansorc ms", "onnxruntime ms",
+            "untuned"] + (["tuning s (trials)", "tuned ms", "tuned"] if tuned else [])
+    lines = ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['family']} | {r['ops']} | - | - | {r['error']} | - | - | - |")
+            lines.append(f"| {r['model']} | {r['family']} | {r['ops']} | - | - | {r['error']} |" + " - |" *
+                         (len(cols) - 6))
             continue
-        lines.append(f"| {r['model']} | {r['family']} | {r['ops']} | {r['tasks']} | {r['compile_s']} | "
-                     f"{r['rel_l2']:.1e} | {r['ansorc_ms']:.2f} | {r['ort_ms']:.2f} | {r['speedup']:.2f}x |")
+        cells = [r["model"], r["family"], r["ops"], r["tasks"], r["compile_s"], f"{r['rel_l2']:.1e}",
+                 f"{r['ansorc_ms']:.2f}", f"{r['ort_ms']:.2f}", f"{r['speedup']:.2f}x"]
+        if tuned:
+            cells += [f"{r['tune_s']} ({r['trials']})", f"{r['tuned_ms']:.2f}", f"{r['tuned_speedup']:.2f}x"] \
+                if "tuned_speedup" in r else ["-", "-", "-"]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     lines.append(f"\n{len(ok)} of {len(rows)} compile and run; {sum(r['rel_l2'] <= TOLERANCE for r in ok)} within "
                  f"{TOLERANCE:g} of onnxruntime; geometric mean {geo:.2f}x onnxruntime untuned.")
+    if tuned:
+        lines.append(f"Tuned: {len(tuned)} models, geometric mean {_geomean(r['tuned_speedup'] for r in tuned):.2f}x "
+                     f"onnxruntime ({_geomean(r['speedup'] for r in tuned):.2f}x untuned for the same models), "
+                     f"{sum(r['tuned_rel_l2'] <= TOLERANCE for r in tuned)} within {TOLERANCE:g}.")
     return "\n".join(lines) + "\n"
+
+
+def _geomean(values) -> float:
+    logs = [math.log(v) for v in values]
+    return math.exp(statistics.mean(logs)) if logs else float("nan")
 
 
 def chart(rows: list, out: str) -> None:
@@ -110,13 +159,27 @@ def chart(rows: list, out: str) -> None:
     import matplotlib.pyplot as plt
     ok = [r for r in rows if "speedup" in r]
     fig, ax = plt.subplots(figsize=(8, 0.3 * len(ok) + 1.2))
-    ax.barh([r["model"] for r in ok], [r["speedup"] for r in ok],
-            color=["tab:green" if r["speedup"] >= 1 else "tab:red" for r in ok])
+    tuned = any("tuned_speedup" in r for r in ok)
+    height = 0.4 if tuned else 0.8
+    ys = range(len(ok))
+    ax.barh([y - (height / 2 if tuned else 0) for y in ys], [r["speedup"] for r in ok], height=height,
+            color=["tab:green" if r["speedup"] >= 1 else "tab:red" for r in ok], label="untuned")
+    if tuned:
+        ax.barh([y + height / 2 for y in ys], [r.get("tuned_speedup", 0) for r in ok], height=height,
+                color="tab:blue", label="tuned")
+        ax.legend(loc="lower right")
+    ax.set_yticks(list(ys), [r["model"] for r in ok])
     ax.axvline(1.0, color="k", lw=0.8)
     ax.invert_yaxis()
-    ax.set_xlabel("onnxruntime time / ansorc time (untuned, 2 threads)")
+    ax.set_xlabel("onnxruntime time / ansorc time (2 threads)")
     fig.tight_layout()
     fig.savefig(out, dpi=90)
+
+
+def _done_rows(log_dir: str) -> dict:
+    path = Path(log_dir) / "rows.jsonl"
+    Path(log_dir).mkdir(parents=True, exist_ok=True)
+    return {r["model"]: r for r in map(json.loads, path.read_text().splitlines())} if path.exists() else {}
 
 
 def main(argv=None) -> int:
@@ -126,17 +189,30 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--out", help="markdown table path (a PNG chart beside it)")
+    ap.add_argument("--tune-minutes", type=float, default=0.0, help="tune each model this long (wall time)")
+    ap.add_argument("--log-dir", help="tuning logs and finished rows (rows.jsonl); needed with --tune-minutes")
     args = ap.parse_args(argv)
+    if args.tune_minutes and not args.log_dir:
+        ap.error("--tune-minutes needs --log-dir")
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    done = _done_rows(args.log_dir) if args.tune_minutes else {}
     rows = []
     for name in args.models.split(","):
-        rows.append(bench_model(name, args.rounds, args.threads, args.profile))
+        if name in done:
+            rows.append(done[name])
+            continue
+        rows.append(bench_model(name, args.rounds, args.threads, args.profile, args.tune_minutes,
+                                args.log_dir or ""))
         print(json.dumps(rows[-1]), flush=True)
+        if args.tune_minutes:
+            with open(Path(args.log_dir) / "rows.jsonl", "a") as f:
+                f.write(json.dumps(rows[-1]) + "\n")
     text = table(rows)
     print(text)
     if args.out:
-        head = (f"# The model corpus against onnxruntime, untuned\n\n"
-                f"`python bench/corpus_bench.py --out {args.out}`, {time.strftime('%Y-%m-%d')}, "
+        tuning = f"--tune-minutes {args.tune_minutes:g} --log-dir LOGS " if args.tune_minutes else ""
+        head = (f"# The model corpus against onnxruntime{'' if tuning else ', untuned'}\n\n"
+                f"`python bench/corpus_bench.py {tuning}--out {args.out}`, {time.strftime('%Y-%m-%d')}, "
                 f"{args.threads} threads, {args.rounds} alternating rounds, medians.\n\n")
         Path(args.out).write_text(head + text)
         chart(rows, str(Path(args.out).with_suffix(".png")))

@@ -72,7 +72,8 @@ def tune_model(args) -> dict:
         backend = RayBackend(args.cluster, args.target)
     try:
         run = tune_network(path, args.trials, args.log, input_shapes=shapes, target=args.target,
-                           options=TuneOptions(seed=args.seed, progress=not args.quiet), backend=backend)
+                           options=TuneOptions(seed=args.seed, progress=not args.quiet), backend=backend,
+                           time_budget=args.minutes * 60 if getattr(args, "minutes", None) else None)
     finally:
         if backend is not None:
             backend.close()

@@ -50,7 +50,7 @@ def task_tag(task: SearchTask) -> str:
 def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, objective="f1",
                strategy: str = "gradient", networks=None, backend=None, options: TuneOptions | None = None,
                scheduler: SchedulerOptions | None = None, requirements=None, references=None, on_round=None,
-               in_flight: int | None = None, callbacks=()) -> ScheduleResult:
+               in_flight: int | None = None, callbacks=(), time_budget: float | None = None) -> ScheduleResult:
     """Tune `tasks` (SearchTasks or tensor lists) until `trials` programs have been measured for them in all,
     the log's included (a run that was stopped resumes where it was with the same call; nothing is measured
     twice). Each round goes where the objective gains most (strategy "gradient") or in turn ("round-robin").
@@ -64,7 +64,8 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
     in_flight: rounds of different tasks measured at once on `backend` while the driver searches the next
     (TaskScheduler.run_overlapped; result.driver says where the driver's time went). Default: the backend's
     slots() (a RayBackend's: measuring nodes + 1), and a local backend's 1 runs rounds one by one. Without a
-    `backend`, measurement is local and synchronous and in_flight is ignored."""
+    `backend`, measurement is local and synchronous and in_flight is ignored. time_budget: seconds of wall time
+    after which no new round starts (`trials` still bounds the run, and sizes the rounds)."""
     tasks = [t if isinstance(t, SearchTask) else SearchTask(t) for t in tasks]
     weights = tuple(float(w) for w in (weights if weights is not None else [1] * len(tasks)))
     if len(weights) != len(tasks):
@@ -73,7 +74,10 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
     per_task_stop = objective == "f4"
     sched = scheduler or SchedulerOptions(strategy=strategy, per_round=opts.per_round, seed=opts.seed,
                                           early_stopping=None if per_task_stop else opts.early_stopping,
-                                          per_task_early_stopping=opts.early_stopping if per_task_stop else None)
+                                          per_task_early_stopping=opts.early_stopping if per_task_stop else None,
+                                          time_budget=time_budget)
+    if scheduler is not None and time_budget is not None:
+        sched = replace(sched, time_budget=time_budget)
     # the scheduler owns the budget; tuners never stop by themselves
     per_task = replace(opts, trials=1 << 40, early_stopping=None, progress=False)
     obj = make_objective(objective, weights, networks, requirements, references)

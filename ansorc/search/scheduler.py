@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import dataclass, field
 
 from .objectives import NO_PROGRAM
@@ -56,6 +57,7 @@ class SchedulerOptions:
     early_stopping: int | None = None           # stop after this many trials without a better objective
     per_task_early_stopping: int | None = None  # a task stops after this many of its trials without improving
     seed: int = 0
+    time_budget: float | None = None            # seconds of wall time per run() call: no round starts after it
 
 
 @dataclass
@@ -88,6 +90,7 @@ class TaskScheduler:
         self.curve: list = []          # (total trials, objective) after each round
         self.rounds: list = []         # task index of each round, in order
         self._rr = 0
+        self._deadline = math.inf
         for prog, tuner in zip(self.tasks, self.tuners):
             _restore(prog, tuner, options.per_round)
         self.best_objective = self.value()
@@ -185,8 +188,8 @@ class TaskScheduler:
     def run(self, trials: int, on_round=None) -> None:
         """Measure up to `trials` more programs across the tasks (fewer when every task is dead or the global
         early stopping triggers). on_round(scheduler, task index) is called after each round."""
-        limit = self.total_trials + trials
-        n = self.round_size(trials)
+        limit, n = self.total_trials + trials, self.round_size(trials)
+        self._start_clock()
         while self.total_trials < limit:
             if self._stop_early():
                 break
@@ -201,8 +204,8 @@ class TaskScheduler:
         """run() with up to `in_flight` rounds of different tasks measured at once: pipeline.begin(i, n) searches
         and submits task i's round (a token, or None when its space is exhausted), pipeline.wait(tokens) blocks
         until some are complete, pipeline.finish(token) records one and returns its records."""
-        limit = self.total_trials + trials
-        n = self.round_size(trials)
+        limit, n = self.total_trials + trials, self.round_size(trials)
+        self._start_clock()
         flying: dict = {}   # token -> (task, programs asked for)
         while True:
             while len(flying) < max(1, in_flight) and not self._stop_early():
@@ -225,7 +228,13 @@ class TaskScheduler:
                 if on_round is not None:
                     on_round(self, i)
 
+    def _start_clock(self) -> None:
+        budget = self.options.time_budget
+        self._deadline = time.monotonic() + budget if budget is not None else math.inf
+
     def _stop_early(self) -> bool:
+        if time.monotonic() >= self._deadline:   # rounds in flight still land; the final re-timing follows
+            return True
         es = self.options.early_stopping
         return es is not None and all(p.best < NO_PROGRAM for p in self.tasks) and \
             self.total_trials - self.best_objective_trial >= es

@@ -128,6 +128,31 @@ def test_global_early_stopping_ends_the_run():
     assert s.total_trials < 100
 
 
+class SlowTuner(CurveTuner):
+    """A CurveTuner whose rounds take wall time, on a clock the test moves."""
+
+    def __init__(self, clock, seconds_per_round, *a):
+        super().__init__(*a)
+        self.clock, self.seconds = clock, seconds_per_round
+
+    def step(self, n):
+        self.clock[0] += self.seconds
+        return super().step(n)
+
+
+def test_a_time_budget_starts_no_round_after_it(monkeypatch):
+    import ansorc.search.scheduler as sched
+    clock = [1000.0]
+    monkeypatch.setattr(sched.time, "monotonic", lambda: clock[0])
+    tuners = [SlowTuner(clock, 7.0, 1.0, 0.1, 200), SlowTuner(clock, 7.0, 2.0, 0.1, 200)]
+    s = scheduler(tuners, [1, 1], opts={"time_budget": 60.0})
+    s.run(10_000)
+    assert len(s.rounds) == 9   # rounds start at 0, 7, ..., 56 s: the one starting at 56 s ends after the budget
+    assert clock[0] == 1000.0 + 63.0 and s.total_trials == 9 * 8
+    s.run(16)                   # the budget is per run() call: a resumed run gets its own
+    assert len(s.rounds) == 11
+
+
 def test_gradient_reaches_round_robins_final_latency_sooner():
     def tuners():
         return [CurveTuner(8.0, 1.0, 150), CurveTuner(1.0, 0.9, 30), CurveTuner(1.0, 0.9, 30),
