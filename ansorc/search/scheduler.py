@@ -57,7 +57,8 @@ class SchedulerOptions:
     early_stopping: int | None = None           # stop after this many trials without a better objective
     per_task_early_stopping: int | None = None  # a task stops after this many of its trials without improving
     seed: int = 0
-    time_budget: float | None = None            # seconds of wall time per run() call: no round starts after it
+    time_budget: float | None = None            # seconds of wall time per run() call: no round starts that
+                                                # would end after it
 
 
 @dataclass
@@ -91,6 +92,7 @@ class TaskScheduler:
         self.rounds: list = []         # task index of each round, in order
         self._rr = 0
         self._deadline = math.inf
+        self._round_seconds: dict = {}   # task -> seconds its last round took (run())
         for prog, tuner in zip(self.tasks, self.tuners):
             _restore(prog, tuner, options.per_round)
         self.best_objective = self.value()
@@ -194,9 +196,11 @@ class TaskScheduler:
             if self._stop_early():
                 break
             i = self.next_task()
-            if i is None:
+            if i is None or self._would_overrun(i):
                 break
+            started = time.monotonic()
             self.run_round(i, min(n, limit - self.total_trials))
+            self._round_seconds[i] = time.monotonic() - started
             if on_round is not None:
                 on_round(self, i)
 
@@ -231,6 +235,15 @@ class TaskScheduler:
     def _start_clock(self) -> None:
         budget = self.options.time_budget
         self._deadline = time.monotonic() + budget if budget is not None else math.inf
+
+    def _would_overrun(self, i: int) -> bool:
+        """Task i's round would end after the time budget, judged by its last round (else the median round):
+        one task's first round can take minutes (a large group's renders), and the budget is the user's."""
+        if self._deadline == math.inf:
+            return False
+        took = sorted(self._round_seconds.values())
+        guess = self._round_seconds.get(i, took[len(took) // 2] if took else 0.0)
+        return time.monotonic() + guess > self._deadline
 
     def _stop_early(self) -> bool:
         if time.monotonic() >= self._deadline:   # rounds in flight still land; the final re-timing follows

@@ -147,10 +147,20 @@ def test_a_time_budget_starts_no_round_after_it(monkeypatch):
     tuners = [SlowTuner(clock, 7.0, 1.0, 0.1, 200), SlowTuner(clock, 7.0, 2.0, 0.1, 200)]
     s = scheduler(tuners, [1, 1], opts={"time_budget": 60.0})
     s.run(10_000)
-    assert len(s.rounds) == 9   # rounds start at 0, 7, ..., 56 s: the one starting at 56 s ends after the budget
-    assert clock[0] == 1000.0 + 63.0 and s.total_trials == 9 * 8
+    assert len(s.rounds) == 8   # rounds start at 0, 7, ..., 49 s: one starting at 56 s would end after 60 s
+    assert clock[0] == 1000.0 + 56.0 and s.total_trials == 8 * 8
     s.run(16)                   # the budget is per run() call: a resumed run gets its own
-    assert len(s.rounds) == 11
+    assert len(s.rounds) == 10
+
+
+def test_a_task_whose_rounds_are_slow_is_not_started_near_the_end(monkeypatch):
+    import ansorc.search.scheduler as sched
+    clock = [0.0]
+    monkeypatch.setattr(sched.time, "monotonic", lambda: clock[0])
+    slow = SlowTuner(clock, 40.0, 5.0, 0.1, 200)      # the bottleneck: chosen whenever it can be
+    s = scheduler([slow, SlowTuner(clock, 1.0, 1.0, 0.9, 200)], [1, 1], opts={"time_budget": 100.0})
+    s.run(10_000)
+    assert clock[0] <= 100.0 and slow.done == 16      # its third round (80..120 s) would overrun
 
 
 def test_gradient_reaches_round_robins_final_latency_sooner():
