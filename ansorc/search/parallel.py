@@ -10,6 +10,7 @@ and 4 runs). ANSORC_SEARCH_WORKERS sets the number of workers (0: none)."""
 from __future__ import annotations
 
 import multiprocessing
+import hashlib
 import os
 import signal
 import threading
@@ -97,7 +98,10 @@ def _render_one(args) -> tuple:
 def register(task) -> str:
     """The task's key in the pool, registered with what its workers need (a pool forked before a task is
     registered is started again when that task first uses it)."""
-    key = task.workload_key + "/" + str(task.target)
+    # the workload key ignores stage names, and steps name stages: two models' equal stems share a key but not
+    # the names their steps use, so the names are part of the pool's key
+    names = hashlib.sha1("\0".join(op.name for op in task.dag.ops).encode()).hexdigest()[:12]
+    key = f"{task.workload_key}/{task.target}/{names}"
     if key not in _TASKS:
         if len(_TASKS) >= MAX_TASKS:   # a long-lived process tuning many computations keeps the recent ones
             close_pool()

@@ -129,6 +129,24 @@ def test_tasks_registered_before_the_pool_starts_share_one_fork(two_workers, pro
     assert parallel._POOL is pool
 
 
+def _named_matmul(a: str, b: str, c: str) -> list:
+    from ansorc import te
+    A, B = te.placeholder((16, 16), "float32", a), te.placeholder((16, 16), "float32", b)
+    k = te.reduce_axis((0, 16), "k")
+    return [A, B, te.compute((16, 16), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name=c)]
+
+
+def test_one_workload_under_two_namings_renders_each_with_its_own_names(two_workers):
+    # two models' equal stems: one workload key, stage names of their own (seen tuning ResNet-50 then DenseNet)
+    first, second = SearchTask(_named_matmul("A", "B", "C")), SearchTask(_named_matmul("x", "w", "conv0"))
+    assert first.workload_key == second.workload_key
+    for task in (first, second):
+        states = sample(task, 4, seed=2)
+        out = parallel.render_states_parallel(task, states, ["p", "q", "r", "s"])
+        assert out is not None and all(err is None for _, err in out), out
+        assert [src.entry for src, _ in out] == list("pqrs")
+
+
 def test_the_workers_end_when_the_tuner_is_killed():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     script = (f"import sys; sys.path.insert(0, {root!r})\n"
