@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from ..program.expr import IterVar, Read, Var, select, substitute, transform
 from .relations import axis_values, infer_extents, split_extents
-from .state import FuseRel, Iterator, ScheduleError, SplitRel, Stage, State, initial_stage
+from .state import FuseRel, Iterator, ScheduleError, SplitRel, Stage, State, initial_stage, renew
 from ..program.te import ComputeOp, Tensor, _identity
 
 ANNOTATIONS = ("", "parallel", "vectorize", "unroll", "vthread", "blockIdx.x", "blockIdx.y", "blockIdx.z",
@@ -18,8 +18,10 @@ ANNOTATIONS = ("", "parallel", "vectorize", "unroll", "vthread", "blockIdx.x", "
 
 
 def _move_attachments(state: State, stage: str, old: str, new: str) -> State:
-    stages = tuple(replace(s, attach=(stage, new)) if s.attach == (stage, old) else s for s in state.stages)
-    return replace(state, stages=stages)
+    if not any(s.attach == (stage, old) for s in state.stages):
+        return state
+    stages = tuple(renew(s, attach=(stage, new)) if s.attach == (stage, old) else s for s in state.stages)
+    return renew(state, stages=stages)
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ def _split(state: State, stage_name: str, it_name: str, lengths: tuple) -> State
     names = tuple(f"{it_name}.{k}" for k in range(len(lengths) + 1))
     exts = split_extents(it.extent, lengths)
     new_iters = tuple(Iterator(n, e, it.kind) for n, e in zip(names, exts))
-    st = replace(st, iters=st.iters[:idx] + new_iters + st.iters[idx + 1:],
+    st = renew(st, iters=st.iters[:idx] + new_iters + st.iters[idx + 1:],
                  relations=st.relations + (SplitRel(it_name, names, lengths),))
     return _move_attachments(state.with_stage(st), stage_name, it_name, names[-1])
 
@@ -130,7 +132,7 @@ class Fuse:
             ext = None if ext is None or it.extent is None else ext * it.extent
         name = "@".join(self.iters)
         fused = Iterator(name, ext, its[0].kind)
-        st = replace(st, iters=st.iters[:idxs[0]] + (fused,) + st.iters[idxs[-1] + 1:],
+        st = renew(st, iters=st.iters[:idxs[0]] + (fused,) + st.iters[idxs[-1] + 1:],
                      relations=st.relations + (FuseRel(tuple(self.iters), name),))
         return _move_attachments(state.with_stage(st), self.stage, self.iters[-1], name)
 
@@ -148,7 +150,7 @@ class Reorder:
         if sorted(self.order) != sorted(it.name for it in st.iters):
             raise ScheduleError(f"reorder of stage {self.stage!r}: {list(self.order)} is not a permutation of "
                                 f"{[it.name for it in st.iters]}")
-        return state.with_stage(replace(st, iters=tuple(st.iter(n) for n in self.order)))
+        return state.with_stage(renew(st, iters=tuple(st.iter(n) for n in self.order)))
 
     def to_json(self):
         return ["RE", self.stage, list(self.order)]
@@ -167,7 +169,7 @@ class ComputeAt:
             raise ScheduleError(f"compute_at {self.stage!r} at {self.target}.{self.target_iter}: invalid target")
         if state.stage_index(self.target) < state.stage_index(self.stage):
             raise ScheduleError(f"compute_at {self.stage!r}: target {self.target!r} is not a consumer of it")
-        return state.with_stage(replace(st, compute_at="attached", attach=(self.target, self.target_iter)))
+        return state.with_stage(renew(st, compute_at="attached", attach=(self.target, self.target_iter)))
 
     def to_json(self):
         return ["CA", self.stage, self.target, self.target_iter]
@@ -185,7 +187,7 @@ class ComputeInline:
             raise ScheduleError(f"compute_inline {self.stage!r}: an output cannot be inlined")
         if any(s.attach and s.attach[0] == self.stage for s in state.stages):
             raise ScheduleError(f"compute_inline {self.stage!r}: other stages are attached to it")
-        return state.with_stage(replace(st, compute_at="inline", attach=None))
+        return state.with_stage(renew(st, compute_at="inline", attach=None))
 
     def to_json(self):
         return ["CI", self.stage]
@@ -196,7 +198,7 @@ class ComputeRoot:
     stage: str
 
     def apply(self, state: State) -> State:
-        return state.with_stage(replace(state.stage(self.stage), compute_at="root", attach=None))
+        return state.with_stage(renew(state.stage(self.stage), compute_at="root", attach=None))
 
     def to_json(self):
         return ["CR", self.stage]
@@ -333,7 +335,7 @@ class Annotate:
         it = st.iters[idx]
         if self.annotation == "parallel" and it.kind == "R":
             raise ScheduleError(f"cannot parallelize reduce iterator {self.stage}.{self.iter}")
-        st = replace(st, iters=st.iters[:idx] + (replace(it, annotation=self.annotation),) + st.iters[idx + 1:])
+        st = renew(st, iters=st.iters[:idx] + (renew(it, annotation=self.annotation),) + st.iters[idx + 1:])
         return state.with_stage(st)
 
     def to_json(self):
@@ -363,7 +365,7 @@ class Pragma:
         if self.key not in PRAGMAS:
             raise ScheduleError(f"unknown pragma {self.key!r}")
         pr = tuple(p for p in st.pragmas if p[0] != self.key) + ((self.key, self.value),)
-        return state.with_stage(replace(st, pragmas=pr))
+        return state.with_stage(renew(st, pragmas=pr))
 
     def to_json(self):
         return ["PR", self.stage, self.iter, self.key, self.value]
