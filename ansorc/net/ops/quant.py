@@ -95,9 +95,9 @@ def _params(node, ins, ctx, qdtype: str, x_shape: tuple):
     """(scale, zero point, axis or None) of QuantizeLinear / DequantizeLinear, checked."""
     if int(node.attrs.get("block_size", 0)):
         raise node.unsupported("blocked quantization (block_size > 0) is not supported")
-    rank = len(x_shape)
-    ax = norm_axis(node, int(node.attrs.get("axis", 1)), rank) if rank else None
-    extent = x_shape[ax] if ax is not None else None
+    rank, ax = len(x_shape), int(node.attrs.get("axis", 1))
+    ax = ax + rank if ax < 0 else ax
+    extent = x_shape[ax] if 0 <= ax < rank else None   # a bad axis is an error only where a scale is per-axis
     where = f"axis {ax} of the input, shape {list(x_shape)}"
     scale = param(node, ins, 1, "scale", ("float32",), extent, ctx, where)
     zp = param(node, ins, 2, "zero_point", (qdtype,), extent, ctx, where)
