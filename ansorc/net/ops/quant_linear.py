@@ -145,7 +145,10 @@ def lower_qlinear_matmul(node, ins, ctx):
     y_scale = param(node, ins, 6, "y_scale", ("float32",), None, ctx)
     yzp = param(node, ins, 7, "y_zero_point", (ydt,), None, ctx)
     check_pair(node, b_scale, bzp, "b")
-    shape, exact = _int_matmul(node, ins, 0, 3, azp, bzp, None, ctx)
+    bias = ins[8] if len(ins) > 8 else None   # only from the QDQ pass (a Gemm's bias): ONNX's op has none
+    if bias is not None and (node.in_dtypes[8] != _I32 or tuple(node.in_shapes[8]) != (n,)):
+        raise node.unsupported(f"the bias must be int32 of shape [{n}]")
+    shape, exact = _int_matmul(node, ins, 0, 3, azp, bzp, bias, ctx)
     mult = _multiplier(node, a_scale, b_scale, y_scale, len(shape) - 1, ctx)
     return [_finish(node, shape, exact, ctx, (mult, yzp, ydt))]
 
