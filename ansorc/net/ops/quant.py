@@ -193,9 +193,9 @@ def _spec(lower, dtypes, attrs, note):
 
 OPS: dict = {
     "QuantizeLinear": _spec(lower_quantize, ("float32",), _Q_ATTRS,
-                            "int8/uint8; per-tensor or per-axis; bit-exact with onnxruntime"),
+                            "to int8/uint8; per-tensor or per-axis (not blocked); bit-exact"),
     "DequantizeLinear": _spec(lower_dequantize, QTYPES + ("int32",), _DQ_ATTRS,
-                              "int8/uint8/int32 to float32; per-tensor or per-axis; bit-exact with onnxruntime"),
+                              "to float32; per-tensor or per-axis (not blocked); bit-exact"),
     "DynamicQuantizeLinear": _spec(lower_dynamic_quantize, ("float32",), (),
-                                   "uint8; bit-exact with onnxruntime"),
+                                   "uint8; bit-exact"),
 }

@@ -229,10 +229,10 @@ def _spec(lower, note):
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 OPS: dict = {
-    "MatMulInteger": _spec(lower_matmul_integer, "int32 result; zero points per tensor, B's per column; exact"),
-    "ConvInteger": _spec(lower_conv_integer, "1-D/2-D/3-D, groups; w zero point per output channel; exact"),
-    "QLinearMatMul": _spec(lower_qlinear_matmul, "B's scale and zero point per column; bit-exact with "
-                           "onnxruntime"),
-    "QLinearConv": _spec(lower_qlinear_conv, "1-D/2-D/3-D, groups, int32 bias; w per output channel; bit-exact "
-                         "with onnxruntime"),
+    "MatMulInteger": _spec(lower_matmul_integer, "exact int32; zero points per tensor, B's also per column"),
+    "ConvInteger": _spec(lower_conv_integer, "exact int32; 1-D/2-D/3-D, groups; w zero point per output channel"),
+    "QLinearMatMul": _spec(lower_qlinear_matmul, "B's scale and zero point per column; bit-exact (see "
+                           "Quantized models)"),
+    "QLinearConv": _spec(lower_qlinear_conv, "1-D/2-D/3-D, groups, int32 bias; w per output channel; "
+                         "bit-exact (see Quantized models)"),
 }
