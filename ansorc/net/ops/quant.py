@@ -114,6 +114,8 @@ def _reader(x, shape: tuple):
 
 def lower_quantize(node, ins, ctx):
     check_attrs(node, _Q_ATTRS)
+    if int(node.attrs.get("precision", 0)) not in (0, 1):   # 1: float32, what the division is done in
+        raise node.unsupported(f"precision={node.attrs['precision']}: only float32 division is supported")
     x_shape = shape_of(node, 0, ins[0])
     out = node.out_dtypes[0] if node.out_dtypes and node.out_dtypes[0] else \
         _OUTPUT_DTYPES.get(int(node.attrs.get("output_dtype", 2)))
