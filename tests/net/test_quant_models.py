@@ -89,3 +89,38 @@ def test_quantize_dynamic(rng, tmp_path, weights):
     x = rng.normal(size=(2, 3, 8, 8)).astype(np.float32)
     want, got = run_both(q, x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def qdq_conv(rng, path, bias_scale_factor=1.0, conv_is_output=False):
+    """x -> Q -> DQ -> Conv(DQ(W), DQ(B)) -> Q -> DQ -> y, by hand."""
+    xs, ws, ys = np.float32(0.03), rng.uniform(0.002, 0.004, 4).astype(np.float32), np.float32(0.05)
+    inits = {"xs": xs, "xz": np.uint8(120), "w": rng.integers(-64, 64, (4, 3, 3, 3)).astype(np.int8), "ws": ws,
+             "wz": np.zeros(4, np.int8), "b": rng.integers(-2000, 2000, 4).astype(np.int32),
+             "bs": (xs * ws * np.float32(bias_scale_factor)).astype(np.float32), "ys": ys, "yz": np.uint8(128)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("DequantizeLinear", ["b", "bs"], ["bd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("QuantizeLinear", ["c", "ys", "yz"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6, 6])]
+    if conv_is_output:
+        outs.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, [1, 4, 6, 6]))
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 6, 6])],
+                              outs, [numpy_helper.from_array(np.asarray(a), n) for n, a in inits.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path)
+    return float(ys)
+
+
+@pytest.mark.parametrize("case", ["folds", "bias scale differs", "conv read twice"])
+def test_qdq_pass_folds_only_the_same_computation(rng, tmp_path, case):
+    path = tmp_path / "m.onnx"
+    step = qdq_conv(rng, path, bias_scale_factor=1.5 if case == "bias scale differs" else 1.0,
+                    conv_is_output=case == "conv read twice")
+    ops = [n.op_type for n in graph_of(str(path)).nodes]
+    float_conv = bool({"Conv", "ConvNHWC"} & set(ops))   # the layout pass makes a float Conv channels-last
+    assert ("QLinearConv" in ops) == (case == "folds") and float_conv == (case != "folds"), ops
+    x = rng.normal(size=(1, 3, 6, 6)).astype(np.float32)
+    want, got = run_both(path, x)
+    assert np.abs(got - want).max() <= step * 1.0001
