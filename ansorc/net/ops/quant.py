@@ -189,15 +189,11 @@ _Q_ATTRS = ("axis", "saturate", "block_size", "output_dtype", "precision")
 _DQ_ATTRS = ("axis", "block_size", "output_dtype")
 
 
-def _spec(lower, dtypes, attrs, note):
-    return OpSpec(lower, dtypes, attrs, note)
-
-
 OPS: dict = {
-    "QuantizeLinear": _spec(lower_quantize, ("float32",), _Q_ATTRS,
+    "QuantizeLinear": OpSpec(lower_quantize, ("float32",), _Q_ATTRS,
                             "to int8/uint8; per-tensor or per-axis (not blocked); bit-exact"),
-    "DequantizeLinear": _spec(lower_dequantize, QTYPES + ("int32",), _DQ_ATTRS,
+    "DequantizeLinear": OpSpec(lower_dequantize, QTYPES + ("int32",), _DQ_ATTRS,
                               "to float32; per-tensor or per-axis (not blocked); bit-exact"),
-    "DynamicQuantizeLinear": _spec(lower_dynamic_quantize, ("float32",), (),
+    "DynamicQuantizeLinear": OpSpec(lower_dynamic_quantize, ("float32",), (),
                                    "uint8; bit-exact"),
 }

@@ -220,19 +220,20 @@ def lower_qlinear_conv(node, ins, ctx):
     return [_finish(node, shape, exact, ctx, (mult, yzp, ydt))]
 
 
-def _spec(lower, note):
+def _spec(lower, attrs, note):
     def checked(node, ins, ctx):
         if any(x is None for x in ins[:2]):
             raise node.unsupported("a required input is missing")
         return lower(node, ins, ctx)
-    return OpSpec(checked, QTYPES, _CONV_ATTRS if "conv" in lower.__name__ else (), note)
+    return OpSpec(checked, QTYPES, attrs, note)
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 OPS: dict = {
-    "MatMulInteger": _spec(lower_matmul_integer, "exact int32; zero points per tensor, B's also per column"),
-    "ConvInteger": _spec(lower_conv_integer, "exact int32; 1-D/2-D/3-D, groups; w zero point per output channel"),
-    "QLinearMatMul": _spec(lower_qlinear_matmul, "B's scale and zero point per column; bit-exact (see "
+    "MatMulInteger": _spec(lower_matmul_integer, (), "exact int32; zero points per tensor, B's also per column"),
+    "ConvInteger": _spec(lower_conv_integer, _CONV_ATTRS,
+                         "exact int32; 1-D/2-D/3-D, groups; w zero point per output channel"),
+    "QLinearMatMul": _spec(lower_qlinear_matmul, (), "B's scale and zero point per column; bit-exact (see "
                            "Quantized models)"),
-    "QLinearConv": _spec(lower_qlinear_conv, "1-D/2-D/3-D, groups, int32 bias; w per output channel; "
+    "QLinearConv": _spec(lower_qlinear_conv, _CONV_ATTRS, "1-D/2-D/3-D, groups, int32 bias; w per output channel; "
                          "bit-exact (see Quantized models)"),
 }
