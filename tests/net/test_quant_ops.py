@@ -140,6 +140,17 @@ def test_conv_integer(rng, attrs):
     check(nodes, feeds, inits, [(n, "int32") for n in ("y", "y_rt", "y_wz", "y0")])
 
 
+def test_matmul_integer_per_row_zero_point(rng):
+    """onnxruntime takes one A zero point only: numpy."""
+    a, b, az, bz = ints(rng, (2, 4, 9), "int8"), ints(rng, (9, 5), "int8"), ints(rng, (4,), "int8"), \
+        ints(rng, (5,), "int8")
+    m = make([helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])], {"a": a}, {"b": b, "az": az, "bz": bz},
+             [("y", "int32", (2, 4, 5))])
+    want = (a.astype(np.int64) - az[:, None]) @ (b.astype(np.int64) - bz)
+    got = ansorc.net.compile(m, trials=0)(a)
+    assert np.array_equal(got[0] if isinstance(got, list) else got, want.astype(np.int32))
+
+
 def test_conv_integer_1d_and_per_channel_zero_point(rng):
     """onnxruntime takes one w zero point only, onnx's reference evaluator fails on one per channel: numpy."""
     x, w, wz = ints(rng, (1, 3, 11), "uint8"), ints(rng, (4, 3, 3), "uint8"), ints(rng, (4,), "uint8")

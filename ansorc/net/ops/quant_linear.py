@@ -124,8 +124,9 @@ def _multiplier(node, a_scale: Param, b_scale: Param, y_scale: Param, col: int, 
 def lower_matmul_integer(node, ins, ctx):
     check_attrs(node, ())
     _check_types(node, 0, 1)
-    sb = node.in_shapes[1]
-    azp = param(node, ins, 2, "a_zero_point", (node.in_dtypes[0],), None, ctx)
+    sa, sb = node.in_shapes[0], node.in_shapes[1]
+    rows = sa[-2] if len(sa) >= 2 else None
+    azp = param(node, ins, 2, "a_zero_point", (node.in_dtypes[0],), rows, ctx, f"A's {rows} rows")
     bzp = param(node, ins, 3, "b_zero_point", (node.in_dtypes[1],), sb[-1] if sb else None, ctx,
                 f"B's {sb[-1] if sb else 0} columns")
     shape, exact = _int_matmul(node, ins, 0, 1, azp, bzp, None, ctx)
@@ -229,7 +230,8 @@ def _spec(lower, attrs, note):
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 OPS: dict = {
-    "MatMulInteger": _spec(lower_matmul_integer, (), "exact int32; zero points per tensor, B's also per column"),
+    "MatMulInteger": _spec(lower_matmul_integer, (),
+                           "exact int32; zero points per tensor, A's per row, B's per column"),
     "ConvInteger": _spec(lower_conv_integer, _CONV_ATTRS,
                          "exact int32; 1-D/2-D/3-D, groups; w zero point per output channel"),
     "QLinearMatMul": _spec(lower_qlinear_matmul, (), "B's scale and zero point per column; bit-exact (see "
