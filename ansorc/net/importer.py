@@ -21,6 +21,7 @@ from ..ir.program.te import MAX_ELEMENTS
 from .import_passes import PASSES, Graph, check_result_sizes
 from .layout_pass import apply_layout
 from .network import NetError, Network, UnsupportedError
+from .qdq_pass import fold_qdq
 
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit for one message
 
@@ -245,7 +246,7 @@ def graph_of(model, input_shapes: dict | None = None, layout: str | None = None)
     check_result_sizes(proto, name, MAX_ELEMENTS)
     types = infer(static_shapes(proto, name, input_shapes), name)
     graph = to_graph(proto, name, types)
-    for p in PASSES:
+    for p in (fold_qdq,) + PASSES:   # QDQ first: constant folding would dequantize the weights
         graph = p(graph)
     return apply_layout(graph, layout)  # last: onnx shape inference knows none of its internal ops
 

@@ -18,9 +18,9 @@ from .network import NetError, Network, UnsupportedError, c_name
 from .ops.common import LowerContext, Node
 from .ops.layout import DOMAIN, internal_spec
 
-# the element types a model's tensors may have: the narrow ones of DTYPE_TABLE (int8, uint8, int16, float16,
-# bfloat16) wait for the operators that define them on ONNX's terms (QuantizeLinear, ...)
-NET_DTYPES = ("float32", "float64", "int32", "int64", "bool")
+# the element types a model's tensors may have: int8 and uint8 for the quantization operators (ops/quant.py);
+# int16, float16 and bfloat16 of DTYPE_TABLE wait for operators that define them on ONNX's terms
+NET_DTYPES = ("float32", "float64", "int32", "int64", "bool", "int8", "uint8")
 
 
 def dtype_name(elem: int) -> str:

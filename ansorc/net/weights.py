@@ -36,7 +36,7 @@ TABLE_START = HEADER.size + DIGEST_BYTES
 CRC_START = HEADER.size   # the CRC covers the digest and the table too: a flipped offset is a corrupt file
 NO_DIGEST = bytes(DIGEST_BYTES)
 ENTRY_TAIL = struct.Struct("<IQQ")   # after the name: dtype code, byte size, offset
-DTYPE_CODE = {"float32": 1, "float64": 2, "int32": 3, "int64": 4, "bool": 5}
+DTYPE_CODE = {"float32": 1, "float64": 2, "int32": 3, "int64": 4, "bool": 5, "int8": 6, "uint8": 7}
 CODE_DTYPE = {v: k for k, v in DTYPE_CODE.items()}
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("elementwise", "activation", "trig", "shape", "shape_const", "resize", "gather", "nn", "attention",
-            "conv", "einsum", "pool", "norm", "norm_more", "reduce", "recurrent")
+            "conv", "einsum", "pool", "norm", "norm_more", "reduce", "recurrent",
+            "quant", "quant_linear")
 _TABLE: dict = {}
 
 
