@@ -2,7 +2,7 @@
 noise-free, it replays recorded programs and compares predictions with the recorded times.
 
     python bench/pretrained_eval.py --out bench/results/pretrained.md      # avx2, avx512, cuda; ~2 min
-    python bench/pretrained_eval.py --live --trials 64 --op GMM --shape 3    # tune a held-out task cold, then pretrained
+    python bench/pretrained_eval.py --live --trials 64 --op GMM --shape 3   # a held-out task cold, then pretrained
 
 Per held-out group (workload, machine) of data/records/corpus.jsonl.gz:
 - tau: Kendall's tau of the model's scores against measured throughput (cold model, untrained: 0 expected);
@@ -61,7 +61,8 @@ def prior_rows(ds: P.Dataset, booster, rng) -> list:
     rows = []
     for name, idx in groups_of(ds):
         s, y = scores[idx], labels[idx]
-        rows.append([kendall_tau(s, y)] + [best_at(s, y, n) for n in PICKS] + [random_best_at(y, n, rng) for n in PICKS])
+        rows.append([kendall_tau(s, y)] + [best_at(s, y, n) for n in PICKS]
+                    + [random_best_at(y, n, rng) for n in PICKS])
     return rows
 
 

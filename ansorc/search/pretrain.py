@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
