@@ -15,7 +15,7 @@ def add_parsers(sub) -> None:
     t.add_argument("-o", "--output", required=True, help="the model file to write (.txt.gz)")
     t.add_argument("--target-family", choices=("avx2", "avx512", "neon", "cuda"),
                    help="train on the records of this family (default: the logs' most common)")
-    t.add_argument("--rounds", type=int, default=None, help="boosting rounds (default 300)")
+    t.add_argument("--rounds", type=int, default=None, help="boosting rounds (default 200)")
     t.add_argument("--hold-out", action="store_true",
                    help="leave out the held-out workloads (ansorc/cost_model_data.py), as the shipped models do")
     t.add_argument("--json", action="store_true", help="print the model's header as JSON")

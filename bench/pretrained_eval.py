@@ -93,13 +93,16 @@ def evaluate(families, k: int, seeds: int) -> list:
              "| best@8 random |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     online = [f"| family | mode | tau after {k} measured | best@8 after {k} measured |", "| --- | --- | --- | --- |"]
     for fam in families:
-        path = P.shipped_path(fam)
-        if not path.exists():
-            print(f"{fam}: no shipped model, skipped", file=sys.stderr)
-            continue
-        head, booster = P.load(path)
         t0 = time.time()
         ds = held_out(fam, records)
+        path = P.shipped_path(fam)
+        if path.exists():
+            _, booster = P.load(path)
+        else:   # the shipped recipe, trained here: why the family ships no model
+            full = P.build_dataset(records, catalogue(), fam)
+            booster = P.train(full.subset(lambda name: not is_held_out(name.split("@")[0])),
+                              params=P.PRETRAIN_PARAMS)
+            fam += " (not shipped)"
         rows = np.array(prior_rows(ds, booster, np.random.default_rng(0)))
         m = rows.mean(axis=0)
         lines.append(f"| {fam} | {len(rows)} | {len(ds.feats)} | " + " | ".join(f"{v:.3f}" for v in m) + " |")
