@@ -3,8 +3,10 @@
 Until the online model has trained (LGBModel.warmup records), candidates are ranked by the prior alone: the
 first rounds are guided instead of random. From then on the online model continues boosting on top of the prior
 (LightGBM init_model: the prior's trees stay, new ones fit what the measurements say it got wrong), retrained as
-LGBModel is. "init" was chosen over averaging the two models' scores ("blend") by bench/pretrained_eval.py's
-held-out groups (docs/perf-notes.md). With no prior for the task's family it is exactly LGBModel.
+LGBModel is: the prior's weight fades as the online trees grow. Averaging the prior's and a cold online model's
+scores ("blend", kept as mode="blend") measured within noise of it on the held-out groups with the shipped priors
+and clearly worse with less regularized ones (docs/perf-notes.md). With no prior for the task's family it is
+exactly LGBModel.
 
 The options' cost_model: "none" (cold), "pretrained" (the shipped model of the target family, if there is one
 and it matches the current features; else cold) or the path of a model file (`ansorc train-cost-model`).
