@@ -24,8 +24,9 @@ from ansorc.search.tuning import TuneOptions, make_cost_model
 
 HELD_OUT = Path(__file__).resolve().parents[1] / "golden" / "records" / "pretrained_heldout.jsonl.gz"
 SHIPPED = ("avx2", "avx512")
-# measured with the shipped models: mean tau 0.22 (avx2, T2D included) and 0.32 (avx512)
-TAU_BAR = 0.1
+# measured with the shipped models: mean tau 0.15 (avx2: GMM 0.31, C2D -0.06, T2D 0.20) and 0.55 (avx512);
+# random scores give 0 (about +-0.06 for a mean of three groups of 30-48)
+TAU_BAR = 0.08
 
 
 def _dags() -> dict:
@@ -54,7 +55,7 @@ def test_the_shipped_model_is_text_and_matches_the_current_features(family):
         head = json.loads(f.readline())
         assert f.readline().startswith("tree")
     assert head["feature_hash"] == feature_hash(), \
-        f"{path} was trained on other features: retrain it (docs/cost-model.md), or bump nothing by mistake"
+        f"{path} was trained on other features than these: retrain it (docs/cost-model.md)"
     assert head["family"] == family and head["n_features"] == N_FEATURES
     assert head["held_out"]["networks"] == ["mobilenet_v2"]
     _, booster = P.load(path)
