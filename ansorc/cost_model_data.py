@@ -88,10 +88,11 @@ def train_cost_model(logs, out, family: str | None = None, hold_out: bool = Fals
         raise P.PretrainedModelError(f"no record of the logs is a {family} program of a known workload "
                                      f"({ds.skipped} skipped)")
     rounds = rounds or P.TRAIN_ROUNDS
-    booster = P.train(ds, rounds=rounds, params=P.PRETRAIN_PARAMS)
+    params = P.prior_params(ds)
+    booster = P.train(ds, rounds=rounds, params=params)
     desc = (f"{len(ds.feats)} programs of {len(ds.names)} workload groups from "
             f"{', '.join(Path(p).name for p in logs)}" + (" less the held-out split" if hold_out else ""))
-    head = P.header(family, desc, rounds=rounds, params=P.PRETRAIN_PARAMS, groups=len(ds.names), programs=len(ds.feats),
+    head = P.header(family, desc, rounds=rounds, params=params, groups=len(ds.names), programs=len(ds.feats),
                     held_out={"ops": HOLDOUT_OPS, "shapes": HOLDOUT_SHAPES, "networks": HOLDOUT_NETS}
                     if hold_out else None)
     P.save(out, booster, head)

@@ -100,8 +100,8 @@ def evaluate(families, k: int, seeds: int) -> list:
             _, booster = P.load(path)
         else:   # the shipped recipe, trained here: why the family ships no model
             full = P.build_dataset(records, catalogue(), fam)
-            booster = P.train(full.subset(lambda name: not is_held_out(name.split("@")[0])),
-                              params=P.PRETRAIN_PARAMS)
+            train = full.subset(lambda name: not is_held_out(name.split("@")[0]))
+            booster = P.train(train, params=P.prior_params(train))
             fam += " (not shipped)"
         rows = np.array(prior_rows(ds, booster, np.random.default_rng(0)))
         m = rows.mean(axis=0)

@@ -33,6 +33,13 @@ PRETRAIN_PARAMS = {"learning_rate": 0.1, "max_depth": 6, "num_leaves": 31, "min_
                    "lambda_l2": 1.0}
 
 
+def prior_params(ds: "Dataset") -> dict:
+    """PRETRAIN_PARAMS for ds: leaves of 100 stores from 5,000 stores up (the corpus's families have 8,000 and
+    more), fewer below, so that a small log still gives trees that split."""
+    rows = sum(len(f) for f in ds.feats)
+    return dict(PRETRAIN_PARAMS, min_data_in_leaf=min(PRETRAIN_PARAMS["min_data_in_leaf"], max(2, rows // 50)))
+
+
 class PretrainedModelError(AnsorcError, ValueError):
     """A cost model file that cannot be read (missing, not a model file)."""
 
