@@ -23,6 +23,8 @@ setup(
     version="0.1.0",
     description="A standalone tensor compiler implementing the Ansor design",
     packages=find_packages(include=["ansorc", "ansorc.*"]),
+    # the pretrained cost models (ansorc/search/pretrain.py): LightGBM text, gzipped, no pickle
+    package_data={"ansorc": ["data/cost_model_*.txt.gz"]},
     cmdclass={"build_py": build_py_with_runtime},
     python_requires=">=3.10",
     install_requires=[

@@ -14,6 +14,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from .cli_train import add_cost_model_option, add_parsers as add_train_parsers, check_cost_model, cmd_train, \
+    print_train
 from .cli_checks import (CliError, check_compiler, check_kernel_name, check_log, check_output_dir, gflops_text,
                          printable, significant)
 from .errors import AnsorcError
@@ -54,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--constant", dest="constants", action="append", default=[], metavar="NAME",
                         help="an input of the expression file whose values stay the same from call to call "
                              "(weights): what the kernel computes from it alone is made once and kept")
+        add_cost_model_option(sp)
 
     c = sub.add_parser("compile", help="tune (optionally) and write lib<name>.so, <name>.h, <name>.c")
     common(c, need_log=False)
@@ -72,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--input-shape", dest="input_shape", action="append", default=[], metavar="NAME=1x3x224x224")
     s.add_argument("--json", action="store_true")
     _profile_parser(sub)
+    add_train_parsers(sub)
     return p
 
 
@@ -183,7 +187,8 @@ def compile_cpu_command(args, prog, name: str) -> dict:
         return _cross_compile(args, prog, name, tgt)
     try:
         kern = compile_kernel(_dag(args, prog), trials=args.trials, log=args.log, target=args.target, seed=args.seed,
-                              name=name, options=TuneOptions(progress=not args.quiet and args.trials > 0))
+                              name=name, options=TuneOptions(progress=not args.quiet and args.trials > 0,
+                                                             cost_model=args.cost_model))
     except NoRecordError as e:
         raise CliError(str(e), EXIT_FAILED) from None
     spec = kern.spec.with_expression(prog.text)
@@ -248,7 +253,8 @@ def cmd_tune(args) -> dict:
         backend = RayBackend(args.cluster, args.target)
     try:
         res = tune(SearchTask(_dag(args, prog), args.target), trials=args.trials, log=args.log,
-                   options=TuneOptions(seed=args.seed, progress=not args.quiet), backend=backend)
+                   options=TuneOptions(seed=args.seed, progress=not args.quiet, cost_model=args.cost_model),
+                   backend=backend)
     finally:
         if backend is not None:
             backend.close()
@@ -321,7 +327,9 @@ def _implausible(log, rec, flop) -> bool:
 
 
 def _print_human(command: str, result: dict) -> None:
-    if command in ("show", "profile") and "table" in result:
+    if command == "train-cost-model":
+        print_train(result)
+    elif command in ("show", "profile") and "table" in result:
         print(result["table"])
     elif command == "show":
         print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}  arguments")
@@ -381,9 +389,11 @@ def _main(argv) -> int:
         print(f"ansorc: error: {e}", file=sys.stderr)
         return e.code
     try:
+        if getattr(args, "cost_model", None):
+            args.cost_model = check_cost_model(args.cost_model)
         with _compiler(getattr(args, "cc", None)):
-            result = {"compile": cmd_compile, "tune": cmd_tune, "show": cmd_show,
-                      "profile": cmd_profile}[args.command](args)
+            result = {"compile": cmd_compile, "tune": cmd_tune, "show": cmd_show, "profile": cmd_profile,
+                      "train-cost-model": cmd_train}[args.command](args)
     except CliError as e:
         print(f"ansorc: error: {e}", file=sys.stderr)
         return e.code

@@ -90,10 +90,11 @@ def build_cpu_model(net: Network, groups, schedules: dict, tgt: Target, name: st
 
 
 def compile(model, trials: int = 0, log=None, input_shapes=None, target="native",  # noqa: A001 - the verb
-            name: str | None = None, progress: bool = False) -> Model:
+            name: str | None = None, progress: bool = False, options: TuneOptions | None = None) -> Model:
     """An ONNX model (a path, an onnx.ModelProto, or an imported Network) compiled into a Model: each fused
     group runs the best program of its workload in `log`, else the default program. With trials > 0 the model's
-    tasks are tuned first for that many measured programs in all (task scheduler, appending to `log`)."""
+    tasks are tuned first for that many measured programs in all (task scheduler, appending to `log`), with
+    `options` (a TuneOptions: seed, cost_model, ...; default TuneOptions(progress=progress))."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 0:
         raise NetError(f"trials={trials!r}: expected an integer >= 0 (0: no tuning)")
     if not plugin(target).networks:   # before the import and any tuning
@@ -112,7 +113,7 @@ def compile(model, trials: int = 0, log=None, input_shapes=None, target="native"
     if trials > 0:
         from .tune import tune_network
         tuned = tune_network(plan, trials, str(log), target=target if isinstance(target, str) else target.name,
-                             options=TuneOptions(progress=progress)).best_states()
+                             options=options or TuneOptions(progress=progress)).best_states()
     groups = list(plan.groups)
     schedules, tasks = schedule_groups(net, groups, log, target, tasks=plan.tasks, tuned=tuned)
     if log is not None:

@@ -52,8 +52,10 @@ def compile_model(args) -> dict:
     shapes = parse_input_shapes(getattr(args, "input_shape", None))
     if args.trials > 0 and not args.log:
         raise NetError("--trials > 0 on a model needs --log (the tuning log, resumable)")
+    from ..search.tuning import TuneOptions
+    opts = TuneOptions(seed=args.seed, progress=not args.quiet, cost_model=getattr(args, "cost_model", "pretrained"))
     model = compile_net(path, trials=args.trials, log=args.log, input_shapes=shapes, target=args.target,
-                        name=args.name or Path(path).stem, progress=not args.quiet)
+                        name=args.name or Path(path).stem, options=opts)
     files = model.export(args.output)
     tuned = sum(1 for t in model.tasks if t.schedule == "log")
     return {"name": model.name, "files": {k: str(v) for k, v in files.items()}, "tasks": len(model.tasks),
@@ -72,8 +74,9 @@ def tune_model(args) -> dict:
         backend = RayBackend(args.cluster, args.target)
     try:
         run = tune_network(path, args.trials, args.log, input_shapes=shapes, target=args.target,
-                           options=TuneOptions(seed=args.seed, progress=not args.quiet), backend=backend,
-                           time_budget=args.minutes * 60 if getattr(args, "minutes", None) else None)
+                           options=TuneOptions(seed=args.seed, progress=not args.quiet,
+                                               cost_model=getattr(args, "cost_model", "pretrained")),
+                           backend=backend, time_budget=args.minutes * 60 if getattr(args, "minutes", None) else None)
     finally:
         if backend is not None:
             backend.close()

@@ -50,6 +50,19 @@ def _packsum_objective(groups: np.ndarray, labels: np.ndarray, weights: np.ndarr
     return objective
 
 
+def packsum_scores(booster, feats: list) -> np.ndarray:
+    """Each program's score: the sum of its stores' predictions (-1e9 for a program without features)."""
+    sizes = [len(f) for f in feats]
+    out = np.full(len(feats), -1e9)
+    ok = [f for f in feats if len(f)]
+    if not ok:
+        return out
+    raw = booster.predict(np.concatenate(ok).astype(np.float32), raw_score=True)
+    sums = np.add.reduceat(raw, np.cumsum([0] + [len(f) for f in ok])[:-1])
+    out[[i for i, n in enumerate(sizes) if n]] = sums
+    return out
+
+
 class LGBModel(CostModel):
     """LightGBM with the pack-sum objective; retrained on all data when it has grown enough."""
 
@@ -65,6 +78,7 @@ class LGBModel(CostModel):
         self.feats: dict = {}     # (workload_key, steps_json) -> per-store feature matrix
         self.costs: dict = {}     # (workload_key, steps_json) -> median seconds (inf if failed)
         self.booster = None
+        self.init_model = None    # a booster the training continues from (a pretrained prior), else from scratch
         self._trained_on = 0
 
     # ------------------------------------------------------------------ data
@@ -115,7 +129,7 @@ class LGBModel(CostModel):
         weights = np.maximum(labels, 1e-3)
         params = dict(self.PARAMS, objective=_packsum_objective(groups, labels, weights))
         data = lgb.Dataset(x, label=np.zeros(len(x)), free_raw_data=False)
-        self.booster = lgb.train(params, data, num_boost_round=self.num_rounds)
+        self.booster = lgb.train(params, data, num_boost_round=self.num_rounds, init_model=self.init_model)
         self._trained_on = len(keys)
 
     # ------------------------------------------------------------------ scoring
@@ -138,15 +152,7 @@ class LGBModel(CostModel):
         return feats if feats is not None else extract_states(states, hw=task.hw, valid=valid)
 
     def predict_features(self, feats: list) -> np.ndarray:
-        sizes = [len(f) for f in feats]
-        out = np.full(len(feats), -1e9)
-        ok = [f for f in feats if len(f)]
-        if not ok:
-            return out
-        raw = self.booster.predict(np.concatenate(ok).astype(np.float32), raw_score=True)
-        sums = np.add.reduceat(raw, np.cumsum([0] + [len(f) for f in ok])[:-1])
-        out[[i for i, n in enumerate(sizes) if n]] = sums
-        return out
+        return packsum_scores(self.booster, feats)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path) -> None:

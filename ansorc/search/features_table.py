@@ -37,6 +37,7 @@
 """
 from __future__ import annotations
 
+import json
 import math
 
 LOG, RAW = "log", "raw"
@@ -144,6 +145,16 @@ FEATURE_NAMES: tuple = tuple(n for n, _, _ in TABLE)
 FEATURE_MEANINGS: dict = {n: m for n, _, m in TABLE}
 LOG_MASK: tuple = tuple(k == LOG for _, k, _ in TABLE)
 N_FEATURES = len(TABLE)
+# Bump when a feature's computation changes without its name or transform changing: pretrained cost models
+# (search/pretrain.py) record feature_hash() and are refused when it differs.
+FEATURE_VERSION = 1
+
+
+def feature_hash() -> str:
+    """A short hash of FEATURE_VERSION and every column's name and transform, in order."""
+    import hashlib
+    text = json.dumps([FEATURE_VERSION, [(n, k) for n, k, _ in TABLE]])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------- fixed-layout blocks

@@ -13,9 +13,10 @@ def tune(tensors, trials: int | None = None, log: str | None = None, target: str
     """Tune `tensors` (inputs then outputs, or a SearchTask) until `trials` programs are measured, the log's
     included; returns the best. The one-task case of tune_tasks (search/multi.py).
 
-    options: how to tune (a TuneOptions: seed, model, per_round (the most programs per round: a round is
-    smaller where the first, unguided one would take over a quarter of the trials), early_stopping, params,
-    progress, search, flags, retime_top, retime_rounds, runner); `trials` replaces its trials when given.
+    options: how to tune (a TuneOptions: seed, model, cost_model (the model's pretrained start: docs/cost-model.md),
+    per_round (the most programs per round: a round is smaller where the first, unguided one would take over a
+    quarter of the trials), early_stopping, params, progress, search, flags, retime_top, retime_rounds, runner);
+    `trials` replaces its trials when given.
     A log that already holds records of this workload is resumed: nothing is
     measured twice. At the end, the `retime_top` best programs are timed again side by side, `retime_rounds`
     times in turn, and the winner is the best of those timings (logged with note "retime"): single timings on a

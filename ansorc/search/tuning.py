@@ -32,6 +32,7 @@ from .callbacks import default_callbacks
 from .cost_model import CostModel, LGBModel, RandomModel
 from .evolution import SearchParams, search_round
 from .parallel import register, render_states_parallel, rendered
+from .prior import PretrainedModel
 from .plausible import ImplausibleRecordWarning, claim, cpu_target, plausible
 from .sketch import generate_sketches
 from .task import SearchTask
@@ -44,12 +45,15 @@ TRANSFER_TOP = 8  # the same computation's best programs under its other key, me
 class TuneOptions:
     """How to tune one task. search: "evolution" (model-guided) or "random" (plain sampling). model: "lgbm",
     "random" or a CostModel (tune() makes it; a scheduler passes one shared model to every TaskTuner).
+    cost_model: the "lgbm" model's start: "pretrained" (the shipped model of the target's family when there is
+    one and it matches the current features, else cold), "none" (cold) or a model file's path (search/prior.py).
     early_stopping: stop after this many trials without a better program. flags: compiler flags instead of the
     target's. retime_top / retime_rounds: the final side-by-side re-timing (see tune)."""
     trials: int = 64
     per_round: int = 64
     seed: int = 0
     model: object = "lgbm"
+    cost_model: str = "pretrained"
     search: str = "evolution"
     params: SearchParams = field(default_factory=SearchParams)
     early_stopping: int | None = None
@@ -116,9 +120,10 @@ def local_backend(target: str, options: TuneOptions):
 
 
 def make_cost_model(options: TuneOptions) -> CostModel:
-    model = options.model
-    return LGBModel(seed=options.seed) if model == "lgbm" else RandomModel(options.seed) if model == "random" \
-        else model
+    model, prior = options.model, options.cost_model
+    if model == "lgbm":
+        return LGBModel(seed=options.seed) if prior in (None, "none") else PretrainedModel(prior, seed=options.seed)
+    return RandomModel(options.seed) if model == "random" else model
 
 
 def measure_task(task: SearchTask, seed: int) -> MeasureTask:

@@ -9,7 +9,10 @@ each workload and target with their re-timings: `bench/suite.py --trials 0` on a
 gpu/<device>: the logs bench/gpu_check.sh resumes, cut the same way (GPU_BEST programs).
 corpus.jsonl.gz: every measured program of every log, deduplicated by (workload, target, steps, isa), kept per
 workload: the best CORPUS_BEST and CORPUS_SPREAD more spread evenly over the rest by rank (training data with slow
-programs as well as fast ones, for a pretrained cost model).
+programs as well as fast ones, for a pretrained cost model). A record without an "isa" gets its machine's:
+suite_zen3/ was measured on the Zen 3 (avx2), suite/, net/ and the top-level logs on the Xeon (avx512);
+`python data/records/make_records.py --tag-isa 8487490 data/records/corpus.jsonl.gz` tags a corpus built before
+that rule from the logs of that commit (matched by workload and timestamp).
 """
 from __future__ import annotations
 
@@ -70,6 +73,8 @@ def corpus(logs: list, dst: Path) -> int:
         for d in _lines(path):
             if d.get("error_code") or not d.get("costs") or d.get("note") == "retime" or d.get("lower_bound"):
                 continue
+            if d.get("target") == "native" and not d.get("isa"):
+                d = dict(d, isa=machine_isa(str(path)))
             key = (d.get("workload_key"), d.get("target"), d.get("isa"))
             median = sorted(d["costs"])[len(d["costs"]) // 2]
             steps = _key(d)[2]
@@ -82,6 +87,31 @@ def corpus(logs: list, dst: Path) -> int:
         step = max(1, len(rest) // CORPUS_SPREAD)
         rows += ranked[:CORPUS_BEST] + rest[::step][:CORPUS_SPREAD]
     _write(dst, rows)
+    return len(rows)
+
+
+def machine_isa(path: str) -> str:
+    """The ISA of the machine a log under bench/results was measured on (perf-notes.md names the machines)."""
+    return "avx2" if "suite_zen3" in path else "avx512"
+
+
+def tag_isa(commit: str, corpus_path: Path) -> int:
+    """Give the corpus's native records without an isa their machine's, found in the logs of `commit`."""
+    import subprocess
+    ls = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit, "bench/results"], capture_output=True,
+                        text=True, check=True).stdout.split()
+    where = {}
+    for f in (f for f in ls if ".jsonl" in f and "/gpu/" not in f):
+        data = subprocess.run(["git", "show", f"{commit}:{f}"], capture_output=True, check=True).stdout
+        for line in (gzip.decompress(data) if f.endswith(".gz") else data).decode().splitlines():
+            if line.strip():
+                d = json.loads(line)
+                where[(d.get("workload_key"), d.get("timestamp"))] = machine_isa(f)
+    rows = _lines(corpus_path)
+    for d in rows:
+        if d.get("target") == "native" and not d.get("isa"):
+            d["isa"] = where[(d["workload_key"], d["timestamp"])]
+    _write(corpus_path, rows)
     return len(rows)
 
 
@@ -100,4 +130,6 @@ def main(src: Path, out: Path) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--tag-isa":
+        sys.exit(print(f"tagged {tag_isa(sys.argv[2], Path(sys.argv[3]))} rows") or 0)
     sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2])))
