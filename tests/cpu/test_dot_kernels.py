@@ -97,13 +97,22 @@ def _compiles(target_name: str, tensors) -> str:
 
 
 @pytest.mark.parametrize("target, intrinsic, feature", [("avx512-vnni", "_mm512_dpbusd_epi32", "avx512_vnni"),
-                                                         ("avx2-vnni", "_mm256_dpbusd_avx_epi32", "avx_vnni")])
-def test_vnni_kernels_compile_and_run_where_the_cpu_has_vnni(target, intrinsic, feature):
-    tensors = workloads.matmul_u8s8(21, 48, 70)
+                                                         ("avx2-vnni", "_mm256_dpbusd_avx_epi32", "avx_vnni"),
+                                                         ("avx512-bf16", "_mm512_dpbf16_ps", "avx512_bf16")])
+def test_vnni_and_bf16_kernels_compile_and_run_where_the_cpu_has_them(target, intrinsic, feature):
+    bf16 = feature == "avx512_bf16"
+    tensors = (workloads.matmul_bf16 if bf16 else workloads.matmul_u8s8)(21, 48, 70)
     assert intrinsic in _compiles(target, tensors)
     if not Target.from_name(target).runs_here():
         pytest.skip(f"compiled only: this CPU lacks {feature} (cpuinfo), so the {target} kernel cannot run here")
     kern = _build(tensors, target)
+    if bf16:   # bfloat16 as its bits; the instruction's products are exact, its sums round (and flush denormals)
+        from ansorc.ir.program.convert import to_bfloat16
+        rng = np.random.default_rng(4)
+        a, b = (to_bfloat16(rng.standard_normal(s).astype(np.float32)) for s in ((21, 70), (70, 48)))
+        up = [(x.astype(np.uint32) << 16).view(np.float32) for x in (a, b)]
+        np.testing.assert_allclose(np.asarray(kern(a, b)), up[0] @ up[1], rtol=1e-4, atol=1e-4)
+        return
     a, b, want = _matmul_inputs(21, 48, 70)
     np.testing.assert_array_equal(np.asarray(kern(a, b)), want)
 
