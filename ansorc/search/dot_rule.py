@@ -24,6 +24,9 @@ from .default_loops import parallel, schedule_root
 from .rules import APPLY_AND_SKIP_REST, SKIP, Rule, elementwise_consumer, has_cache_write_stage
 
 STRUCTURE = "SSRSRS"
+# the default program's register tile (rows, vectors) by vector registers: accumulators plus the instruction's
+# temporaries (AVX2's split maddubs: the broadcast, its two halves, the weights vector, two products)
+TILES = {16: (4, 2), 32: (4, 4)}
 UNROLL_STEPS = 512    # the default program's register tile (rows x vectors x G steps) is written out
 
 
@@ -150,7 +153,7 @@ def dot_default_schedule(state: State, name: str, target, hw) -> State | None:
     plan = dot_plan(target, st.op)
     if plan is None or st.compute_at != "root" or state.has_stage(f"{plan.weights}.local"):
         return None
-    rows, vectors = (4, 4) if hw.vector_registers >= 32 else (4, 2)
+    rows, vectors = TILES[32 if hw.vector_registers >= 32 else 16]
     state, tiled, consumer = _prepare(state, name, plan)
     axes = [a.name for a in st.op.axes]
     row = axes[axes.index(plan.j) - 1] if axes.index(plan.j) > 0 else None

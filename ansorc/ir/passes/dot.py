@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
-from ..program.expr import Binary, Cast, Const, Logic, Read, free_vars, select, substitute
+from ..program.expr import Binary, Cast, Const, Logic, Read, free_vars, select, substitute, walk
 from ..program.simplify import linear_form, simplify
 from .masks import lane_stride
 from .vector import VDot, VLanes, VLoad, VStore, stmt_kids, with_kids
@@ -129,7 +129,8 @@ class _Rewriter:
         if ops is None:
             return None
         for a, v in (ops, ops[::-1]):
-            if lane in free_vars(a) or not isinstance(v, Read) or v.name not in self.shapes:
+            if lane in free_vars(a) or not isinstance(v, Read) or v.name not in self.shapes or v.name == x or \
+                    any(isinstance(r, Read) and r.name == x for r in walk(a)):   # the sum must not read itself
                 continue
             bi = simplify(flat_index(v.indices, self.shapes[v.name]))
             stride = lane_stride(bi, lane)
