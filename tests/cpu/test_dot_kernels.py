@@ -64,6 +64,26 @@ def test_matmul_u8s8_is_exact_on_avx2(m, n, k):
 
 
 @AVX2
+@pytest.mark.parametrize("unroll", [True, False])
+def test_a_hand_schedule_runs_the_instruction_with_the_group_written_out_or_a_loop(unroll):
+    """The pass finds G steps written out (an unrolled k.1) or as a loop of G around the vector loop."""
+    from ansorc.ir.schedule.state import State
+    from ansorc.ir.schedule.steps import Annotate, CacheRead, CacheWrite, ComputeAt, Reorder, Split
+    m, n, k = 13, 37, 67
+    dag = ComputeDAG(workloads.matmul_u8s8(m, n, k))
+    steps = [CacheRead("B", "local", ("C",), 8, 4), CacheWrite("C", "local"), Split("C", "i", (4,)),
+             Split("C", "j", (16,)), Reorder("C", ("i.0", "j.0", "i.1", "j.1")), ComputeAt("C.local", "C", "j.0"),
+             Split("C.local", "k", (4,)), Split("C.local", "j", (8,)),
+             Reorder("C.local", ("k.0", "i", "j.0", "k.1", "j.1")), Annotate("C.local", "i", "unroll"),
+             Annotate("C.local", "j.0", "unroll"), Annotate("C.local", "j.1", "vectorize")]
+    steps += [Annotate("C.local", "k.1", "unroll")] if unroll else []
+    kern = ansorc.build(dag, State.initial(dag).apply_steps(steps), target="avx2")
+    assert "ansorc_dot_avx2_u8s8(" in kern.source
+    a, b, want = _matmul_inputs(m, n, k)
+    np.testing.assert_array_equal(np.asarray(kern(a, b)), want)
+
+
+@AVX2
 def test_constant_weights_are_packed_once_and_stay_exact():
     m, n, k = 24, 40, 36
     kern = _build(workloads.matmul_u8s8(m, n, k), "avx2", constants=["B"])
