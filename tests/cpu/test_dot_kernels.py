@@ -174,6 +174,10 @@ def test_random_tuned_programs_stay_exact(tmp_path, name, args):
     log = str(tmp_path / "log.jsonl")
     ansorc.tune(tensors, trials=8, log=log, target="avx2",
                 options=ansorc.TuneOptions(per_round=4, model="random", retime_top=0, progress=False))
+    from ansorc.measure.record import load
+    recs = load(log)
+    assert len(recs) == 8 and all(r.error_code == 0 for r in recs), [r.error_msg[:300] for r in recs]
+    assert any(s[0] == "CHR" and s[4:] == [8, 4] for r in recs for s in r.steps)   # grouped copies were measured
     kern = ansorc.compile(tensors, trials=8, log=log, target="avx2")   # the logged best; nothing more measured
     rng = np.random.default_rng(5)
     if name == "matmul":

@@ -40,10 +40,20 @@ def dot_products(func: PrimFunc, offers: dict) -> PrimFunc:
 
 class _Rewriter:
     def __init__(self, shapes: dict, offers: dict):
-        self.shapes, self.offers = shapes, offers
+        self.shapes, self.offers, self.bounds = shapes, offers, {}
         self.groups = sorted({k[4] for k in offers}, reverse=True)
 
     def visit(self, s: Stmt) -> Stmt:
+        if not isinstance(s, For):
+            return self.visit_in(s)
+        outer = self.bounds   # the loops around: a written-out step's guard may hold for all of them
+        self.bounds = {**outer, s.var: (0, s.extent - 1)}
+        try:
+            return self.visit_in(s)
+        finally:
+            self.bounds = outer
+
+    def visit_in(self, s: Stmt) -> Stmt:
         if isinstance(s, Allocate):
             self.shapes[s.buffer.name] = s.buffer.storage
         if isinstance(s, For) and s.kind in ("serial", "unroll") and s.extent in self.groups:
@@ -90,8 +100,14 @@ class _Rewriter:
                          acc_dtype)
             return VStore(x, xi, value)
         fast = dot(self.group_of(bcast, key[0]))
-        if not conds:
-            return fast
+        all_conds = [c for _, _, c, _, _, _, _, _ in steps]
+        if all(c == all_conds[0] for c in all_conds):   # none, or one guard of the whole group (a row's overhang)
+            return fast if all_conds[0] is None else IfThenElse(all_conds[0], fast)
+        if all_conds[0] is not None:
+            # only the later steps guarded (a reduction's tail): the first step's accesses show X's index and B's
+            # group in range, so leaving a step out can be zeroing its broadcast element; else a guard may keep
+            # an index in range, and the group stays with the vectorizer
+            return None
         every = conds[0]
         for c in conds[1:]:
             every = Logic("&&", every, c)
@@ -115,7 +131,9 @@ class _Rewriter:
             return None
         lane, body, cond = s.var, s.body, None
         if isinstance(body, IfThenElse) and not (body.skip or body.prepare or body.version):
-            cond, body = body.cond, body.then
+            cond, body = simplify(body.cond, self.bounds), body.then
+            if isinstance(cond, Const):   # always true here (or never: then leave it)
+                cond = None if cond.value else Const(0, "bool")
             if lane in free_vars(cond):
                 return None
         if not isinstance(body, Store) or body.buffer not in self.shapes:
