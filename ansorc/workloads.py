@@ -76,6 +76,26 @@ def gmm(B: int, N: int, M: int, K: int, dtype: str = "float32") -> list:
     return [X, Y, Z]
 
 
+def matmul_u8s8(M: int, N: int, K: int) -> list:
+    """C[i, j] = sum_k int32(A[i, k]) * int32(B[k, j]), A uint8, B int8: ONNX MatMulInteger (zero points 0).
+    Exact in int32 for K < 2^16 (|a * b| < 2^15)."""
+    A = te.placeholder((M, K), "uint8", "A")
+    B = te.placeholder((K, N), "int8", "B")
+    k = te.reduce_axis((0, K), "k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k].astype("int32") * B[k, j].astype("int32"), axis=k), name="C")
+    return [A, B, C]
+
+
+def matmul_bf16(M: int, N: int, K: int) -> list:
+    """C[i, j] = sum_k float32(A[i, k]) * float32(B[k, j]), A and B bfloat16, a float32 result."""
+    A = te.placeholder((M, K), "bfloat16", "A")
+    B = te.placeholder((K, N), "bfloat16", "B")
+    k = te.reduce_axis((0, K), "k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k].astype("float32") * B[k, j].astype("float32"), axis=k),
+                   name="C")
+    return [A, B, C]
+
+
 # ----------------------------------------------------------------------------- convolutions (channels last)
 
 def c1d(N, L, CI, CO, K, stride, pad, dilation=1, dtype="float32") -> list:
@@ -105,6 +125,19 @@ def c2d(N, H, W, CI, CO, K, stride, pad, dilation=1, groups=1, dtype="float32") 
         return te.sum(padded[n, _scaled(h, stride) + _scaled(rh, dilation), _scaled(w, stride) +
                              _scaled(rw, dilation), ci] * kernel[rh, rw, rc, co], axis=[rh, rw, rc])
     return [data, kernel, te.compute((N, OH, OW, CO), body, name="conv")]
+
+
+def conv2d_u8s8(N, H, W, CI, CO, K, stride, pad) -> list:
+    """C2D's NHWC conv on uint8 data and int8 weights (K x K x CI x CO), an int32 result: ONNX ConvInteger with
+    zero points 0 (the padding is 0 too)."""
+    data = te.placeholder((N, H, W, CI), "uint8", "data")
+    kernel = te.placeholder((K, K, CI, CO), "int8", "kernel")
+    OH, OW = _out(H, K, stride, pad), _out(W, K, stride, pad)
+    padded = _pad(data, (0, pad, pad, 0))
+    rh, rw, rc = te.reduce_axis((0, K), "rh"), te.reduce_axis((0, K), "rw"), te.reduce_axis((0, CI), "rc")
+    return [data, kernel, te.compute((N, OH, OW, CO), lambda n, h, w, co: te.sum(
+        padded[n, _scaled(h, stride) + rh, _scaled(w, stride) + rw, rc].astype("int32") *
+        kernel[rh, rw, rc, co].astype("int32"), axis=[rh, rw, rc]), name="conv")]
 
 
 def grp(N, H, W, CI, CO, K, stride, pad, dilation=1, groups=4, dtype="float32") -> list:

@@ -18,6 +18,7 @@ import math
 
 from ..ir.program.expr import Binary, Call, Cast, CheckedIndex, Compare, Const, Expr, Logic, Read, Select, Var
 from ..ir.passes.basic import run_passes
+from ..ir.passes.dot import dot_products
 from ..ir.passes.pin import pin_operands
 from ..ir.passes.prefetch import prefetch_loads
 from ..ir.passes.regblock import promote_registers
@@ -27,11 +28,11 @@ from ..ir.passes.transpose import transpose_copies
 from ..ir.program.dtypes import C_TYPE, ITEMSIZE, NARROW_INTS, STORAGE_FLOATS
 from ..ir.lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store
 from ..ir.passes.masks import zero_fill
-from ..ir.passes.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad,
+from ..ir.passes.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VDot, VFma, VLanes, VLoad,
                                 VMaskLoad, VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of,
                                 stmt_kids)
 from ..ir.passes.vectorize import CMP_NAMES, flat_index, vectorize_loops
-from . import lowp, pool, prepared, simd
+from . import dot, lowp, pool, prepared, simd
 from .source import ArgSpec, Source, join_parts
 from .target import Target
 
@@ -356,7 +357,8 @@ class CRenderer:
         helpers = [*([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
                    *([lowp.PRELUDE] if lowp.uses_prelude(body) else []),
                    *([pool.POOL_PRELUDE] if pool.TAKE in body or keep else []),
-                   *([prepared.PRELUDE] if keep else []), *simd.prelude_parts(self.isa, body)]
+                   *([prepared.PRELUDE] if keep else []), *simd.prelude_parts(self.isa, body),
+                   *dot.prelude_parts(body)]
         if self.fence_after(self.func.body):   # stores made outside a parallel loop, by the calling thread
             self.lines.append(f"  {simd.STORE_FENCE[self.isa]};")
         self.lines += ["  return ansorc_status;", "}", ""]
@@ -374,7 +376,11 @@ class CRenderer:
 _VEXPR = {Broadcast: CRenderer.broadcast, VLoad: CRenderer.vload, VLanes: CRenderer.vlanes, VMaskLoad: CRenderer.vmaskload,
           VBinary: CRenderer.vbinary, VFma: CRenderer.vfma, VCall: CRenderer.vcall, VCast: CRenderer.vcast,
           VSelect: CRenderer.vselect, VReduce: CRenderer.vreduce, VCompare: CRenderer.vcompare,
-          VBlend: CRenderer.vblend, VVar: lambda self, e: e.name}
+          VBlend: CRenderer.vblend, VVar: lambda self, e: e.name, VDot: dot.render}
+
+
+def dots(func: PrimFunc, target: Target) -> PrimFunc:
+    return dot_products(func, dot.offers(target))
 
 
 def vectorize(func: PrimFunc, target: Target) -> PrimFunc:
@@ -398,7 +404,7 @@ def prefetch(func: PrimFunc, target: Target) -> PrimFunc:
     return prefetch_loads(func)
 
 
-CODEGEN_PASSES = (vectorize, promote, pin, transpose, prefetch)
+CODEGEN_PASSES = (dots, vectorize, promote, pin, transpose, prefetch)
 
 
 def lower_for_target(func: PrimFunc, target: "Target | str | None" = None) -> PrimFunc:

@@ -38,6 +38,15 @@ ISA_SPECS = {
     "neon": IsaSpec("aarch64", 16, 32, ("-march=armv8-a",)),
     "generic": IsaSpec(None, 16, 16, ()),  # the host's baseline; plain loops, whatever the compiler vectorizes
 }
+# An ISA with further instruction sets: name -> (ISA, its flags, the cpuinfo features it needs). The features pick
+# the dot-product instructions (codegen/dot.py); "native" has those of this CPU (NATIVE_FEATURES).
+ISA_VARIANTS = {
+    "avx512-vnni": ("avx512", ("-mavx512f", "-mfma", "-mavx512bw", "-mavx512vnni"), ("avx512_vnni",)),
+    "avx512-bf16": ("avx512", ("-mavx512f", "-mfma", "-mavx512bw", "-mavx512bf16"), ("avx512_bf16",)),
+    "avx2-vnni": ("avx2", ("-mavx2", "-mfma", "-mavxvnni"), ("avx_vnni",)),
+    "neon-dot": ("neon", ("-march=armv8.2-a+dotprod",), ("asimddp",)),
+}
+NATIVE_FEATURES = frozenset({"avx512_vnni", "avx512_bf16", "avx_vnni", "asimddp"})
 # (target arch, host arch) -> compiler, and the prefix that runs a program of that arch here
 COMPILERS = {("x86_64", "x86_64"): "gcc", ("aarch64", "aarch64"): "gcc", ("aarch64", "x86_64"): "aarch64-linux-gnu-gcc"}
 RUNNERS = {("aarch64", "x86_64"): ("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu")}
@@ -132,13 +141,14 @@ class CpuTarget(Target):
     isa_flags: tuple
     run_prefix: tuple = ()  # e.g. qemu for a foreign architecture; () runs natively
     vector_registers: int = 16
+    features: frozenset = frozenset()   # instruction sets beyond the ISA's (ISA_VARIANTS), as cpuinfo names them
     kind: ClassVar[str] = "cpu"
 
     @classmethod
     def parse(cls, name: str, cc: str | None = None) -> "CpuTarget | None":
         """The CPU target `name` ("native" or an ISA), None for another kind's name; its kernels for this machine
         compile with `cc`, else $CC, else gcc."""
-        if name != "native" and name not in ISA_SPECS:
+        if name != "native" and name not in ISA_SPECS and name not in ISA_VARIANTS:
             return None
         return _from_name(name, cc or host_cc())
 
@@ -181,15 +191,20 @@ class CpuTarget(Target):
 
     def runs_here(self) -> bool:
         """Its kernels can be loaded into this process (same architecture, ISA supported by this CPU)."""
-        return not self.is_cross and self.isa in host_isas()
+        return not self.is_cross and self.isa in host_isas() and self.features <= cpu_flags()
 
 
 @lru_cache(maxsize=None)
 def _from_name(name: str, host_compiler: str) -> CpuTarget:
     host = host_arch()
+    features = frozenset()
     if name == "native":
         isa = host_isas()[0]
         flags = NATIVE_ISA_FLAGS if host in ("x86_64", "aarch64") else ()
+        features = cpu_flags() & NATIVE_FEATURES if flags else frozenset()
+    elif name in ISA_VARIANTS:
+        isa, flags, need = ISA_VARIANTS[name]
+        features = frozenset(need)
     else:
         isa = name
         flags = ISA_SPECS[isa].flags
@@ -197,8 +212,8 @@ def _from_name(name: str, host_compiler: str) -> CpuTarget:
     arch = spec.arch or host
     cc = host_compiler if arch == host else COMPILERS.get((arch, host), f"{arch}-linux-gnu-gcc")
     return CpuTarget(name, isa, arch, spec.vector_bytes, num_cores(), cc, flags, RUNNERS.get((arch, host), ()),
-                     spec.vector_registers)
+                     spec.vector_registers, features)
 
 
 __all__ = ["Target", "CpuTarget", "IsaSpec", "host_arch", "host_isas", "cpu_flags", "library_flags", "host_cc",
-           "compiler_family", "ISA_SPECS"]
+           "compiler_family", "ISA_SPECS", "ISA_VARIANTS"]

@@ -59,12 +59,17 @@ def sample_lengths(rng: random.Random, extent: int, n_lengths: int, max_inner: i
 # ----------------------------------------------------------------------------- init rules
 
 def fill_tile_sizes(task, sketch: State, rng: random.Random) -> State:
+    """Sample every undecided split length. Lengths a sketch fixed after the undecided ones (a dot-product
+    instruction's lanes: search/dot_rule.py) are kept, the others sampled over the extent left outside them."""
     state = State.initial(task.dag)
     for step in sketch.steps:
         if isinstance(step, Split) and any(x is None for x in step.lengths):
             extent = state.stage(step.stage).iter(step.iter).extent
-            step = Split(step.stage, step.iter, sample_lengths(rng, extent, len(step.lengths),
-                                                               task.hw.max_innermost_split_factor))
+            n = max(k + 1 for k, x in enumerate(step.lengths) if x is None)
+            fixed = step.lengths[n:]
+            inner = math.prod(fixed)
+            step = Split(step.stage, step.iter, sample_lengths(rng, -(-extent // inner), n,
+                                                               task.hw.max_innermost_split_factor) + fixed)
         state = state.apply(step)
     return state
 

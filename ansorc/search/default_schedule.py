@@ -29,6 +29,7 @@ from ..ir.schedule.inline_cost import inlining_bloats
 from ..ir.schedule.state import ScheduleError, State
 from ..ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                                  Reorder, Split)
+from .dot_rule import dot_default_schedule
 from .default_loops import (block_size, contiguous_along, divisor, fills, padding_of_depthwise, parallel,
                             schedule_root, taps_past_edges, transpose_tiled, uses, vector_tile)
 from .default_reduce import full_reduced, vector_reduced
@@ -76,6 +77,11 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
             done.update(names)
     for st in list(state.stages):
         if st.compute_at == "root" and st.name not in done:
+            dotted = dot_default_schedule(state, st.name, target, hw)   # None unless a narrow-type dot product
+            if dotted is not None:
+                state = dotted
+                done.update({st.name, f"{st.name}.local"})
+                continue
             tiled = _register_tiled(state, st.name, hw)
             if tiled is not None:
                 state, fused = tiled

@@ -236,7 +236,8 @@ class SkipStage(Rule):
 
 
 def default_cpu_rules(structure: str = "SSRSRS") -> list:
-    return [AlwaysInline(), AddRfactor(), AddCacheWrite(), MultiLevelTilingWithFusion(structure),
+    from .dot_rule import DotProductTiling   # dot_rule builds on this module's helpers
+    return [AlwaysInline(), DotProductTiling(), AddRfactor(), AddCacheWrite(), MultiLevelTilingWithFusion(structure),
             MultiLevelTiling(structure), TransposeTiling(), SkipStage()]
 
 

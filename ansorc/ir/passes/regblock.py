@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..program.dtypes import NARROW_INTS, STORAGE_FLOATS
 from ..program.expr import Expr, Read, free_vars
 from ..program.simplify import _linear, simplify
 from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
@@ -34,6 +35,9 @@ class _Access:
     offset: int
     lanes: int
     rep: object         # the original index: flat Expr (vector) or index tuple (scalar)
+
+
+NARROW = NARROW_INTS + STORAGE_FLOATS   # element types without vector registers
 
 
 class _Bad(Exception):
@@ -63,6 +67,8 @@ class _Promoter:
             for n in vwalk(e):
                 acc = None
                 if isinstance(n, VLoad) and n.buffer == buf:
+                    if n.lanes > 1 and self.dtypes[buf] in NARROW:
+                        raise _Bad()   # a dot instruction's narrow operand (passes/dot.py): no register class
                     acc = (n.index, n.lanes, free_vars(n.index))
                 elif isinstance(n, Read) and n.name == buf:
                     acc = (tuple(n.indices), 1, set().union(*map(free_vars, n.indices)))

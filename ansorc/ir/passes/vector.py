@@ -121,6 +121,19 @@ class VBlend(Expr):
 
 
 @dataclass(frozen=True)
+class VDot(Expr):
+    """acc plus, in lane l, sum_t a[t] * b[l * G + t] for t < G: a dot-product instruction (passes/dot.py). `a` is
+    one group of G narrow elements for every lane (a VLoad or VLanes of G), `b` lanes x G elements; `instr` names
+    the instruction in codegen/dot.py's table."""
+    instr: str
+    acc: Expr
+    a: Expr
+    b: Expr
+    lanes: int
+    dtype: str
+
+
+@dataclass(frozen=True)
 class VReduce(Expr):
     """Horizontal reduction of a vector with op (+ * min max) to a scalar."""
     op: str
@@ -202,7 +215,8 @@ class VDecl(Stmt):
 
 _FIELDS = {Broadcast: ("value",), VLoad: ("index",), VBinary: ("a", "b"), VFma: ("a", "b", "c"),
            VCast: ("value",), VSelect: ("cond", "t", "f"), VReduce: ("value",), VCompare: ("a", "b"),
-           VBlend: ("mask", "t", "f"), VMaskLoad: ("index", "lo", "hi", "fill")}
+           VBlend: ("mask", "t", "f"), VMaskLoad: ("index", "lo", "hi", "fill"),
+           VDot: ("acc", "a", "b")}
 
 
 def lanes_of(e: Expr) -> int:

@@ -21,9 +21,9 @@ from ..program.simplify import bound
 from ..schedule.state import ScheduleError
 from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Store
 from .intervals import EMPTY, Scope, distinct_nodes, facts_of, interval, scope_facts, unreachable
-from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VFma, VLanes, VLoad, VMaskLoad,
-                     VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids, top_exprs,
-                     vchildren)
+from .vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCast, VCompare, VDecl, VDot, VFma, VLanes, VLoad,
+                     VMaskLoad, VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of, stmt_kids,
+                     top_exprs, vchildren)
 
 
 class VerifyError(ScheduleError):
@@ -231,6 +231,8 @@ def _lanes_agree(e: Expr, want: int, s, seen: set | None = None) -> None:
         kids = [(k, 1) for k in vchildren(e)]
     elif isinstance(e, VReduce):
         kids = [(e.value, lanes_of(e.value))]
+    elif isinstance(e, VDot):   # groups of narrow operands: a has one group, b one per lane
+        kids = [(e.acc, got), (e.a, lanes_of(e.a)), (e.b, got * lanes_of(e.a))]
     elif isinstance(e, VLanes):
         kids = [(k, 1) for k in e.elems]
     else:  # a scalar node: scalar operands

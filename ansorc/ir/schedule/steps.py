@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..program.expr import IterVar, Read, Var, select, substitute, transform
+from ..program.expr import IterVar, Read, Var, select, substitute
 from .relations import axis_values, infer_extents, split_extents
+from .grouped import grouped_read, replace_reads
 from .state import FuseRel, Iterator, ScheduleError, SplitRel, Stage, State, initial_stage, renew
 from ..program.te import ComputeOp, Tensor, _identity
 
@@ -236,17 +237,22 @@ class CacheWrite:
 class CacheRead:
     """Readers read a copy T.<scope> of tensor T instead of T. With block B > 0 the copy is laid out blocked:
     T[i..., j] is stored at [j // B, i..., j % B] (TVM's layout rewrite, done inside the kernel): B consecutive
-    columns of every row then lie together, so a vector tile of B columns reads one contiguous slice."""
+    columns of every row then lie together, so a vector tile of B columns reads one contiguous slice. With group
+    G > 0 too, the rows are grouped by G as well: T[..., k, j] at [j // B, ..., k // G, j % B, k % G], zero-padded
+    up to multiples of B and G (the operand layout of a dot-product instruction, codegen/dot.py)."""
     tensor: str
     scope: str
     readers: tuple
     block: int = 0
+    group: int = 0
 
     def apply(self, state: State) -> State:
         src = state.dag.op_by_name.get(self.tensor) or state.stage(self.tensor).op
         if state.has_stage(self.tensor):
             src = state.stage(self.tensor).op
         shape, b = tuple(src.shape), self.block
+        if self.group:
+            return grouped_read(self, state, src)
         if b and not (b > 0 and shape and shape[-1] % b == 0):
             raise ScheduleError(f"cache_read of {self.tensor!r} blocked by {b}: its last extent "
                                 f"{shape[-1] if shape else None} is not a multiple of it")
@@ -257,24 +263,12 @@ class CacheRead:
         src_index = tuple(v[1:-1]) + (v[0] * b + v[-1],) if b else tuple(v)
         cache_op = ComputeOp(f"{self.tensor}.{self.scope}", axes, (),
                              Read(self.tensor, src_index, src.dtype, src_t), None, src.dtype, (src_t,))
-        cache_t = Tensor(cache_op)
         index = (lambda i: (i[-1] // b,) + tuple(i[:-1]) + (i[-1] % b,)) if b else (lambda i: i)
-        stages = list(state.stages)
-        first = min(state.stage_index(r) for r in self.readers) if self.readers else len(stages)
-        for r in self.readers:
-            i = state.stage_index(r)
-            op = stages[i].op
-            if not any(t.name == self.tensor for t in op.inputs):
-                raise ScheduleError(f"cache_read of {self.tensor!r}: stage {r!r} does not read it")
-            body = transform(op.body, lambda n: Read(cache_op.name, index(n.indices), n.dtype, cache_t)
-                             if isinstance(n, Read) and n.name == self.tensor else None)
-            inputs = tuple(cache_t if t.name == self.tensor else t for t in op.inputs)
-            stages[i] = replace(stages[i], op=replace(op, body=body, inputs=inputs))
-        stages.insert(first, initial_stage(cache_op, self.scope))
-        return replace(state, stages=tuple(stages))
+        return replace_reads(state, self, cache_op, index)
 
     def to_json(self):
-        return ["CHR", self.tensor, self.scope, list(self.readers)] + ([self.block] if self.block else [])
+        extra = [self.block, self.group] if self.group else [self.block] if self.block else []
+        return ["CHR", self.tensor, self.scope, list(self.readers)] + extra
 
 
 @dataclass(frozen=True)
@@ -382,7 +376,7 @@ _DECODE = {"SP": lambda a: Split(a[0], a[1], tuple(a[2])), "FSP": lambda a: Foll
 # The JSON fields of each step (after its tag): s str, i int, b bool, n int or None, S [str], I [int],
 # L [positive int or None] (split lengths); fields after "|" may be left out (they have defaults).
 _SCHEMA = {"SP": "ssL", "FSP": "ssii", "FFSP": "ssIi|b", "FU": "sS", "RE": "sS", "CA": "sss", "CI": "s", "CR": "s",
-           "CHW": "s|s", "CHR": "ssS|i", "RF": "ss|i", "AN": "sss", "PR": "sssn"}
+           "CHW": "s|s", "CHR": "ssS|ii", "RF": "ss|i", "AN": "sss", "PR": "sssn"}
 _FIELD = {"s": lambda x: isinstance(x, str), "i": lambda x: type(x) is int, "b": lambda x: type(x) is bool,
           "n": lambda x: x is None or type(x) is int,
           "S": lambda x: isinstance(x, list) and all(isinstance(y, str) for y in x),
