@@ -69,6 +69,24 @@ def test_guard_proofs_combine_conditions_and_split_min():
     check_in_bounds(func(Allocate(W, body)))
 
 
+def test_a_guard_on_a_multiple_of_the_index_bounds_it():
+    # a reduction over K = 37 split 3 x 4 x 4, reading weights packed in groups of 4 (10 groups): the group
+    # index 4*k0 + k1 is bounded through the guard 16*k0 + 4*k1 + g < 37 (4 times it, plus g)
+    k0, k1, g = Var("k0"), Var("k1"), Var("g")
+    group = Binary("+", Binary("*", k0, Const(4), "int32"), k1, "int32")
+    flat = Binary("+", Binary("*", group, Const(4), "int32"), g, "int32")
+    P = Buffer("P", (10, 4), "float32", "arg")
+    O = Buffer("O", (1,), "float32", "arg")
+
+    def prog(bound):
+        return func(For("k0", 3, "serial", For("k1", 4, "serial", For("g", 4, "serial", IfThenElse(
+            Compare("<", flat, Const(bound)), Store("O", (Const(0),), Read("P", (group, g), "float32")))))), (P, O))
+    check_in_bounds(prog(37))
+    check_in_bounds(prog(40))
+    with pytest.raises(VerifyError, match="read of P"):
+        check_in_bounds(prog(41))
+
+
 def test_flat_vector_accesses_are_bounded_by_their_last_lane():
     ok = func(For("i", 8, "serial", VStore("B", Binary("*", i, Const(4), "int32"),
                                            VLoad("A", Binary("*", i, Const(4), "int32"), 4, "float32"))))

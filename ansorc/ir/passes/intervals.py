@@ -170,9 +170,24 @@ def _replace(e: Expr, old: Expr, new: Expr) -> Expr:
     return vtransform(e, lambda n: new if n is old else None)
 
 
-def _upper(lin: tuple, facts: list, bounds: dict, dtype: str):
+def _upper(lin: tuple, facts: list, bounds: dict, dtype: str, scaled: bool = False):
     """An upper bound of the linear form lin, or None: rewrite it as sum(k * d) + rest over facts lo <= d <= hi
-    (each k an integer that cancels a term of d), taking at each step the fact that lowers the bound most."""
+    (each k an integer that cancels a term of d), taking at each step the fact that lowers the bound most. Where
+    a fact's term is m times lin's (a guard k0 * 16 + k1 * 4 < 37 over the index k0 * 4 + k1 of a buffer packed
+    in groups of 4), m * lin is bounded instead and the bound divided by m (lin takes integer values)."""
+    best = _upper_integral(lin, facts, bounds, dtype)
+    if scaled:
+        return best
+    terms, c = lin
+    for m in sorted({d[0][a] // terms[a] for d, _, _ in facts for a in d[0]
+                     if terms.get(a, 0) > 0 and d[0][a] > terms[a] and d[0][a] % terms[a] == 0}):
+        up = _upper(({t: m * v for t, v in terms.items()}, m * c), facts, bounds, dtype, scaled=True)
+        if up is not None and (best is None or up // m < best):
+            best = up // m
+    return best
+
+
+def _upper_integral(lin: tuple, facts: list, bounds: dict, dtype: str):
     terms, c = lin
     best = _hi(terms, c, bounds, dtype)
     acc, used = 0, set()
