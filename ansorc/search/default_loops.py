@@ -13,6 +13,10 @@ from .task import HardwareParams
 
 PARALLEL_PER_CORE = 16   # parallel iterations wanted per core (as the parallelize init rule)
 UNROLL_STEPS = 16        # auto_unroll_max_step of reductions: small kernel windows (3x3) unroll
+# Below this many FLOPs a kernel runs in well under a microsecond on one core, less than waking a second
+# thread costs (an RNN's per-step gate update: 96 outputs). Larger thresholds (16-64 K) were tried and lost on
+# BERT's and MobileNet's small kernels (docs/perf-notes.md).
+SERIAL_FLOPS = 4096
 
 
 def schedule_root(state: State, name: str, hw: HardwareParams) -> State:
@@ -47,6 +51,8 @@ def parallel(state: State, name: str, outer: list, hw: HardwareParams, ranges: b
     """Fuse the leading outer loops until there are enough iterations for the cores, and parallelize them; with
     `ranges`, in one range per thread unless skipped work makes the ranges uneven (pragma parallel_ranges,
     ir/passes/skip.py; without it, a skip guard reading the loop deals its iterations out round-robin)."""
+    if state.dag.flop_count < SERIAL_FLOPS:
+        return state
     st = state.stage(name)
     take, prod = [], 1
     for n in outer:
