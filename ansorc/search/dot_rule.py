@@ -19,9 +19,9 @@ from ..codegen import dot
 from ..codegen.target import Target
 from ..ir.program.expr import Binary, Cast, Read, Var, free_vars
 from ..ir.schedule.state import State
-from ..ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, FollowSplit, Pragma, Reorder, Split)
+from ..ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, Pragma, Reorder, Split)
 from .default_loops import parallel, schedule_root
-from .rules import APPLY_AND_SKIP_REST, SKIP, Rule, elementwise_consumer, has_cache_write_stage
+from .rules import APPLY_AND_SKIP_REST, SKIP, Rule, elementwise_consumer, fuse_consumer, has_cache_write_stage
 
 STRUCTURE = "SSRSRS"
 # the default program's register tile (rows, vectors) by vector registers: accumulators plus the instruction's
@@ -89,24 +89,6 @@ def dot_tile(state: State, name: str, plan: DotPlan, lengths: dict | None = None
     return state, steps
 
 
-def dot_fuse(state: State, producer: str, consumer: str, steps: dict, level: int) -> State:
-    """The consumer (an element-wise copy or epilogue) follows the producer's first `level` tile levels (its
-    innermost part, a whole number of vectors, last); the producer is computed at its level's last loop."""
-    p_axes = [a.name for a in state.stage(producer).op.axes]
-    c_axes = [a.name for a in state.stage(consumer).op.axes]
-    front, levels = [], [[] for _ in range(level + 1)]
-    for pa, ca in zip(p_axes, c_axes):
-        if pa not in steps:
-            front.append(ca)
-            continue
-        state = state.apply(FollowSplit(consumer, ca, steps[pa], level))
-        for lv in range(level + 1):
-            levels[lv].append(f"{ca}.{lv}")
-    state = state.apply(Reorder(consumer, tuple(front + [n for lv in levels for n in lv])))
-    anchor = (levels[level - 1] or front or [None])[-1]
-    return state if anchor is None else state.apply(ComputeAt(producer, consumer, anchor))
-
-
 def _prepare(state: State, name: str, plan: DotPlan) -> tuple:
     """The grouped copy of the weights, and a cache-written accumulator unless an element-wise consumer takes
     the tile: (state, the stage to tile, its consumer)."""
@@ -142,7 +124,7 @@ class DotProductTiling(Rule):
         state, tiled, consumer = _prepare(state, name, plan)
         state, steps = dot_tile(state, tiled, plan)
         nxt = state.stage_index(f"{plan.weights}.local")
-        return [(dot_fuse(state, tiled, consumer, steps, lv), nxt) for lv in self.levels]
+        return [(fuse_consumer(state, tiled, consumer, steps, lv), nxt) for lv in self.levels]
 
 
 def dot_default_schedule(state: State, name: str, target, hw) -> State | None:
@@ -192,4 +174,4 @@ def _reduce_block(steps: int) -> int:
     return d if d >= 8 else 64
 
 
-__all__ = ["DotPlan", "DotProductTiling", "dot_plan", "dot_tile", "dot_fuse", "dot_default_schedule"]
+__all__ = ["DotPlan", "DotProductTiling", "dot_plan", "dot_tile", "dot_default_schedule"]
