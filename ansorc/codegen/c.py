@@ -32,7 +32,7 @@ from ..ir.passes.vector import (Broadcast, VAssign, VBinary, VBlend, VCall, VCas
                                 VMaskLoad, VPrefetch, VReduce, VScatter, VSelect, VStore, VTranspose, VVar, lanes_of,
                                 stmt_kids)
 from ..ir.passes.vectorize import CMP_NAMES, flat_index, vectorize_loops
-from . import dot, lowp, pool, prepared, simd
+from . import dot, lowp, parallel, pool, prepared, simd
 from .source import ArgSpec, Source, join_parts
 from .target import Target
 
@@ -108,6 +108,8 @@ class CRenderer:
         self.indexing: list = []       # the buffers whose subscripts are being rendered (innermost last)
         self.check_codes: dict = {}    # indexed buffer (None: not a subscript) -> its out-of-range status
         self.parallel_depth = 0        # parallel loops around the statement being rendered
+        self.scope: list = []          # (C type, name, is a pointer) declared around it: a parallel loop captures them
+        self.outlined: list = []       # the C of parallel loop bodies (codegen/parallel.py), in order
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Expr) -> str:
@@ -250,7 +252,7 @@ class CRenderer:
                           ind + 1)
                 if s.pin:
                     self.emit(self.intr("pin", v, a=v.name) + ";", ind + 1)
-            self.stmt(s.body, ind + 1)
+            self.scoped([(self.vtype(v), v.name, False) for v, _ in s.decls], lambda: self.stmt(s.body, ind + 1))
             self.emit("}", ind)
         else:
             raise NotImplementedError(type(s).__name__)
@@ -276,23 +278,19 @@ class CRenderer:
             for c in s.stmts:
                 self.stmt(c, ind)
         elif isinstance(s, For):
-            if s.kind == "parallel":
-                # iterations that skip different amounts of work are dealt out round-robin (a causal matmul's
-                # row blocks: 19.0 -> 12.9 ms at 1024 on 2 cores), others in one contiguous range per thread
+            if s.kind == "parallel" and not self.parallel_depth:
+                # iterations that skip unevenly go one by one (causal matmul 1024, 2 cores: 19.0 -> 12.9 ms)
                 uneven = skips_unevenly(s) if s.var in self.func.ranges else skips_along(s)
-                chunk = ", 1" if uneven else ""
-                self.emit(f"#pragma omp parallel for schedule(static{chunk})", ind)
-            elif s.kind == "vectorize":
+                chunk = parallel.CHUNK_ONE if uneven else \
+                    parallel.CHUNK_RANGES if s.var in self.func.ranges else parallel.CHUNK_GUIDED
+                return parallel.outline(self, s, ind, chunk, self.fence_after(s) and simd.STORE_FENCE[self.isa])
+            if s.kind == "vectorize":
                 self.emit("#pragma omp simd", ind)
             elif s.kind == "unroll":
                 self.emit(f"#pragma GCC unroll {min(s.extent, 256)}", ind)
             self.emit(f"for (int32_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{", ind)
             self.bounds[s.var] = (0, s.extent - 1)
-            self.parallel_depth += s.kind == "parallel"
-            self.stmt(s.body, ind + 1)
-            self.parallel_depth -= s.kind == "parallel"
-            if s.kind == "parallel" and self.fence_after(s):
-                self.emit(simd.STORE_FENCE[self.isa] + ";", ind + 1)
+            self.scoped(("int32_t", s.var, False), lambda: self.stmt(s.body, ind + 1))
             del self.bounds[s.var]
             self.emit("}", ind)
         elif isinstance(s, Store):
@@ -306,6 +304,13 @@ class CRenderer:
         else:
             self.vstmt(s, ind)
 
+    def scoped(self, entries, render):
+        """render() with entries ((C type, name, is a pointer), or a list) in scope, for parallel loops to capture."""
+        depth = len(self.scope)
+        self.scope += [] if self.parallel_depth else [entries] if isinstance(entries, tuple) else entries
+        render()
+        del self.scope[depth:]
+
     def allocate(self, s: Allocate, ind: int):
         b = s.buffer
         self.buffers[b.name] = b
@@ -313,14 +318,15 @@ class CRenderer:
         nbytes = b.size * ITEMSIZE[b.dtype]
         if b.scope == "local" and nbytes <= STACK_LIMIT_BYTES:
             self.emit(f"{ctype} {b.name}[{b.size}] __attribute__((aligned(64)));", ind)
-            self.stmt(s.body, ind)
+            self.scoped((ctype, b.name, True), lambda: self.stmt(s.body, ind))
             return
         if b.scope == "prepared":
             take, give = prepared.open_buffer(self.func, s, ctype, nbytes)
             for line in take:
                 self.emit(line, ind)
             self.emit(f"if ({b.name} == NULL) {{ ansorc_status = 1; }} else {{", ind)
-            self.stmt(s.body, ind + 1)
+            self.scoped([(ctype, b.name, True), ("int", dict(self.func.prepared)[b.name], False)],
+                        lambda: self.stmt(s.body, ind + 1))
             self.emit(give, ind + 1)
             self.emit("}", ind)
             return
@@ -329,7 +335,7 @@ class CRenderer:
         take, give = (pool.TAKE, pool.GIVE) if not self.parallel_depth else ("ansorc_alloc", "free")
         self.emit(f"{ctype}* restrict {b.name} = ({ctype}*){take}({nbytes}u);", ind)
         self.emit(f"if ({b.name} == NULL) {{ ansorc_status = 1; }} else {{", ind)
-        self.stmt(s.body, ind + 1)
+        self.scoped((ctype, b.name, True), lambda: self.stmt(s.body, ind + 1))
         self.emit(f"{give}({b.name});", ind + 1)
         self.emit("}", ind)
 
@@ -352,13 +358,13 @@ class CRenderer:
         self.lines = [self.signature() + " {", "  volatile int ansorc_status = 0;"]
         self.stmt(self.func.body, 1)
         self.lines[1:1] = [f"  /* ansorc_status {self.func.name} {code}: {text} */" for code, text in self.statuses()]
-        body = "\n".join(self.lines)
+        body = "\n".join([*self.outlined, *self.lines])
         keep = bool(self.func.prepared)
         helpers = [*([CHECKED_PRELUDE] if "ansorc_checked_index(" in body else []),
                    *([lowp.PRELUDE] if lowp.uses_prelude(body) else []),
                    *([pool.POOL_PRELUDE] if pool.TAKE in body or keep else []),
                    *([prepared.PRELUDE] if keep else []), *simd.prelude_parts(self.isa, body),
-                   *dot.prelude_parts(body)]
+                   *dot.prelude_parts(body), *([parallel.THREADS_PRELUDE] if parallel.CALL + "(" in body else [])]
         if self.fence_after(self.func.body):   # stores made outside a parallel loop, by the calling thread
             self.lines.append(f"  {simd.STORE_FENCE[self.isa]};")
         self.lines += ["  return ansorc_status;", "}", ""]
@@ -366,7 +372,8 @@ class CRenderer:
                           for k, b in enumerate(self.func.args))
         wrapper = [f"int {self.func.name}_packed(void** args) {{", f"  return {self.func.name}({casts});", "}", ""]
         return [("prelude", PRELUDE), *(("helper", h) for h in helpers), *prepared.statics(self.func),
-                ("kernel", "\n".join(self.lines)), ("wrapper", "\n".join(wrapper))]
+                *(("outlined", text) for text in self.outlined), ("kernel", "\n".join(self.lines)),
+                ("wrapper", "\n".join(wrapper))]
 
     def statuses(self) -> tuple:
         """(code, meaning) of each status this kernel may return beyond STATUS_ALLOC, as data (Source.statuses)."""

@@ -177,7 +177,7 @@ def _split_kernel(src: Source) -> tuple:
         raise LibraryError(f"kernel {src.entry}: its Source carries no parts that make its code")
     head, kernel = [], None
     for kind, text in src.parts:
-        if kind in ("helper", "state") and text:
+        if kind in ("helper", "state", "outlined") and text:
             head.append(text)
         elif kind == "constants_changed":
             head.append("static " + text)

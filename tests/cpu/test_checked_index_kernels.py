@@ -84,7 +84,7 @@ def test_parallel_threads_report_the_error_and_stay_in_bounds_under_asan():
     task = SearchTask(tensors, hw=HardwareParams(num_cores=2))
     [state] = sample(task, 1, seed=11)
     src = generate_source(task.dag, state, "emb_par")
-    assert "omp parallel" in src.code
+    assert "ansorc_parallel_for(" in src.code
     inputs = [feeds[t.name] for t in tensors[:3]]
     run = _sanitized(src, inputs)
     assert run.report == "", run.report

@@ -35,7 +35,7 @@ def test_gmm_1024_ssrsrs_cache_write():
     dag = ansorc.ComputeDAG([A, B, C])
     state = ansorc.replay(dag, ssrsrs_gmm_steps())
     kern = check_kernel([A, B, C], state, rtol=1e-4, atol=1e-3)
-    assert "#pragma omp parallel for" in kern.source
+    assert "ansorc_parallel_for(" in kern.source
     fma = {"avx512": "_mm512_fmadd_ps", "avx2": "_mm256_fmadd_ps", "neon": "vfmaq_f32"}
     isa = Target.from_name("native").isa
     if isa not in fma:

@@ -30,9 +30,8 @@ def test_stream_stores_are_aligned_or_plain_and_fenced_per_parallel_iteration():
     tensors = _scale()
     code = render(tensors, replay(ComputeDAG(tensors), _steps(True)), "k", "avx2").code
     assert "_mm256_stream_ps((B + " in code and "& 31u) ? _mm256_storeu_ps((B + " in code
-    body = code[code.index("#pragma omp parallel for"):]
-    loop_end = body.index("\n  }\n")   # the parallel loop's closing brace
-    assert "_mm_sfence();" in body[:loop_end]
+    body = code[code.index("static void k_par0("):]   # the parallel loop's body (codegen/parallel.py)
+    assert "_mm_sfence();" in body[:body.index("\n}\n")]   # each claim fences its stores
     plain = render(tensors, replay(ComputeDAG(tensors), _steps(False)), "k", "avx2").code
     assert "stream" not in plain and "sfence" not in plain
 

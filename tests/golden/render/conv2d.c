@@ -84,53 +84,213 @@ __attribute__((destructor)) static void ansorc_pool_release(void) {
 
 #include <immintrin.h>
 
-int best_0(const float* restrict data, const float* restrict kernel, float* restrict conv) {
+#ifndef ANSORC_THREADS
+#define ANSORC_THREADS
+typedef void (*ansorc_task_fn)(void*, int32_t, int32_t);
+#ifdef _OPENMP
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+int omp_get_max_threads(void);
+#ifndef ANSORC_SPIN_NS
+#define ANSORC_SPIN_NS 50000L
+#endif
+#define ANSORC_MAX_THREADS 256
+#if defined(__x86_64__) || defined(__i386__)
+#define ANSORC_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define ANSORC_PAUSE() __asm__ __volatile__("yield")
+#else
+#define ANSORC_PAUSE() ((void)0)
+#endif
+typedef struct {
+  pthread_mutex_t mu; pthread_cond_t cv;
+  pthread_t tid[ANSORC_MAX_THREADS]; char alive[ANSORC_MAX_THREADS]; char joinable[ANSORC_MAX_THREADS];
+  int team, live, sleepers, stop, busy, hooked;
+  uint64_t word;   /* job generation << 32 | next unclaimed iteration */
+  ansorc_task_fn fn; void* ctx; int32_t n, chunk, done;
+} ansorc_team_t;
+static ansorc_team_t ansorc_team = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+static long ansorc_ns_since(const struct timespec* t0) {
+  struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long)(t.tv_sec - t0->tv_sec) * 1000000000L + (t.tv_nsec - t0->tv_nsec);
+}
+/* Claims and runs iterations of job `gen` until none is left; a claim of another generation's job fails. */
+static void ansorc_claim(ansorc_team_t* p, uint32_t gen) {
+  for (;;) {
+    uint64_t w = __atomic_load_n(&p->word, __ATOMIC_ACQUIRE);
+    if ((uint32_t)(w >> 32) != gen) return;
+    int32_t next = (int32_t)(uint32_t)w, n = __atomic_load_n(&p->n, __ATOMIC_RELAXED);
+    int32_t chunk = __atomic_load_n(&p->chunk, __ATOMIC_RELAXED);
+    ansorc_task_fn fn = __atomic_load_n(&p->fn, __ATOMIC_RELAXED);
+    void* ctx = __atomic_load_n(&p->ctx, __ATOMIC_RELAXED);
+    if (next >= n) return;
+    int32_t size = chunk > 0 ? chunk : chunk < 0 ? (n - 1) / p->team + 1 : (n - next) / (2 * p->team);
+    size = size < 1 ? 1 : (size > n - next ? n - next : size);
+    if (!__atomic_compare_exchange_n(&p->word, &w, w + (uint64_t)size, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      continue;
+    fn(ctx, next, next + size);
+    __atomic_fetch_add(&p->done, size, __ATOMIC_RELEASE);
+  }
+}
+/* Spin, then sleep until a job other than `seen` is published; 0 when the worker is to exit (idle, or closing). */
+static int ansorc_await(ansorc_team_t* p, uint32_t seen, int me) {
+  struct timespec t0, deadline; clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (long k = 1;; ++k) {
+    if ((uint32_t)(__atomic_load_n(&p->word, __ATOMIC_ACQUIRE) >> 32) != seen) return 1;
+    ANSORC_PAUSE();
+    if ((k & 63) == 0 && ansorc_ns_since(&t0) > ANSORC_SPIN_NS) break;
+  }
+  pthread_mutex_lock(&p->mu);
+  __atomic_fetch_add(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+  clock_gettime(CLOCK_REALTIME, &deadline); deadline.tv_sec += 1;
+  int rc = 0, fresh = 0;
+  while (!p->stop && rc != ETIMEDOUT &&
+         !(fresh = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_SEQ_CST) >> 32) != seen))
+    rc = pthread_cond_timedwait(&p->cv, &p->mu, &deadline);
+  __atomic_fetch_sub(&p->sleepers, 1, __ATOMIC_SEQ_CST);
+  int stay = fresh && !p->stop;
+  if (!stay) { p->alive[me] = 0; __atomic_fetch_sub(&p->live, 1, __ATOMIC_RELAXED); }
+  pthread_mutex_unlock(&p->mu);
+  return stay;
+}
+static void* ansorc_worker(void* arg) {
+  ansorc_team_t* p = &ansorc_team; int me = (int)(intptr_t)arg;
+  uint32_t seen = 0xffffffffu;   /* none: a new worker joins the job under way, if any */
+  for (;;) {
+    uint32_t gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_ACQUIRE) >> 32);
+    if (gen != seen) { seen = gen; ansorc_claim(p, gen); continue; }
+    if (!ansorc_await(p, seen, me)) return NULL;
+  }
+}
+static void ansorc_team_child(void) {   /* after fork: the child has none of the parent's workers */
+  ansorc_team_t* p = &ansorc_team;
+  pthread_mutex_init(&p->mu, NULL); pthread_cond_init(&p->cv, NULL);
+  for (int i = 0; i < ANSORC_MAX_THREADS; ++i) p->alive[i] = p->joinable[i] = 0;
+  p->live = p->sleepers = p->busy = 0;
+}
+__attribute__((destructor)) static void ansorc_team_close(void) {   /* before dlclose unmaps the workers' code */
+  ansorc_team_t* p = &ansorc_team;
+  pthread_mutex_lock(&p->mu); p->stop = 1; pthread_cond_broadcast(&p->cv); pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < ANSORC_MAX_THREADS; ++i)
+    if (p->joinable[i]) { pthread_join(p->tid[i], NULL); p->joinable[i] = 0; }
+}
+static void ansorc_team_grow(ansorc_team_t* p) {
+  pthread_mutex_lock(&p->mu);
+  if (!p->hooked) { pthread_atfork(NULL, NULL, ansorc_team_child); p->hooked = 1; }
+  pthread_attr_t attr; pthread_attr_init(&attr); pthread_attr_setstacksize(&attr, (size_t)8 << 20);
+  for (int i = 0; i < p->team - 1 && !p->stop; ++i) {
+    if (p->alive[i]) continue;
+    if (p->joinable[i]) { pthread_join(p->tid[i], NULL); p->joinable[i] = 0; }   /* exited when idle */
+    if (pthread_create(&p->tid[i], &attr, ansorc_worker, (void*)(intptr_t)i) != 0) break;
+    p->alive[i] = p->joinable[i] = 1; __atomic_fetch_add(&p->live, 1, __ATOMIC_RELAXED);
+  }
+  pthread_attr_destroy(&attr);
+  pthread_mutex_unlock(&p->mu);
+}
+/* Runs fn(ctx, lo, hi) over [0, n) on the team; chunk 0: guided claims, -1: one range per thread (OpenMP's
+   static schedule), else claims of `chunk` iterations.
+   A call made while the team is busy (another thread's call) runs on its own thread. */
+static void ansorc_parallel_for(ansorc_task_fn fn, void* ctx, int32_t n, int32_t chunk) {
+  ansorc_team_t* p = &ansorc_team;
+  if (n <= 0) return;
+  if (!p->team) { int t = omp_get_max_threads(); p->team = t < 1 ? 1 : (t > ANSORC_MAX_THREADS ? ANSORC_MAX_THREADS : t); }
+  if (p->team == 1 || n == 1 || __atomic_exchange_n(&p->busy, 1, __ATOMIC_ACQUIRE)) { fn(ctx, 0, n); return; }
+  if (__atomic_load_n(&p->live, __ATOMIC_RELAXED) < p->team - 1) ansorc_team_grow(p);
+  __atomic_store_n(&p->fn, fn, __ATOMIC_RELAXED); __atomic_store_n(&p->ctx, ctx, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->n, n, __ATOMIC_RELAXED); __atomic_store_n(&p->chunk, chunk, __ATOMIC_RELAXED);
+  __atomic_store_n(&p->done, 0, __ATOMIC_RELAXED);
+  uint32_t gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_RELAXED) >> 32) + 1u;
+  if (gen == 0xffffffffu) gen = 0;
+  __atomic_store_n(&p->word, (uint64_t)gen << 32, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&p->sleepers, __ATOMIC_SEQ_CST)) {
+    pthread_mutex_lock(&p->mu); pthread_cond_broadcast(&p->cv); pthread_mutex_unlock(&p->mu);
+  }
+  ansorc_claim(p, gen);
+  for (long k = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < n; ++k) {
+    if (k < 4096) ANSORC_PAUSE(); else sched_yield();   /* a claimed chunk runs on a thread without a core */
+  }
+  __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
+}
+#else
+static void ansorc_parallel_for(ansorc_task_fn fn, void* ctx, int32_t n, int32_t chunk) {
+  (void)chunk; if (n > 0) fn(ctx, 0, n);
+}
+#endif
+#endif
+
+struct best_0_par0_ctx {
+  const float* data;
+  const float* kernel;
+  float* conv;
+  float* pad;
+  volatile int* ansorc_status_p;
+};
+static void best_0_par0(void* ansorc_ctx_, int32_t ansorc_lo, int32_t ansorc_hi) {
+  const struct best_0_par0_ctx* ansorc_ctx = (const struct best_0_par0_ctx*)ansorc_ctx_;
+  const float* restrict data = ansorc_ctx->data;
+  const float* restrict kernel = ansorc_ctx->kernel;
+  float* restrict conv = ansorc_ctx->conv;
+  float* restrict pad = ansorc_ctx->pad;
   volatile int ansorc_status = 0;
-  float* restrict pad = (float*)ansorc_workspace_take(861184u);
-  if (pad == NULL) { ansorc_status = 1; } else {
-    #pragma omp parallel for schedule(static)
-    for (int32_t pad_i0_i1 = 0; pad_i0_i1 < 58; ++pad_i0_i1) {
-      for (int32_t pad_i2 = 0; pad_i2 < 58; ++pad_i2) {
-        _mm512_storeu_ps((pad + ((pad_i0_i1 * 3712) + (pad_i2 * 64))), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3648))) : _mm512_set1_ps(0.0f)));
-        _mm512_storeu_ps((pad + (((pad_i0_i1 * 3712) + (pad_i2 * 64)) + 16)), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3632))) : _mm512_set1_ps(0.0f)));
-        _mm512_storeu_ps((pad + (((pad_i0_i1 * 3712) + (pad_i2 * 64)) + 32)), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3616))) : _mm512_set1_ps(0.0f)));
-        _mm512_storeu_ps((pad + (((pad_i0_i1 * 3712) + (pad_i2 * 64)) + 48)), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3600))) : _mm512_set1_ps(0.0f)));
-      }
+  for (int32_t pad_i0_i1 = ansorc_lo; pad_i0_i1 < ansorc_hi; ++pad_i0_i1) {
+    for (int32_t pad_i2 = 0; pad_i2 < 58; ++pad_i2) {
+      _mm512_storeu_ps((pad + ((pad_i0_i1 * 3712) + (pad_i2 * 64))), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3648))) : _mm512_set1_ps(0.0f)));
+      _mm512_storeu_ps((pad + (((pad_i0_i1 * 3712) + (pad_i2 * 64)) + 16)), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3632))) : _mm512_set1_ps(0.0f)));
+      _mm512_storeu_ps((pad + (((pad_i0_i1 * 3712) + (pad_i2 * 64)) + 32)), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3616))) : _mm512_set1_ps(0.0f)));
+      _mm512_storeu_ps((pad + (((pad_i0_i1 * 3712) + (pad_i2 * 64)) + 48)), (((((pad_i0_i1 >= 1) && (pad_i0_i1 < 57)) && (pad_i2 >= 1)) && (pad_i2 < 57)) ? _mm512_loadu_ps((data + (((pad_i0_i1 * 3584) + (pad_i2 * 64)) - 3600))) : _mm512_set1_ps(0.0f)));
     }
-    #pragma omp parallel for schedule(static)
-    for (int32_t conv_n_h_0_w_0_co_0 = 0; conv_n_h_0_w_0_co_0 < 28; ++conv_n_h_0_w_0_co_0) {
-      float conv_local[7168] __attribute__((aligned(64)));
-      for (int32_t conv_local_n = 0; conv_local_n < 1; ++conv_local_n) {
-        for (int32_t conv_local_h_0 = 0; conv_local_h_0 < 1; ++conv_local_h_0) {
-          for (int32_t conv_local_w_0 = 0; conv_local_w_0 < 1; ++conv_local_w_0) {
-            for (int32_t conv_local_co_0 = 0; conv_local_co_0 < 1; ++conv_local_co_0) {
-              for (int32_t conv_local_h_1 = 0; conv_local_h_1 < 1; ++conv_local_h_1) {
-                for (int32_t conv_local_w_1 = 0; conv_local_w_1 < 2; ++conv_local_w_1) {
-                  for (int32_t conv_local_co_1 = 0; conv_local_co_1 < 2; ++conv_local_co_1) {
-                    for (int32_t conv_local_h_2 = 0; conv_local_h_2 < 7; ++conv_local_h_2) {
-                      for (int32_t conv_local_w_2 = 0; conv_local_w_2 < 1; ++conv_local_w_2) {
-                        for (int32_t conv_local_co_2 = 0; conv_local_co_2 < 2; ++conv_local_co_2) {
-                          for (int32_t conv_local_h_3 = 0; conv_local_h_3 < 4; ++conv_local_h_3) {
-                            for (int32_t conv_local_w_3 = 0; conv_local_w_3 < 2; ++conv_local_w_3) {
-                              _mm512_storeu_ps((conv_local + ((((((conv_local_h_2 * 1024) + (conv_local_h_3 * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16))), _mm512_set1_ps(0.0f));
-                            }
+  }
+  if (ansorc_status) *ansorc_ctx->ansorc_status_p = ansorc_status;
+}
+
+struct best_0_par1_ctx {
+  const float* data;
+  const float* kernel;
+  float* conv;
+  float* pad;
+  volatile int* ansorc_status_p;
+};
+static void best_0_par1(void* ansorc_ctx_, int32_t ansorc_lo, int32_t ansorc_hi) {
+  const struct best_0_par1_ctx* ansorc_ctx = (const struct best_0_par1_ctx*)ansorc_ctx_;
+  const float* restrict data = ansorc_ctx->data;
+  const float* restrict kernel = ansorc_ctx->kernel;
+  float* restrict conv = ansorc_ctx->conv;
+  float* restrict pad = ansorc_ctx->pad;
+  volatile int ansorc_status = 0;
+  for (int32_t conv_n_h_0_w_0_co_0 = ansorc_lo; conv_n_h_0_w_0_co_0 < ansorc_hi; ++conv_n_h_0_w_0_co_0) {
+    float conv_local[7168] __attribute__((aligned(64)));
+    for (int32_t conv_local_n = 0; conv_local_n < 1; ++conv_local_n) {
+      for (int32_t conv_local_h_0 = 0; conv_local_h_0 < 1; ++conv_local_h_0) {
+        for (int32_t conv_local_w_0 = 0; conv_local_w_0 < 1; ++conv_local_w_0) {
+          for (int32_t conv_local_co_0 = 0; conv_local_co_0 < 1; ++conv_local_co_0) {
+            for (int32_t conv_local_h_1 = 0; conv_local_h_1 < 1; ++conv_local_h_1) {
+              for (int32_t conv_local_w_1 = 0; conv_local_w_1 < 2; ++conv_local_w_1) {
+                for (int32_t conv_local_co_1 = 0; conv_local_co_1 < 2; ++conv_local_co_1) {
+                  for (int32_t conv_local_h_2 = 0; conv_local_h_2 < 7; ++conv_local_h_2) {
+                    for (int32_t conv_local_w_2 = 0; conv_local_w_2 < 1; ++conv_local_w_2) {
+                      for (int32_t conv_local_co_2 = 0; conv_local_co_2 < 2; ++conv_local_co_2) {
+                        for (int32_t conv_local_h_3 = 0; conv_local_h_3 < 4; ++conv_local_h_3) {
+                          for (int32_t conv_local_w_3 = 0; conv_local_w_3 < 2; ++conv_local_w_3) {
+                            _mm512_storeu_ps((conv_local + ((((((conv_local_h_2 * 1024) + (conv_local_h_3 * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16))), _mm512_set1_ps(0.0f));
                           }
                         }
                       }
                     }
-                    for (int32_t conv_local_rh_0 = 0; conv_local_rh_0 < 1; ++conv_local_rh_0) {
-                      for (int32_t conv_local_rw_0 = 0; conv_local_rw_0 < 1; ++conv_local_rw_0) {
-                        for (int32_t conv_local_rc_0 = 0; conv_local_rc_0 < 1; ++conv_local_rc_0) {
-                          for (int32_t conv_local_h_2 = 0; conv_local_h_2 < 7; ++conv_local_h_2) {
-                            for (int32_t conv_local_w_2 = 0; conv_local_w_2 < 1; ++conv_local_w_2) {
-                              for (int32_t conv_local_co_2 = 0; conv_local_co_2 < 2; ++conv_local_co_2) {
-                                for (int32_t conv_local_rh_1 = 0; conv_local_rh_1 < 3; ++conv_local_rh_1) {
-                                  for (int32_t conv_local_rw_1 = 0; conv_local_rw_1 < 3; ++conv_local_rw_1) {
-                                    for (int32_t conv_local_rc_1 = 0; conv_local_rc_1 < 64; ++conv_local_rc_1) {
-                                      for (int32_t conv_local_h_3 = 0; conv_local_h_3 < 4; ++conv_local_h_3) {
-                                        for (int32_t conv_local_w_3 = 0; conv_local_w_3 < 2; ++conv_local_w_3) {
-                                          _mm512_storeu_ps((conv_local + ((((((conv_local_h_2 * 1024) + (conv_local_h_3 * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16))), _mm512_fmadd_ps(_mm512_set1_ps(pad[((((((((((conv_n_h_0_w_0_co_0 / 14) * 103936) + (conv_local_h_2 * 14848)) + (conv_local_h_3 * 3712)) + (conv_local_rh_1 * 3712)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_rw_1 * 64)) + conv_local_rc_1)]), _mm512_loadu_ps((kernel + (((((conv_local_rh_1 * 12288) + (conv_local_rw_1 * 4096)) + (conv_local_rc_1 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16)))), _mm512_loadu_ps((conv_local + ((((((conv_local_h_2 * 1024) + (conv_local_h_3 * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16))))));
-                                        }
+                  }
+                  for (int32_t conv_local_rh_0 = 0; conv_local_rh_0 < 1; ++conv_local_rh_0) {
+                    for (int32_t conv_local_rw_0 = 0; conv_local_rw_0 < 1; ++conv_local_rw_0) {
+                      for (int32_t conv_local_rc_0 = 0; conv_local_rc_0 < 1; ++conv_local_rc_0) {
+                        for (int32_t conv_local_h_2 = 0; conv_local_h_2 < 7; ++conv_local_h_2) {
+                          for (int32_t conv_local_w_2 = 0; conv_local_w_2 < 1; ++conv_local_w_2) {
+                            for (int32_t conv_local_co_2 = 0; conv_local_co_2 < 2; ++conv_local_co_2) {
+                              for (int32_t conv_local_rh_1 = 0; conv_local_rh_1 < 3; ++conv_local_rh_1) {
+                                for (int32_t conv_local_rw_1 = 0; conv_local_rw_1 < 3; ++conv_local_rw_1) {
+                                  for (int32_t conv_local_rc_1 = 0; conv_local_rc_1 < 64; ++conv_local_rc_1) {
+                                    for (int32_t conv_local_h_3 = 0; conv_local_h_3 < 4; ++conv_local_h_3) {
+                                      for (int32_t conv_local_w_3 = 0; conv_local_w_3 < 2; ++conv_local_w_3) {
+                                        _mm512_storeu_ps((conv_local + ((((((conv_local_h_2 * 1024) + (conv_local_h_3 * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16))), _mm512_fmadd_ps(_mm512_set1_ps(pad[((((((((((conv_n_h_0_w_0_co_0 / 14) * 103936) + (conv_local_h_2 * 14848)) + (conv_local_h_3 * 3712)) + (conv_local_rh_1 * 3712)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_rw_1 * 64)) + conv_local_rc_1)]), _mm512_loadu_ps((kernel + (((((conv_local_rh_1 * 12288) + (conv_local_rw_1 * 4096)) + (conv_local_rc_1 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16)))), _mm512_loadu_ps((conv_local + ((((((conv_local_h_2 * 1024) + (conv_local_h_3 * 256)) + (conv_local_w_1 * 128)) + (conv_local_w_3 * 64)) + (conv_local_co_1 * 32)) + (conv_local_co_2 * 16))))));
                                       }
                                     }
                                   }
@@ -148,14 +308,30 @@ int best_0(const float* restrict data, const float* restrict kernel, float* rest
           }
         }
       }
-      for (int32_t conv_h_1 = 0; conv_h_1 < 28; ++conv_h_1) {
-        for (int32_t conv_w_1 = 0; conv_w_1 < 4; ++conv_w_1) {
-          _mm512_storeu_ps((conv + (((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64))), _mm512_loadu_ps((conv_local + ((conv_h_1 * 256) + (conv_w_1 * 64)))));
-          _mm512_storeu_ps((conv + ((((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64)) + 16)), _mm512_loadu_ps((conv_local + (((conv_h_1 * 256) + (conv_w_1 * 64)) + 16))));
-          _mm512_storeu_ps((conv + ((((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64)) + 32)), _mm512_loadu_ps((conv_local + (((conv_h_1 * 256) + (conv_w_1 * 64)) + 32))));
-          _mm512_storeu_ps((conv + ((((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64)) + 48)), _mm512_loadu_ps((conv_local + (((conv_h_1 * 256) + (conv_w_1 * 64)) + 48))));
-        }
+    }
+    for (int32_t conv_h_1 = 0; conv_h_1 < 28; ++conv_h_1) {
+      for (int32_t conv_w_1 = 0; conv_w_1 < 4; ++conv_w_1) {
+        _mm512_storeu_ps((conv + (((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64))), _mm512_loadu_ps((conv_local + ((conv_h_1 * 256) + (conv_w_1 * 64)))));
+        _mm512_storeu_ps((conv + ((((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64)) + 16)), _mm512_loadu_ps((conv_local + (((conv_h_1 * 256) + (conv_w_1 * 64)) + 16))));
+        _mm512_storeu_ps((conv + ((((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64)) + 32)), _mm512_loadu_ps((conv_local + (((conv_h_1 * 256) + (conv_w_1 * 64)) + 32))));
+        _mm512_storeu_ps((conv + ((((((conv_n_h_0_w_0_co_0 / 14) * 100352) + (conv_h_1 * 3584)) + ((conv_n_h_0_w_0_co_0 % 14) * 256)) + (conv_w_1 * 64)) + 48)), _mm512_loadu_ps((conv_local + (((conv_h_1 * 256) + (conv_w_1 * 64)) + 48))));
       }
+    }
+  }
+  if (ansorc_status) *ansorc_ctx->ansorc_status_p = ansorc_status;
+}
+
+int best_0(const float* restrict data, const float* restrict kernel, float* restrict conv) {
+  volatile int ansorc_status = 0;
+  float* restrict pad = (float*)ansorc_workspace_take(861184u);
+  if (pad == NULL) { ansorc_status = 1; } else {
+    {
+      struct best_0_par0_ctx ansorc_c = {data, kernel, conv, pad, &ansorc_status};
+      ansorc_parallel_for(best_0_par0, &ansorc_c, 58, 0);
+    }
+    {
+      struct best_0_par1_ctx ansorc_c = {data, kernel, conv, pad, &ansorc_status};
+      ansorc_parallel_for(best_0_par1, &ansorc_c, 28, 0);
     }
     ansorc_workspace_give(pad);
   }
