@@ -4,6 +4,7 @@ their library is unloaded, a forked child and concurrent callers get correct res
 nothing but the calling thread runs. Each case runs in a fresh Python process (threads and forks stay there)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -63,9 +64,9 @@ def _build(tmp_path, cc: str, openmp: bool = True) -> str:
     return str(lib)
 
 
-def _python(lib: str, code: str, threads: int = 2) -> str:
+def _python(lib: str, code: str, threads: int = 2, **env) -> str:
     code = PRELUDE_PY.format(lib=lib) + textwrap.dedent(code)
-    env = {"OMP_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
+    env = {"OMP_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin", **env}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, env=env)
     assert run.returncode == 0, run.stderr
@@ -133,3 +134,17 @@ def test_without_openmp_the_loop_runs_on_the_calling_thread(tmp_path):
         print(lib.cover(1000, 0, 3), lib.threads_used(20), tasks() - base)
     """)
     assert out.split() == ["0", "1", "0"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_with_omp_proc_bind_the_worker_takes_the_next_core(tmp_path):
+    # OpenMP binds the calling thread to one core, and a thread it makes inherits that mask: without its own
+    # binding the worker would share the caller's core
+    lib = _build(tmp_path, "gcc")
+    out = _python(lib, """
+        lib.threads_used(50)
+        for t in sorted(os.listdir("/proc/self/task")):
+            print([x.split()[1] for x in open(f"/proc/self/task/{t}/status") if x.startswith("Cpus_allowed_list")][0])
+    """, OMP_PROC_BIND="true")
+    masks = out.split()
+    assert len(masks) == 2 and masks[0] != masks[1] and all("-" not in m and "," not in m for m in masks), masks

@@ -33,6 +33,14 @@ typedef void (*ansorc_task_fn)(void*, int32_t, int32_t);
 #include <sched.h>
 #include <time.h>
 int omp_get_max_threads(void);
+int omp_get_proc_bind(void);
+int omp_get_num_places(void);
+int omp_get_place_num(void);
+int omp_get_place_num_procs(int place);
+void omp_get_place_proc_ids(int place, int* ids);
+#ifdef __linux__
+int sched_setaffinity(int pid, size_t bytes, const void* mask);   /* glibc declares it only with _GNU_SOURCE */
+#endif
 #ifndef ANSORC_SPIN_NS
 #define ANSORC_SPIN_NS 50000L
 #endif
@@ -47,7 +55,7 @@ int omp_get_max_threads(void);
 typedef struct {
   pthread_mutex_t mu; pthread_cond_t cv;
   pthread_t tid[ANSORC_MAX_THREADS]; char alive[ANSORC_MAX_THREADS]; char joinable[ANSORC_MAX_THREADS];
-  int team, live, sleepers, stop, busy, hooked;
+  int team, live, sleepers, stop, busy, hooked, place;
   uint64_t word;   /* job generation << 32 | next unclaimed iteration */
   ansorc_task_fn fn; void* ctx; int32_t n, chunk, done;
 } ansorc_team_t;
@@ -95,8 +103,27 @@ static int ansorc_await(ansorc_team_t* p, uint32_t seen, int me) {
   pthread_mutex_unlock(&p->mu);
   return stay;
 }
+/* With OMP_PROC_BIND the calling thread is bound to one place and a new thread inherits that mask: worker `me`
+   takes the place `me + 1` after the caller's, as an OpenMP team's thread would. */
+static void ansorc_bind(ansorc_team_t* p, int me) {
+#ifdef __linux__
+  int places = omp_get_num_places();
+  if (!omp_get_proc_bind() || places < 2 || p->place < 0) return;
+  int place = (p->place + me + 1) % places, n = omp_get_place_num_procs(place), ids[1024];
+  const int word = 8 * sizeof(unsigned long);
+  unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+  if (n < 1 || n > 1024) return;
+  omp_get_place_proc_ids(place, ids);
+  for (int i = 0; i < n; ++i)
+    if (ids[i] >= 0 && ids[i] < 1024) mask[ids[i] / word] |= 1ul << (ids[i] % word);
+  sched_setaffinity(0, sizeof(mask), mask);
+#else
+  (void)p; (void)me;
+#endif
+}
 static void* ansorc_worker(void* arg) {
   ansorc_team_t* p = &ansorc_team; int me = (int)(intptr_t)arg;
+  ansorc_bind(p, me);
   uint32_t seen = 0xffffffffu;   /* none: a new worker joins the job under way, if any */
   for (;;) {
     uint32_t gen = (uint32_t)(__atomic_load_n(&p->word, __ATOMIC_ACQUIRE) >> 32);
@@ -118,7 +145,7 @@ __attribute__((destructor)) static void ansorc_team_close(void) {   /* before dl
 }
 static void ansorc_team_grow(ansorc_team_t* p) {
   pthread_mutex_lock(&p->mu);
-  if (!p->hooked) { pthread_atfork(NULL, NULL, ansorc_team_child); p->hooked = 1; }
+  if (!p->hooked) { pthread_atfork(NULL, NULL, ansorc_team_child); p->hooked = 1; p->place = omp_get_place_num(); }
   pthread_attr_t attr; pthread_attr_init(&attr); pthread_attr_setstacksize(&attr, (size_t)8 << 20);
   for (int i = 0; i < p->team - 1 && !p->stop; ++i) {
     if (p->alive[i]) continue;
@@ -135,7 +162,9 @@ static void ansorc_team_grow(ansorc_team_t* p) {
 static void ansorc_parallel_for(ansorc_task_fn fn, void* ctx, int32_t n, int32_t chunk) {
   ansorc_team_t* p = &ansorc_team;
   if (n <= 0) return;
-  if (!p->team) { int t = omp_get_max_threads(); p->team = t < 1 ? 1 : (t > ANSORC_MAX_THREADS ? ANSORC_MAX_THREADS : t); }
+  if (!p->team) {
+    int t = omp_get_max_threads(); p->team = t < 1 ? 1 : t > ANSORC_MAX_THREADS ? ANSORC_MAX_THREADS : t;
+  }
   if (p->team == 1 || n == 1 || __atomic_exchange_n(&p->busy, 1, __ATOMIC_ACQUIRE)) { fn(ctx, 0, n); return; }
   if (__atomic_load_n(&p->live, __ATOMIC_RELAXED) < p->team - 1) ansorc_team_grow(p);
   __atomic_store_n(&p->fn, fn, __ATOMIC_RELAXED); __atomic_store_n(&p->ctx, ctx, __ATOMIC_RELAXED);
