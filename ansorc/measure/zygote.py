@@ -74,8 +74,11 @@ class WorkerProcess:
         self.ctl, theirs = socket.socketpair()
         # Own session: a Ctrl-C meant for us does not hit a timing run; the zygote exits when its socket closes.
         # numpy's BLAS is never called in the worker; one thread keeps its idle pool off the kernels' cores.
-        # And every CPU of this process, whatever the calling thread is bound to (affinity.py).
-        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **worker_env())
+        # And every CPU of this process, whatever the calling thread is bound to (affinity.py). OpenMP's team
+        # only evicts cold inputs now (runtime/timer.c; kernels use their own pool, codegen/parallel.py): its
+        # threads must sleep, not spin through the timed call beside the kernel's workers.
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", OMP_WAIT_POLICY="passive",
+                   **worker_env())
         self.proc = subprocess.Popen([sys.executable, "-u", str(WORKER_SCRIPT), str(theirs.fileno())],
                                      stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
                                      pass_fds=(theirs.fileno(),), start_new_session=True, env=env)
