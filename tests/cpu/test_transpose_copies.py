@@ -13,6 +13,7 @@ from ansorc.ir.schedule.steps import Annotate, Reorder, Split
 from ansorc.measure.builder import build
 from ansorc.measure.cross import build_programs, run_program
 from ansorc.search.default_schedule import default_cpu_schedule
+from tests.kernel_text import body_of
 
 VECTOR_ISAS = [isa for isa in host_isas() if isa in ("avx512", "avx2")]
 
@@ -37,7 +38,7 @@ CASES = [(40, 24, 8, True), (40, 24, 4, True), (24, 96, 8, True), (48, 32, 16, T
 def test_transposing_copies_match_numpy(isa, rows, cols, lanes, blocks):
     tensors, st = transpose_copy(rows, cols, lanes)
     kern = ansorc.build(tensors, st, target=isa, name=f"tr_{rows}_{cols}_{lanes}_{isa}")
-    assert ("ansorc_transpose_m" in kern.source.split(f"int tr_{rows}_{cols}_{lanes}_{isa}(")[1]) == blocks
+    assert ("ansorc_transpose_m" in body_of(kern.source, f"tr_{rows}_{cols}_{lanes}_{isa}")) == blocks
     x = np.random.default_rng(rows * cols).standard_normal((rows, cols)).astype(np.float32)
     np.testing.assert_array_equal(kern(x), x.T)
 
@@ -99,7 +100,7 @@ def test_a_copy_computed_per_head_inside_its_consumer_is_blocked(isa, seq, heads
                  Annotate("scores", "j", "vectorize")):
         st = st.apply(step)
     src = generate_source(tensors, st, "t", isa)
-    assert "ansorc_transpose_" in src.code.split("int t(")[1]
+    assert "ansorc_transpose_" in body_of(src.code, "t")
     if isa not in VECTOR_ISAS and Target.from_name(isa).arch == host_arch():   # an x86 ISA this CPU lacks: compiles
         [res] = build([src], Target.from_name(isa).flags, 120, 1)
         assert res.ok, res.error_msg[:800]

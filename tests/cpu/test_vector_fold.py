@@ -9,6 +9,7 @@ from ansorc import te
 from ansorc.codegen.target import host_isas
 from ansorc.ir.schedule.state import State
 from ansorc.ir.schedule.steps import Annotate, ComputeAt
+from tests.kernel_text import body_of
 
 VECTOR_ISAS = [isa for isa in host_isas() if isa in ("avx512", "avx2", "neon")]
 pytestmark = pytest.mark.skipif(not VECTOR_ISAS, reason="no vector ISA on this machine")
@@ -29,7 +30,7 @@ def _fold_kernel(kind: str, rows: int, n: int, isa: str):
 @pytest.mark.parametrize("n", [512, 100, 7 * 16 + 3, 48])
 def test_a_folding_loop_uses_vector_accumulators(isa, kind, n):
     kern = _fold_kernel(kind, 5, n, isa)
-    body = kern.source.split(f"int fold_{kind}_{n}_{isa}(")[1]
+    body = body_of(kern.source, f"fold_{kind}_{n}_{isa}")
     assert "fold_acc" in body                       # vector accumulators ...
     assert body.count("ansorc_reduce_") <= 3        # ... folded once per row (plus one per narrower piece)
     if isa != "neon":                               # ... by shuffles in registers, log2(lanes) steps

@@ -15,6 +15,7 @@ from ansorc.codegen import pool
 from ansorc.codegen.c import PRELUDE
 from ansorc.ir.program.evaluate import evaluate, random_inputs
 from ansorc.search.default_schedule import default_cpu_schedule
+from tests.kernel_text import body_of
 
 HARNESS = r"""
 #include <pthread.h>
@@ -75,7 +76,7 @@ def test_a_kernel_with_a_pooled_workspace_is_right_on_every_call_and_from_thread
     tensors = workloads.c2d(1, 30, 30, 64, 32, 3, 1, 1)     # its padded input (32 x 32 x 64 floats) is 256 KB+
     dag = ansorc.ComputeDAG(tensors)
     kern = ansorc.build(tensors, default_cpu_schedule(dag))
-    assert pool.TAKE in kern.source and pool.GIVE in kern.source and "free(" not in kern.source.split("int kernel(")[1]
+    assert pool.TAKE in kern.source and pool.GIVE in kern.source and "free(" not in body_of(kern.source, "kernel")
 
     def call(seed: int) -> float:
         inputs = random_inputs(dag.inputs, seed)
@@ -99,7 +100,7 @@ def test_a_buffer_inside_a_parallel_loop_is_plain_heap_memory():
     C = te.compute((64, 256), lambda i, j: te.sum(A[i, k] * B2[k, j], axis=k), name="C")
     steps = [Split("C", "i", (32,)), ComputeAt("B2", "C", "i.0"), Annotate("C", "i.0", "parallel")]
     kern = ansorc.build([A, B, C], steps)
-    body = kern.source.split("int kernel(")[1]
+    body = body_of(kern.source, "kernel")
     assert "ansorc_alloc(524288u)" in body and pool.TAKE not in body    # 512 KB of B2 per iteration of i.0
     a = np.random.rand(64, 512).astype(np.float32)
     b = np.random.rand(512, 256).astype(np.float32)

@@ -13,6 +13,7 @@ from ansorc.ir.lowering.lower import lower
 from ansorc.ir.schedule.state import State
 from ansorc.ir.lowering.stmt import stmt_children, walk_stmt
 from ansorc.search.features import extract_states
+from tests.kernel_text import body_of
 
 N = 3 * sys.getrecursionlimit()
 
@@ -31,7 +32,7 @@ def test_a_chain_of_thousands_of_tensors_goes_through_every_stage_of_the_compile
     out = evaluate(prog.outputs, {"T0": np.zeros(4, np.float32)})["OUT"]
     np.testing.assert_array_equal(out, np.full(4, 2.0 * (N - 1), np.float32))
     src = render(dag, None, "chain", "generic")
-    assert src.code.split("int chain(")[1].count("for (") == N      # the function body: one loop a stage
+    assert body_of(src.code, "chain").count("for (") == N      # the function body: one loop a stage
     assert max(len(line) - len(line.lstrip()) for line in src.code.splitlines()) <= 80  # linear size
     [features] = extract_states([State.initial(dag)])
     assert features.shape[0] == N

@@ -12,6 +12,7 @@ from ansorc.ir.lowering.prepared import MAX_CONSTANTS
 from ansorc.ir.schedule.state import State
 from ansorc.ir.lowering.stmt import Allocate, IfThenElse, walk_stmt
 from ansorc.search.features import extract
+from tests.kernel_text import body_of
 
 
 def _matmul_transposed(n=16, k=32, m=24):
@@ -80,7 +81,7 @@ def test_rendered_c_keeps_the_copy_and_exports_constants_changed():
     code = src.code
     assert "static ansorc_prepared mm_prepared_0;" in code and "void mm_constants_changed(void)" in code
     assert "ansorc_prepared_take(&mm_prepared_0, 3072u, WT_keys, 1, &WT_stale)" in code
-    assert "if (WT_stale) {" in code and "ansorc_workspace_take" not in code.split("int mm(")[1]
+    assert "if (WT_stale) {" in code and "ansorc_workspace_take" not in body_of(code, "mm")
     assert not render(tensors, State.initial(ComputeDAG(tensors)), "mm", "avx2").prepared
 
 
