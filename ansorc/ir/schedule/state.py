@@ -11,6 +11,7 @@ from functools import cached_property
 
 from ...errors import AnsorcError
 from ..program.te import ComputeOp
+from ..program.frozen import fast_init
 
 
 class ScheduleError(AnsorcError, ValueError):
@@ -38,6 +39,7 @@ def renew(obj, **changes):
     return new
 
 
+@fast_init
 @dataclass(frozen=True)
 class Iterator:
     name: str
@@ -46,6 +48,7 @@ class Iterator:
     annotation: str = ""   # "" | parallel | vectorize | unroll | blockIdx.x | threadIdx.x | vthread ...
 
 
+@fast_init
 @dataclass(frozen=True)
 class SplitRel:
     """parent = sum(child_k * stride_k); lengths are the inner children's factors (outermost first)."""
@@ -54,12 +57,14 @@ class SplitRel:
     lengths: tuple
 
 
+@fast_init
 @dataclass(frozen=True)
 class FuseRel:
     parents: tuple
     child: str
 
 
+@fast_init
 @dataclass(frozen=True)
 class Stage:
     op: ComputeOp
@@ -95,6 +100,7 @@ def initial_stage(op: ComputeOp, scope: str = "global") -> Stage:
     return Stage(op, iters, scope=scope)
 
 
+@fast_init
 @dataclass(frozen=True)
 class State:
     dag: object = field(compare=False, repr=False)
@@ -176,4 +182,5 @@ def replay(dag, steps) -> State:
         from .canonical import rename_steps  # steps.py and canonical.py import this module
         from .steps import steps_from_json, steps_to_json
         steps = steps_from_json(rename_steps(dag, steps_to_json(steps), to_canonical=False))
-    return State.initial(dag).apply_steps(steps)
+    from .prefix_cache import cached_replay  # it imports this module
+    return cached_replay(dag, steps)
