@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from ..ir.schedule.prefix_cache import cached_replay
 from ..ir.schedule.state import ScheduleError, State
 from ..ir.schedule.steps import Annotate, ComputeAt, ComputeInline, ComputeRoot, Fuse, Pragma, Split
 from .annotate import UNROLL_CANDIDATES, divisors, location_options, row_pad_candidates
@@ -15,11 +14,12 @@ from .annotate import UNROLL_CANDIDATES, divisors, location_options, row_pad_can
 WEIGHTS = {"tile_size": 0.88, "compute_location": 0.05, "unroll": 0.04, "parallel": 0.01, "row_pad": 0.02}
 
 
-def _replay(task, steps) -> State | None:
-    """The state of `steps`, or None if they do not replay. A mutation changes one step: what comes before it
-    (which the caller replayed to read it) comes from the prefix cache, as does most of the parent's history."""
+def _replay(task, steps, prefix: State | None = None) -> State | None:
+    """The state of `steps`, or None if they do not replay; `prefix`, the state of a leading part of them that
+    the caller has (a mutation changes one step: what comes before it replays the same), is taken as it is."""
     try:
-        return cached_replay(task.dag, steps)
+        start = prefix or State.initial(task.dag)
+        return start.apply_steps(steps[len(start.steps):])
     except (ScheduleError, KeyError, ValueError):
         return None
 
@@ -32,7 +32,7 @@ def mutate_tile_size(task, state: State, rng: random.Random) -> State | None:
         return None
     i = rng.choice(cands)
     step = steps[i]
-    prefix = cached_replay(task.dag, steps[:i])
+    prefix = State.initial(task.dag).apply_steps(steps[:i])
     extent = prefix.stage(step.stage).iter(step.iter).extent
     inner = 1
     for x in step.lengths:
@@ -51,7 +51,7 @@ def mutate_tile_size(task, state: State, rng: random.Random) -> State | None:
         if new[-1] > task.hw.max_innermost_split_factor:
             continue
         steps[i] = Split(step.stage, step.iter, tuple(new[1:]))
-        return _replay(task, steps)
+        return _replay(task, steps, prefix)
     return None
 
 
@@ -81,7 +81,7 @@ def mutate_compute_location(task, state: State, rng: random.Random) -> State | N
     if not options:
         return None
     steps[i] = rng.choice(options)
-    return _replay(task, steps)
+    return _replay(task, steps, prefix)
 
 
 def mutate_parallel(task, state: State, rng: random.Random) -> State | None:
@@ -110,7 +110,7 @@ def mutate_parallel(task, state: State, rng: random.Random) -> State | None:
     new_name = "@".join(names[:k])
     mid = [Fuse(ann.stage, tuple(names[:k]))] if k > 1 else []
     rest = [_rename(s, ann.stage, old, new_name) for s in steps[i + 1:]]
-    return _replay(task, steps[:start] + mid + [Annotate(ann.stage, new_name, "parallel")] + rest)
+    return _replay(task, steps[:start] + mid + [Annotate(ann.stage, new_name, "parallel")] + rest, prefix)
 
 
 def _rename(step, stage: str, old: str, new: str):

@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..program.expr import Expr
-from ..program.frozen import fast_init
 
 
-@fast_init
 @dataclass(frozen=True)
 class Buffer:
     name: str       # C identifier
@@ -44,7 +42,6 @@ class Stmt:
 THREAD_KINDS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 
 
-@fast_init
 @dataclass(frozen=True)
 class For(Stmt):
     var: str
@@ -54,13 +51,11 @@ class For(Stmt):
     auto_unroll: int = 0   # auto_unroll_max_step pragma of the stage whose outermost loop this is
 
 
-@fast_init
 @dataclass(frozen=True)
 class Seq(Stmt):
     stmts: tuple
 
 
-@fast_init
 @dataclass(frozen=True)
 class Store(Stmt):
     buffer: str
@@ -68,7 +63,6 @@ class Store(Stmt):
     value: Expr
 
 
-@fast_init
 @dataclass(frozen=True)
 class IfThenElse(Stmt):
     cond: Expr
@@ -79,20 +73,17 @@ class IfThenElse(Stmt):
     #                         access inside is made by both, but for loads the other one masks (ir/passes/masks.py)
 
 
-@fast_init
 @dataclass(frozen=True)
 class Allocate(Stmt):
     buffer: Buffer
     body: Stmt
 
 
-@fast_init
 @dataclass(frozen=True)
 class Barrier(Stmt):
     """All threads of a GPU block wait here (__syncthreads): around the writes of a shared-memory stage."""
 
 
-@fast_init
 @dataclass(frozen=True)
 class ThreadReduce(Stmt):
     """Cross-thread reduction: every thread of the block holds a partial value in buffer[0]; afterwards thread 0
@@ -103,7 +94,6 @@ class ThreadReduce(Stmt):
     extent: int
 
 
-@fast_init
 @dataclass(frozen=True)
 class PrimFunc:
     name: str

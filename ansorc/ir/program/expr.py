@@ -11,7 +11,6 @@ from typing import Callable
 from ...errors import ExpressionError
 from .convert import scalar as convert_scalar
 from .dtypes import DTYPE_TABLE, NARROW_INTS, STORAGE_FLOATS, compute_dtype
-from .frozen import fast_init
 
 FLOAT_DTYPES = tuple(n for n, d in DTYPE_TABLE.items() if d.is_float)
 INT_DTYPES = ("int32", "int64")   # the integer types an index may have
@@ -76,7 +75,6 @@ class Expr:
         raise ExpressionError("an ansorc expression has no truth value; use te.if_then_else / te.all for conditions")
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Var(Expr):
     name: str
@@ -86,7 +84,6 @@ class Var(Expr):
         return self.name
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Const(Expr):
     value: float | int
@@ -96,7 +93,6 @@ class Const(Expr):
         return repr(self.value)
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Binary(Expr):
     """op in + - * / // % min max; `//` and `%` are floor division and floor modulo."""
@@ -111,7 +107,6 @@ class Binary(Expr):
         return f"({self.a!r} {self.op} {self.b!r})"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Compare(Expr):
     """op in < <= > >= == != ; result is bool."""
@@ -124,7 +119,6 @@ class Compare(Expr):
         return f"({self.a!r} {self.op} {self.b!r})"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Logic(Expr):
     """op in && || ! (for ! the second operand is None)."""
@@ -137,7 +131,6 @@ class Logic(Expr):
         return f"!{self.a!r}" if self.op == "!" else f"({self.a!r} {self.op} {self.b!r})"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Select(Expr):
     cond: Expr
@@ -149,7 +142,6 @@ class Select(Expr):
         return f"select({self.cond!r}, {self.t!r}, {self.f!r})"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Cast(Expr):
     dtype: str
@@ -159,7 +151,6 @@ class Cast(Expr):
         return f"{self.dtype}({self.value!r})"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Call(Expr):
     """A pure math function from MATH_FUNCS, or "saturate": its one argument rounded (half to even) and clamped
@@ -173,7 +164,6 @@ class Call(Expr):
         return f"{name}({', '.join(map(repr, self.args))})"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Read(Expr):
     """Element of tensor/buffer `name`. `tensor` (te only) links back to the producer and is not compared."""
@@ -186,7 +176,6 @@ class Read(Expr):
         return f"{self.name}[{', '.join(map(repr, self.indices))}]"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class CheckedIndex(Expr):
     """An index computed from data (`A[B[i]]`): equals `value` when 0 <= value < extent. Otherwise the evaluator
@@ -199,7 +188,6 @@ class CheckedIndex(Expr):
         return f"checked({self.value!r}, {self.extent})"
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class IterVar:
     """A loop axis of a compute: spatial ("S") or reduce ("R"), iterating var over [0, extent)."""
@@ -221,7 +209,6 @@ IterVar.not_equal = lambda self, o: self.var.not_equal(o)
 IterVar.astype = lambda self, dtype: self.var.astype(dtype)
 
 
-@fast_init
 @dataclass(frozen=True, eq=True)
 class Reduce(Expr):
     """combiner(source) over axes; only ever the whole body of a compute."""

@@ -11,7 +11,6 @@ from functools import cached_property
 
 from ...errors import AnsorcError
 from ..program.te import ComputeOp
-from ..program.frozen import fast_init
 
 
 class ScheduleError(AnsorcError, ValueError):
@@ -39,7 +38,6 @@ def renew(obj, **changes):
     return new
 
 
-@fast_init
 @dataclass(frozen=True)
 class Iterator:
     name: str
@@ -48,7 +46,6 @@ class Iterator:
     annotation: str = ""   # "" | parallel | vectorize | unroll | blockIdx.x | threadIdx.x | vthread ...
 
 
-@fast_init
 @dataclass(frozen=True)
 class SplitRel:
     """parent = sum(child_k * stride_k); lengths are the inner children's factors (outermost first)."""
@@ -57,14 +54,12 @@ class SplitRel:
     lengths: tuple
 
 
-@fast_init
 @dataclass(frozen=True)
 class FuseRel:
     parents: tuple
     child: str
 
 
-@fast_init
 @dataclass(frozen=True)
 class Stage:
     op: ComputeOp
@@ -100,7 +95,6 @@ def initial_stage(op: ComputeOp, scope: str = "global") -> Stage:
     return Stage(op, iters, scope=scope)
 
 
-@fast_init
 @dataclass(frozen=True)
 class State:
     dag: object = field(compare=False, repr=False)
@@ -182,5 +176,4 @@ def replay(dag, steps) -> State:
         from .canonical import rename_steps  # steps.py and canonical.py import this module
         from .steps import steps_from_json, steps_to_json
         steps = steps_from_json(rename_steps(dag, steps_to_json(steps), to_canonical=False))
-    from .prefix_cache import cached_replay  # it imports this module
-    return cached_replay(dag, steps)
+    return State.initial(dag).apply_steps(steps)

@@ -13,7 +13,6 @@ from .relations import axis_values, infer_extents, split_extents
 from .grouped import grouped_read, replace_reads
 from .state import FuseRel, Iterator, ScheduleError, SplitRel, Stage, State, initial_stage, renew
 from ..program.te import ComputeOp, Tensor, _identity
-from ..program.frozen import fast_init
 
 ANNOTATIONS = ("", "parallel", "vectorize", "unroll", "vthread", "blockIdx.x", "blockIdx.y", "blockIdx.z",
                "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -26,7 +25,6 @@ def _move_attachments(state: State, stage: str, old: str, new: str) -> State:
     return renew(state, stages=stages)
 
 
-@fast_init
 @dataclass(frozen=True)
 class Split:
     stage: str
@@ -54,7 +52,6 @@ def _split(state: State, stage_name: str, it_name: str, lengths: tuple) -> State
     return _move_attachments(state.with_stage(st), stage_name, it_name, names[-1])
 
 
-@fast_init
 @dataclass(frozen=True)
 class FollowSplit:
     """Split like an earlier Split step (by index in the history): its first n_split-1 lengths, then the product
@@ -82,7 +79,6 @@ class FollowSplit:
         return ["FSP", self.stage, self.iter, self.src_step, self.n_split]
 
 
-@fast_init
 @dataclass(frozen=True)
 class FollowFusedSplit:
     """Split by the product of several earlier splits' lengths at one level (how GPU cooperative fetching
@@ -114,7 +110,6 @@ class FollowFusedSplit:
         return ["FFSP", self.stage, self.iter, list(self.src_steps), self.level, self.factor_or_nparts]
 
 
-@fast_init
 @dataclass(frozen=True)
 class Fuse:
     stage: str
@@ -146,7 +141,6 @@ class Fuse:
         return ["FU", self.stage, list(self.iters)]
 
 
-@fast_init
 @dataclass(frozen=True)
 class Reorder:
     stage: str
@@ -163,7 +157,6 @@ class Reorder:
         return ["RE", self.stage, list(self.order)]
 
 
-@fast_init
 @dataclass(frozen=True)
 class ComputeAt:
     stage: str
@@ -183,7 +176,6 @@ class ComputeAt:
         return ["CA", self.stage, self.target, self.target_iter]
 
 
-@fast_init
 @dataclass(frozen=True)
 class ComputeInline:
     stage: str
@@ -202,7 +194,6 @@ class ComputeInline:
         return ["CI", self.stage]
 
 
-@fast_init
 @dataclass(frozen=True)
 class ComputeRoot:
     stage: str
@@ -219,7 +210,6 @@ def _require_untransformed(st: Stage, what: str):
         raise ScheduleError(f"{what} of stage {st.name!r} must come before it is split, fused or moved")
 
 
-@fast_init
 @dataclass(frozen=True)
 class CacheWrite:
     """C becomes a copy of a new stage C.<scope> that does the computation (e.g. accumulates in registers)."""
@@ -243,7 +233,6 @@ class CacheWrite:
         return ["CHW", self.stage, self.scope]
 
 
-@fast_init
 @dataclass(frozen=True)
 class CacheRead:
     """Readers read a copy T.<scope> of tensor T instead of T. With block B > 0 the copy is laid out blocked:
@@ -282,7 +271,6 @@ class CacheRead:
         return ["CHR", self.tensor, self.scope, list(self.readers)] + extra
 
 
-@fast_init
 @dataclass(frozen=True)
 class Rfactor:
     """Factor the reduction over leaf iterator `iter` into a new stage S.rf with `iter` as a spatial axis
@@ -327,7 +315,6 @@ class Rfactor:
         return ["RF", self.stage, self.iter, self.factor_axis]
 
 
-@fast_init
 @dataclass(frozen=True)
 class Annotate:
     stage: str
@@ -359,7 +346,6 @@ class Annotate:
 PRAGMAS = ("auto_unroll_max_step", "store_stream", "parallel_ranges", "prefetch", "row_pad")
 
 
-@fast_init
 @dataclass(frozen=True)
 class Pragma:
     stage: str
