@@ -103,16 +103,16 @@ def ranking_tau(pairs) -> float | None:
 class FirstRoundRanking:
     """How well a task's prior ranked its first round: the prior's scores of the round's programs taken before
     they are measured, and once measured the Kendall tau of those scores against the measured speeds. The task
-    scheduler ends a task's warm-up early where it is high (scheduler.py). Taken only while the prior alone ranks
-    (a PretrainedModel with a prior and no online trees yet): a cold model's first round is a random sample."""
+    scheduler ends a task's warm-up early where it is high (scheduler.py). Taken for a model with a prior, with or
+    without online trees (shared by a run's tasks, trained on those tuned before, continuing from the prior): the
+    question is whether the model that will guide the task's later rounds ranks its programs already."""
 
     def __init__(self):
         self.scores: dict | None = None
         self.tau: float | None = None
 
     def score(self, model, task, states) -> None:
-        if self.tau is not None or self.scores is not None or not states or getattr(model, "prior", None) is None \
-                or getattr(model, "booster", None) is not None:
+        if self.tau is not None or self.scores is not None or not states or getattr(model, "prior", None) is None:
             return
         self.scores = {state_key(st): float(x) for st, x in zip(states, model.predict(task, states))}
 
