@@ -69,6 +69,7 @@ class Record:
     resources: tuple = ()
     isa: str = ""                   # target "native": the ISA it resolved to where measured ("" in older logs)
     signature: str = ""             # the workload's arguments for people (ComputeDAG.signature; "" in older logs)
+    structure: str = ""             # its structure without extents (search/seeding.py; "" in older logs)
 
     @property
     def steps(self) -> Any:
@@ -85,11 +86,11 @@ class Record:
 
     @classmethod
     def from_measure(cls, workload_key: str, target: str, steps: Any, result: "MeasureResult",
-                     flop: float | None = None, note: str = "", signature: str = "") -> "Record":
+                     flop: float | None = None, note: str = "", signature: str = "", structure: str = "") -> "Record":
         return cls(workload_key, str(target), steps_key(steps), tuple(float(c) for c in result.costs),
                    int(result.error_code), result.error_msg[:MAX_RECORD_ERROR_CHARS], float(result.all_cost),
                    float(result.timestamp), bool(result.lower_bound), flop, note,
-                   isa=native_isa() if str(target) == "native" else "", signature=signature)
+                   isa=native_isa() if str(target) == "native" else "", signature=signature, structure=structure)
 
     def to_json(self) -> str:
         """One line of JSON, without the newline."""
@@ -106,6 +107,8 @@ class Record:
             obj["isa"] = self.isa
         if self.signature:
             obj["signature"] = self.signature
+        if self.structure:
+            obj["structure"] = self.structure
         text = json.dumps(obj, separators=(",", ":"))
         # Splice the canonical steps text in as is, so it is never re-encoded differently.
         return text.replace('"steps":null', '"steps":' + self.steps_json, 1)
@@ -124,7 +127,7 @@ class Record:
             if not isinstance(obj.get(name), kind) or isinstance(obj[name], bool):
                 raise ValueError(f"field {name!r} missing or not a {kind.__name__}")
         for name, kind in (("error_msg", str), ("note", str), ("lower_bound", bool), ("isa", str),
-                           ("signature", str)):  # optional
+                           ("signature", str), ("structure", str)):  # optional
             if not isinstance(obj.get(name, kind()), kind):
                 raise ValueError(f"field {name!r} is not a {kind.__name__}")
         steps_from_json(obj["steps"])  # ScheduleError (a ValueError) on a step of the wrong shape or types
@@ -137,7 +140,7 @@ class Record:
                    obj.get("error_msg", ""), _number(obj.get("all_cost", 0.0), "all_cost"), timestamp,
                    obj.get("lower_bound", False), None if flop is None else _number(flop, "flop"),
                    obj.get("note", ""), version, _resources(obj.get("resources")), obj.get("isa", ""),
-                   obj.get("signature", "")[:MAX_SIGNATURE_CHARS])
+                   obj.get("signature", "")[:MAX_SIGNATURE_CHARS], obj.get("structure", "")[:MAX_SIGNATURE_CHARS])
 
 
 def _number(x, name: str) -> float:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..targets import plugin
 from ..search.multi import ScheduleResult, tune_tasks
+from ..search.scheduler import SchedulerOptions
 from ..search.task import SearchTask
 from ..search.tuning import TuneOptions
 from .network import Network
@@ -42,14 +43,15 @@ def network_of(model, input_shapes=None) -> Network:
 def tune_network(model, trials: int, log: str, input_shapes=None, target: str = "native",
                  strategy: str = "gradient", objective="f1", cold_weights: bool = True,
                  options: TuneOptions | None = None, backend=None, on_round=None, in_flight: int | None = None,
-                 callbacks=(), time_budget: float | None = None) -> NetworkTuning:
+                 callbacks=(), time_budget: float | None = None,
+                 scheduler: SchedulerOptions | None = None) -> NetworkTuning:
     """Tune the tasks of `model` (a path, onnx.ModelProto, Network or NetworkPlan) for `trials` programs in
     all, appending to `log` (resumed). cold_weights: time each program with its weights evicted from the
     caches, as the whole model runs it (each weight is read once per inference, long after its last use; the
     activations come warm from the kernel before), so that the tuner ranks programs by how they stream weights
     from memory.
-    options (a TuneOptions), backend, on_round, in_flight, callbacks and time_budget (seconds): as
-    ansorc.tune_tasks takes them."""
+    options (a TuneOptions), backend, on_round, in_flight, callbacks, time_budget (seconds) and scheduler (a
+    SchedulerOptions, e.g. a longer warm-up: warmup_rounds): as ansorc.tune_tasks takes them."""
     plan = model if isinstance(model, NetworkPlan) else plan_network(network_of(model, input_shapes),
                                                                        plugin(target).constants)
     net, groups, tasks = plan.net, list(plan.groups), list(plan.tasks)
@@ -57,7 +59,7 @@ def tune_network(model, trials: int, log: str, input_shapes=None, target: str = 
     search = [SearchTask(t.dag, target, cold_inputs=weight_inputs(net, t) if cold else ()) for t in tasks]
     res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,
                      objective=objective, options=options, backend=backend, on_round=on_round,
-                     in_flight=in_flight, callbacks=callbacks, time_budget=time_budget)
+                     in_flight=in_flight, callbacks=callbacks, time_budget=time_budget, scheduler=scheduler)
     return NetworkTuning(net, groups, tasks, res)
 
 

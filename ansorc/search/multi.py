@@ -14,6 +14,7 @@ from .objectives import NO_PROGRAM, make_objective
 from .overlap import DriverTimes, Pipeline
 from .callbacks import ProgressBar, default_callbacks
 from .scheduler import SchedulerOptions, TaskScheduler
+from .seeding import SeedPool
 from .task import SearchTask
 from .tuning import TaskTuner, TuneOptions, local_backend, make_cost_model, tune_options
 
@@ -84,12 +85,14 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
     model, record_log, backends = make_cost_model(opts), RecordLog(log) if log else None, {}
     bar = ProgressBar(opts.progress and len(tasks) == 1, trials)
     try:
-        tuners = []
+        tuners: list = []
+        # donors for each task's first round: the tasks tuned before it in this run, and the log's (seeding.py)
+        pool = SeedPool(tuners, record_log.load() if record_log else ()) if opts.seeding else None
         for task in tasks:
             if backend is None and task.target not in backends:
                 backends[task.target] = local_backend(task.target, opts)
             tuners.append(TaskTuner(task, per_task, model, backend or backends[task.target], record_log,
-                                    default_callbacks(record_log, (*callbacks, bar))))
+                                    default_callbacks(record_log, (*callbacks, bar)), seeds=pool))
         s = TaskScheduler(tuners, obj, sched, [t.dag.flop_count for t in tasks], [task_tag(t) for t in tasks])
         bar.show(s.total_trials, tuners[0].result.best_gflops if tuners else 0.0)
         table = _progress_table(tasks, weights) if opts.progress and len(tasks) > 1 else None

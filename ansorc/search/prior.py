@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .annotate import state_key
 from .cost_model import LGBModel, packsum_scores
 from .pretrain import (PretrainedFallbackWarning, PretrainedModelMismatch, family_of, load, read_header,
                        shipped_path)
@@ -84,4 +85,43 @@ class PretrainedModel(LGBModel):
         return np.where(prior <= -1e9, -1e9, BLEND * self.predict_features(feats) + (1 - BLEND) * prior)
 
 
-__all__ = ["PretrainedModel", "resolve", "check_source", "MODES"]
+
+
+
+def ranking_tau(pairs) -> float | None:
+    """Kendall's tau-a of (predicted score, measured speed) pairs: +1 the prediction orders them exactly as
+    measured, 0 no better than chance. None for fewer than two pairs. Ties count as neither (n is small)."""
+    pairs = list(pairs)
+    n = len(pairs)
+    if n < 2:
+        return None
+    net = sum(np.sign(pairs[i][0] - pairs[j][0]) * np.sign(pairs[i][1] - pairs[j][1])
+              for i in range(n) for j in range(i + 1, n))
+    return float(net) / (n * (n - 1) / 2)
+
+
+class FirstRoundRanking:
+    """How well a task's prior ranked its first round: the prior's scores of the round's programs taken before
+    they are measured, and once measured the Kendall tau of those scores against the measured speeds. The task
+    scheduler ends a task's warm-up early where it is high (scheduler.py). Taken for a model with a prior, with or
+    without online trees (shared by a run's tasks, trained on those tuned before, continuing from the prior): the
+    question is whether the model that will guide the task's later rounds ranks its programs already."""
+
+    def __init__(self):
+        self.scores: dict | None = None
+        self.tau: float | None = None
+
+    def score(self, model, task, states) -> None:
+        if self.tau is not None or self.scores is not None or not states or getattr(model, "prior", None) is None:
+            return
+        self.scores = {state_key(st): float(x) for st, x in zip(states, model.predict(task, states))}
+
+    def measured(self, states, recs) -> None:
+        scores, self.scores = self.scores, None
+        if scores:
+            keys = [state_key(st) for st in states]
+            self.tau = ranking_tau((scores[k], -rec.median) for k, rec in zip(keys, recs)
+                                   if rec.ok and not rec.lower_bound and k in scores)
+
+
+__all__ = ["PretrainedModel", "resolve", "check_source", "MODES", "ranking_tau", "FirstRoundRanking"]

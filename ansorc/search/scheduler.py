@@ -9,7 +9,11 @@ chain_i = d(objective)/d(latency_i) by finite differences; backward_i = the task
 the last `backward_window` rounds; forward_i = min(g_i - g_i / t_i, beta * flops_i / best FLOP/s among similar
 tasks) - g_i (an optimistic guess: the next round may improve as much as the average round so far, or reach the
 speed of a similar task). With probability epsilon a random live task is chosen instead (the paper has it, TVM's
-code does not). A task whose round measured nothing new (space exhausted) or that has no valid program after its
+code does not). The warm-up can be longer (warmup_rounds: the first round of a task has no online model, and
+one round says little of where its curve goes), and a task leaves it after its first round where the pretrained
+prior ranked that round's programs well (Kendall tau of its scores against the measured times at least trust_tau,
+tuner.prior_tau): the model that will guide its later rounds already knows its space, so the gradient can take
+over. A task whose round measured nothing new (space exhausted) or that has no valid program after its
 rounds is dead; per-task early stopping (objective f4) kills a task that has not improved for N trials.
 
 The scheduler drives anything with TaskTuner's surface: `step(n) -> records`, `result.best_seconds`, `done`,
@@ -59,6 +63,8 @@ class SchedulerOptions:
     seed: int = 0
     time_budget: float | None = None            # seconds of wall time per run() call: no round starts that
                                                 # would end after it
+    warmup_rounds: int = 1                      # rounds each task gets before the gradient allocates
+    trust_tau: float = 0.5                      # a task whose prior ranked its first round this well warms up once
 
 
 @dataclass
@@ -117,9 +123,9 @@ class TaskScheduler:
         alive = [i for i in self.alive() if i not in busy]
         if not alive:
             return None
-        fresh = [i for i in alive if not self.tasks[i].history]
-        if fresh:                      # warm-up: every task once (resumed tasks already have history)
-            return fresh[0]
+        fresh = [i for i in alive if self.warming(i)]
+        if fresh:                      # warm-up: every task round by round (resumed tasks already have history)
+            return min(fresh, key=lambda i: len(self.tasks[i].history))
         if self.options.strategy == "round-robin":
             later = [i for i in alive if i >= self._rr] or alive
             self._rr = later[0] + 1
@@ -129,6 +135,14 @@ class TaskScheduler:
         grads = {i: self.gradient(i) for i in alive}
         low = min(grads.values())
         return self.rng.choice([i for i, g in grads.items() if g == low])
+
+    def warming(self, i: int) -> bool:
+        """Task i is still in its warm-up: fewer than warmup_rounds rounds, and not one the prior ranked well."""
+        rounds = len(self.tasks[i].history)
+        if rounds == 0:
+            return True
+        tau = getattr(self.tuners[i], "prior_tau", None)
+        return rounds < self.options.warmup_rounds and (tau is None or tau < self.options.trust_tau)
 
     def gradient(self, i: int) -> float:
         """The estimated d(objective)/d(rounds) of task i (more negative = more worth a round)."""

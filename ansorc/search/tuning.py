@@ -32,8 +32,9 @@ from .callbacks import default_callbacks
 from .cost_model import CostModel, LGBModel, RandomModel
 from .evolution import SearchParams, search_round
 from .parallel import register, render_states_parallel, rendered
-from .prior import PretrainedModel
+from .prior import FirstRoundRanking, PretrainedModel
 from .plausible import ImplausibleRecordWarning, claim, cpu_target, plausible
+from .seeding import structure_key
 from .sketch import generate_sketches
 from .task import SearchTask
 
@@ -48,7 +49,9 @@ class TuneOptions:
     cost_model: the "lgbm" model's start: "pretrained" (the shipped model of the target's family when there is
     one and it matches the current features, else cold), "none" (cold) or a model file's path (search/prior.py).
     early_stopping: stop after this many trials without a better program. flags: compiler flags instead of the
-    target's. retime_top / retime_rounds: the final side-by-side re-timing (see tune)."""
+    target's. retime_top / retime_rounds: the final side-by-side re-timing (see tune). seeding: a task's first
+    round also measures up to seed_programs re-targeted best programs of the nearest already-tuned task of the
+    same structure, in this run or the log (search/seeding.py); a task without such a donor gets none."""
     trials: int = 64
     per_round: int = 64
     seed: int = 0
@@ -62,6 +65,8 @@ class TuneOptions:
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     retime_top: int = 4
     retime_rounds: int = 3
+    seeding: bool = True
+    seed_programs: int = 4
 
 
 @dataclass
@@ -143,7 +148,7 @@ class TaskTuner:
     callbacks: called by commit after each batch (default: append to `log`, then update the cost model)."""
 
     def __init__(self, task: SearchTask, options: TuneOptions, cost_model: CostModel, backend,
-                 log: RecordLog | None = None, callbacks=None):
+                 log: RecordLog | None = None, callbacks=None, seeds=None):
         self.task, self.options, self.model, self.backend, self.log = task, options, cost_model, backend, log
         self.callbacks = tuple(default_callbacks(log) if callbacks is None else callbacks)
         register(task)   # known to the search's worker pool before it forks (tasks tuned together: one fork)
@@ -168,6 +173,10 @@ class TaskTuner:
         self.default_state = default_state(task) if options.search == "evolution" else None
         self._default_offered = False          # the default program went into a round (or was measured before)
         self.transfer = [st for st in _transfer(task, logged) if state_key(st) not in self.measured]
+        # a SeedPool (search/seeding.py) asked once, for a task with no history of its own
+        self.seed_pool = seeds if options.seeding and not history else None
+        self.seeded: list = []                 # the re-targeted programs its first round measures
+        self.ranking = FirstRoundRanking()     # how well the prior ranked the first round (scheduler's warm-up)
 
     @property
     def finished(self) -> bool:
@@ -189,7 +198,14 @@ class TaskTuner:
             self.exhausted = True
             return None
         sources, states, failed = self._render(cands)
+        if not self.done:
+            self.ranking.score(self.model, self.task, states)
         return Batch(states, sources, failed, time.perf_counter() - start)
+
+    @property
+    def prior_tau(self) -> float | None:
+        """Kendall tau of the prior's scores against the first round's measured times (None: no prior)."""
+        return self.ranking.tau
 
     @property
     def best_seconds(self) -> float | None:
@@ -216,6 +232,7 @@ class TaskTuner:
                             [resources_of(b) for b in builds])
         self.entry_names.update((steps_key(steps_to_json(st.steps)), src.entry)
                                 for src, st in zip(batch.sources, batch.states))
+        self.ranking.measured(batch.states, recs)
         for callback in self.callbacks:
             callback(self, recs)
         r = self.result
@@ -231,9 +248,10 @@ class TaskTuner:
         first = self._default_program() if n > 0 else []
         moved = self._transferred(n - len(first))
         first += [st for st in moved if not first or state_key(st) != state_key(first[0])]
+        first += self._seeded(n - len(first), first)
         if n <= len(first):
             return first[:max(n, 0)]
-        seeds = [s for _, s in self.best_states] + moved   # programs from the other key seed the evolution too
+        seeds = [s for _, s in self.best_states] + moved + self.seeded   # other key's, re-targeted: seeds too
         found = search_round(self.task, self.model, self.sketches, self.measured, seeds, n - len(first),
                              self.options.params or SearchParams(), self.rng)
         taken = {state_key(st) for st in first}
@@ -246,6 +264,15 @@ class TaskTuner:
             return []
         self._default_offered = True
         return [] if state_key(self.default_state) in self.measured else [self.default_state]
+
+    def _seeded(self, room: int, first: list) -> list:
+        """Re-targeted programs of similar tasks (seeding.py), once: at most half the room, so the round searches."""
+        pool, self.seed_pool = self.seed_pool, None
+        if pool is None or room < 2:
+            return []
+        taken = self.measured | {state_key(st) for st in first}
+        self.seeded = pool.seeds(self.task, min(self.options.seed_programs, room // 2), taken)
+        return list(self.seeded)
 
     def _transferred(self, n: int) -> list:
         """Up to n of the programs logged for this computation without its constants, not yet measured here."""
@@ -271,8 +298,9 @@ class TaskTuner:
         """The batch's records; updates the measured set, the best programs and the counters. resources: each
         build's compiler report (GPU programs), kept in its record."""
         task, r = self.task, self.result
+        shape = structure_key(task.dag)
         recs = [Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
-                                    task.dag.flop_count, signature=task.dag.signature)
+                                    task.dag.flop_count, signature=task.dag.signature, structure=shape)
                 for st, res in zip(states, results)]
         reports = list(resources) + [()] * len(recs)
         recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, reports)]
@@ -308,7 +336,6 @@ class TaskTuner:
             r.best_seconds, r.best_state = r.retimed[0]
         r.retime_seconds = time.perf_counter() - t0
         return recs
-
 
     def _retime_set(self, top: int) -> list:
         """The `top` best programs, the last of them replaced by the default program when it is measured but not
@@ -346,7 +373,8 @@ def retime(task: SearchTask, backend, mtask: MeasureTask, top: list, rounds: int
         if ok and cs:
             res = MeasureResult(tuple(cs), MeasureErrorNo.NO_ERROR, "", wall + b.build_seconds, session, False, 0)
             rec = Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
-                                      task.dag.flop_count, note=RETIME_NOTE, signature=task.dag.signature)
+                                      task.dag.flop_count, note=RETIME_NOTE, signature=task.dag.signature,
+                                      structure=structure_key(task.dag))
             out.append((rec.median, st, rec))
     return out
 
