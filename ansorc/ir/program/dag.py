@@ -109,6 +109,8 @@ class ComputeDAG:
     # ------------------------------------------------------------------ flops
     @cached_property
     def flop_count(self) -> float:
+        """Operations of one run (op_flops): float ops and integer ops on data, so an int8 GEMM counts 2*M*N*K
+        like a float one (its GFLOP/s figures are then GOP/s)."""
         return float(sum(op_flops(op) for op in self.compute_ops))
 
     # ------------------------------------------------------------------ workload key
