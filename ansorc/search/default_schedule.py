@@ -79,8 +79,10 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
         if st.compute_at == "root" and st.name not in done:
             dotted = dot_default_schedule(state, st.name, target, hw)   # None unless a narrow-type dot product
             if dotted is not None:
+                # its element-wise consumer too: tiled, parallel and holding the tile (scheduling it again would
+                # fuse loops the tile is attached at)
+                done.update({st.name, f"{st.name}.local"} | {s.name for s in dotted.stages if s.relations})
                 state = dotted
-                done.update({st.name, f"{st.name}.local"})
                 continue
             tiled = _register_tiled(state, st.name, hw)
             if tiled is not None:

@@ -61,3 +61,17 @@ def test_bad_graphs_are_clear_errors():
     C = te.compute((4,), lambda i: A[i] + A2[i], name="C")
     with pytest.raises(DagError, match="both named 'A'"):
         ComputeDAG([A, A2, C])
+
+
+def test_integer_multiply_accumulates_count_as_operations():
+    """Issue 53: an int8 GEMM counted 0 FLOPs (so no parallel loop by default, no scheduler weight)."""
+    from ansorc import workloads
+    from ansorc.search.default_schedule import default_cpu_schedule
+    m, n, k = 64, 48, 37
+    assert ComputeDAG(workloads.matmul_u8s8(m, n, k)).flop_count == 2 * m * n * k
+    assert ComputeDAG(workloads.matmul(m, n, k)).flop_count == 2 * m * n * k
+    # the pad stage's bounds tests and the strided subscripts are addressing, not work
+    conv = ComputeDAG(workloads.conv2d_u8s8(1, 14, 14, 16, 32, 3, 2, 1))
+    assert conv.flop_count == 2 * 7 * 7 * 32 * 3 * 3 * 16
+    dag = ComputeDAG(workloads.matmul_u8s8(256, 256, 256), constants=["B"])
+    assert "parallel" in str(default_cpu_schedule(dag, "avx2"))

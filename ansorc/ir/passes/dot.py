@@ -14,6 +14,12 @@ layout (4 int8 products or 2 bfloat16 products per 32-bit lane). cond_t (a split
 invariant) zeroes a_t; the instruction still reads B's whole group, which the grouped copy pads with zeros. Where
 every cond_t holds the broadcast group is one load, so the group gets two versions under one test.
 
+A vector loop narrower than the instruction (an output tile's last columns, N not a multiple of the lanes) still
+becomes one instruction where the extra lanes are safe (`_widened`): X a buffer of the kernel's own whose rows
+then get `row_pad` room for the whole vector (the extra lanes' sums land there and are never read), and B's whole
+group of lanes inside its storage (the grouped copy is zero past N, so they add zeros; any value would do, as
+nothing reads them). Bit-exact: the real lanes compute what they did.
+
 Runs before vectorize_loops (which then skips the loops this pass replaced); `offers` maps (broadcast dtype,
 vector dtype, accumulator dtype, lanes, group) to the target's instruction (codegen/dot.py: table lookups on the
 target's ISA features), so this pass stays target-free. Integer accumulation is exact (wrapping int32, as the
@@ -22,10 +28,11 @@ scalar loop); float (bfloat16) products are summed in the instruction's order.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
-from ..lowering.stmt import Allocate, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
-from ..program.expr import Binary, Cast, Const, Logic, Read, free_vars, select, substitute, walk
-from ..program.simplify import linear_form, simplify
+from ..lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, Stmt, Store, seq
+from ..program.expr import Binary, Cast, Compare, Const, Expr, Logic, Read, free_vars, select, substitute, walk
+from ..program.simplify import bound, linear_form, simplify
 from .masks import lane_stride
 from .vector import VDot, VLanes, VLoad, VStore, stmt_kids, with_kids
 from .vectorize import flat_index
@@ -42,6 +49,8 @@ class _Rewriter:
     def __init__(self, shapes: dict, offers: dict):
         self.shapes, self.offers, self.bounds = shapes, offers, {}
         self.groups = sorted({k[4] for k in offers}, reverse=True)
+        self.own: dict = {}    # buffers the kernel allocates (name -> Buffer): their rows may grow
+        self.pads: dict = {}   # name -> row_pad a widened instruction needs there
 
     def visit(self, s: Stmt) -> Stmt:
         if not isinstance(s, For):
@@ -55,52 +64,77 @@ class _Rewriter:
 
     def visit_in(self, s: Stmt) -> Stmt:
         if isinstance(s, Allocate):
-            self.shapes[s.buffer.name] = s.buffer.storage
-        if isinstance(s, For) and s.kind in ("serial", "unroll") and s.extent in self.groups:
-            out = self.run(_written_out(s))
-            if out is not None:
-                return out
+            return self.allocate(s)
+        if isinstance(s, For) and s.body is None:   # a step whose guard never holds, simplified away: no work
+            return None
+        if isinstance(s, For) and s.kind in ("serial", "unroll") and s.extent <= self.groups[0]:
+            for g in self.groups:
+                out = self.run(_written_out(s), g) if s.extent <= g else None
+                if out is not None:
+                    return out
         if isinstance(s, Seq):
             return seq(*self.runs(list(s.stmts)))
         return with_kids(s, tuple(self.visit(c) for c in stmt_kids(s)))
 
+    def allocate(self, s: Allocate) -> Stmt:
+        """The body rewritten; where a widened instruction needs longer rows, the rows padded and the body
+        rewritten again (its flat indices are taken over the padded rows)."""
+        buf = s.buffer
+        self.shapes[buf.name], self.own[buf.name] = buf.storage, buf
+        body = self.visit(s.body)
+        pad = self.pads.pop(buf.name, 0)
+        if pad > buf.row_pad:
+            buf = replace(buf, row_pad=pad)
+            self.shapes[buf.name], self.own[buf.name] = buf.storage, buf
+            body = self.visit(s.body)
+            self.pads.pop(buf.name, None)
+        return Allocate(buf, body)
+
     def runs(self, stmts: list) -> list:
         out, i = [], 0
         while i < len(stmts):
-            for g in self.groups:
-                dot = self.run(stmts[i:i + g]) if i + g <= len(stmts) else None
+            for g, n in self.sizes():
+                dot = self.run(stmts[i:i + n], g) if i + n <= len(stmts) else None
                 if dot is not None:
                     out.append(dot)
-                    i += g
+                    i += n
                     break
             else:
                 out.append(self.visit(stmts[i]))
                 i += 1
         return out
 
-    def run(self, stmts: list) -> Stmt | None:
-        """One dot-product statement for G matching steps (module docstring), or None."""
+    def sizes(self) -> list:
+        """(group, steps) to try at a statement: whole groups first, then a reduction shorter than one (K < G)."""
+        return [(g, g) for g in self.groups] + [(g, n) for g in self.groups for n in range(g - 1, 0, -1)]
+
+    def run(self, stmts: list, g: int | None = None) -> Stmt | None:
+        """One dot-product statement for up to G matching steps (module docstring), or None. Fewer steps than G
+        (a reduction of K < G, or its last steps) zero the broadcast group's missing elements."""
         steps = [self.step(s) for s in stmts]
         if not steps or any(x is None for x in steps):
             return None
-        g, first = len(steps), steps[0]
-        x, xi, _, _, b, bi, (lanes, stride), key = first
-        name = self.offers.get((*key, lanes, g))
-        if name is None or stride != g:
+        g, first = g or len(steps), steps[0]
+        lanes, stride = first.shape
+        if stride != g or len(steps) > g:
             return None
-        for t, (x2, xi2, _, _, b2, bi2, shape2, key2) in enumerate(steps):
-            if (x2, b2, shape2, key2) != (x, b, (lanes, stride), key) or _offset(xi, xi2) != 0 or _offset(bi, bi2) != t:
+        for t, st in enumerate(steps):
+            if (st.x, st.b, st.shape, st.key) != (first.x, first.b, first.shape, first.key) or \
+                    _offset(first.xi, st.xi) != 0 or _offset(first.bi, st.bi) != t:
                 return None
-        acc_dtype = key[2]
-        bcast = [a for _, _, _, a, _, _, _, _ in steps]
-        conds = [c for _, _, c, _, _, _, _, _ in steps if c is not None]
+        short = len(steps) < g
+        name, lanes = self.instruction(first, g, stmts[0], short or any(st.clipped for st in steps))
+        if name is None:
+            return None
+        x, xi, b, bi, key = first.x, first.xi, first.b, first.bi, first.key
+        zeros = [Const(0, key[0])] * (g - len(steps))
+        bcast = [st.a for st in steps] + zeros
 
         def dot(group) -> Stmt:
-            value = VDot(name, VLoad(x, xi, lanes, acc_dtype), group, VLoad(b, bi, lanes * g, key[1]), lanes,
-                         acc_dtype)
+            value = VDot(name, VLoad(x, xi, lanes, key[2]), group, VLoad(b, bi, lanes * g, key[1]), lanes, key[2])
             return VStore(x, xi, value)
         fast = dot(self.group_of(bcast, key[0]))
-        all_conds = [c for _, _, c, _, _, _, _, _ in steps]
+        all_conds = [st.cond for st in steps]
         if all(c == all_conds[0] for c in all_conds):   # none, or one guard of the whole group (a row's overhang)
             return fast if all_conds[0] is None else IfThenElse(all_conds[0], fast)
         if all_conds[0] is not None:
@@ -108,13 +142,34 @@ class _Rewriter:
             # group in range, so leaving a step out can be zeroing its broadcast element; else a guard may keep
             # an index in range, and the group stays with the vectorizer
             return None
+        conds = [c for c in all_conds if c is not None]
         every = conds[0]
         for c in conds[1:]:
             every = Logic("&&", every, c)
-        guarded = [a if c is None else select(c, a, Const(0, key[0]))
-                   for a, (_, _, c, _, _, _, _, _) in zip(bcast, steps)]
+        guarded = [st.a if st.cond is None else select(st.cond, st.a, Const(0, key[0])) for st in steps] + zeros
         return seq(IfThenElse(every, fast, version=True),
                    IfThenElse(Logic("!", every), dot(VLanes(tuple(guarded), key[0])), version=True))
+
+    def instruction(self, first: "_Step", g: int, loop: For, checked: bool) -> tuple:
+        """(instruction, its lanes) for a vector loop of first.shape[0] lanes: one of that many, else the
+        narrowest wider one. Where `checked` (B's group reaches past the steps, or lanes past a guard) or wider,
+        only if the extra reads and writes are safe: B's whole group inside its storage (`_b_fits`), X's rows
+        padded for the lanes past them (`_row_pad`); (None, lanes) if not."""
+        lanes, key = first.shape[0], first.key
+        name = self.offers.get((*key, lanes, g))
+        if name is not None and not checked:
+            return name, lanes
+        fits = sorted(n for (*k, n, gg) in self.offers if tuple(k) == key and gg == g and n >= lanes)
+        if not fits or not _b_fits(first.b, first.bi, fits[0] * g, self.shapes, self.bounds):
+            return None, lanes
+        n = fits[0]
+        if n == lanes and not first.clipped:
+            return self.offers[(*key, n, g)], n
+        pad = _row_pad(loop, n, self.own, self.bounds)
+        if pad is None:
+            return None, lanes
+        self.pads[first.x] = max(self.pads.get(first.x, 0), pad)
+        return (self.offers[(*key, n, g)], n) if pad <= self.own[first.x].row_pad else (None, lanes)
 
     def group_of(self, bcast: list, dtype: str):
         """The broadcast group: one load where its elements are consecutive reads of one buffer, else per element."""
@@ -124,18 +179,20 @@ class _Rewriter:
                 return VLoad(bcast[0].name, flats[0], len(bcast), dtype)
         return VLanes(tuple(bcast), dtype)
 
-    def step(self, s: Stmt):
-        """(X, X's flat index at lane 0, guard or None, broadcast scalar, B, B's flat index at lane 0, (lanes,
-        B's lane stride), (broadcast dtype, B's dtype, X's dtype)) of one step, or None."""
+    def step(self, s: Stmt) -> "_Step | None":
+        """One step's parts (_Step), or None. A guard on the lane must bound X's row (`_row_guard`): those lanes
+        are then computed into the row's padding (clipped)."""
         if not (isinstance(s, For) and s.kind == "vectorize"):
             return None
-        lane, body, cond = s.var, s.body, None
+        lane, body, cond, clipped = s.var, s.body, None, False
         if isinstance(body, IfThenElse) and not (body.skip or body.prepare or body.version):
             cond, body = simplify(body.cond, self.bounds), body.then
             if isinstance(cond, Const):   # always true here (or never: then leave it)
                 cond = None if cond.value else Const(0, "bool")
             if lane in free_vars(cond):
-                return None
+                cond, clipped = _row_guard(cond, lane, body, self.own), True
+                if cond is False:
+                    return None
         if not isinstance(body, Store) or body.buffer not in self.shapes:
             return None
         x = body.buffer
@@ -155,9 +212,80 @@ class _Rewriter:
             if stride not in self.groups:
                 continue
             at0 = {lane: Const(0, "int32")}
-            return (x, simplify(substitute(xi, at0)), cond, a, v.name, simplify(substitute(bi, at0)),
-                    (s.extent, stride), (a.dtype, v.dtype, body.value.dtype))
+            return _Step(x, simplify(substitute(xi, at0)), cond, a, v.name, simplify(substitute(bi, at0)),
+                         (s.extent, stride), (a.dtype, v.dtype, body.value.dtype), clipped)
         return None
+
+
+class _Step(NamedTuple):
+    x: str            # the accumulator
+    xi: Expr          # its flat index at lane 0
+    cond: Expr | None  # the lane-invariant guard
+    a: Expr           # the broadcast scalar
+    b: str            # the vector operand
+    bi: Expr          # its flat index at lane 0
+    shape: tuple      # (lanes, B's lane stride)
+    key: tuple        # (broadcast dtype, B's dtype, X's dtype)
+    clipped: bool     # a guard left some lanes out (X's row ends inside the vector)
+
+
+def _row_guard(cond: Expr, lane: str, store, own: dict):
+    """cond without its conjuncts on the lane, where each of them is `X's last index < X's row length` (lanes
+    past the row, which the padded row takes); False where one is anything else (None: nothing left)."""
+    parts, rest = _conjuncts(cond), []
+    buf = own.get(getattr(store, "buffer", None))
+    last = simplify(store.indices[-1]) if buf is not None and store.indices else None
+    for c in parts:
+        if lane not in free_vars(c):
+            rest.append(c)
+        elif buf is None or not (isinstance(c, Compare) and c.op == "<" and c.b == Const(buf.shape[-1], "int32")
+                                 and simplify(c.a) == last):
+            return False
+    if not rest:
+        return None
+    out = rest[0]
+    for c in rest[1:]:
+        out = Logic("&&", out, c)
+    return out
+
+
+def _conjuncts(c: Expr) -> list:
+    if isinstance(c, Logic) and c.op == "&&":
+        return _conjuncts(c.a) + _conjuncts(c.b)
+    return [c]
+
+
+def _store_of(s: Stmt) -> Store:
+    """The Store of one step (a vector loop around it, maybe a guard between)."""
+    body = s.body
+    return body.then if isinstance(body, IfThenElse) else body
+
+
+def _row_pad(s: For, lanes: int, own: dict, bounds: dict) -> int | None:
+    """The row_pad X (the step's accumulator) needs for `lanes` lanes from the loop's first, or None where they
+    cannot have it: X must be a buffer of the kernel's own (not an argument nor a kept prepared copy) indexed by
+    the lane in its last dimension only, from a start >= 0 known over the loops' full ranges."""
+    store = _store_of(s)
+    buf: Buffer | None = own.get(store.buffer)
+    if buf is None or buf.scope == "prepared" or not store.indices:
+        return None
+    *rows, last = store.indices
+    if any(s.var in free_vars(i) for i in rows) or lane_stride(last, s.var) != 1:
+        return None
+    start = bound(simplify(substitute(last, {s.var: Const(0, "int32")})), bounds)
+    if start is None or start[0] < 0:
+        return None
+    return max(0, start[1] + lanes - buf.shape[-1])
+
+
+def _b_fits(b: str, bi, elems: int, shapes: dict, bounds: dict) -> bool:
+    """Whether `elems` elements of B from flat index bi lie inside its storage at every point of the loops
+    around (their full ranges: a proof for every iteration, not only those the guards let run)."""
+    got = bound(bi, bounds)
+    size = 1
+    for n in shapes[b]:
+        size *= n
+    return got is not None and got[0] >= 0 and got[1] + elems <= size
 
 
 def _written_out(f: For) -> list:

@@ -109,6 +109,8 @@ class ComputeDAG:
     # ------------------------------------------------------------------ flops
     @cached_property
     def flop_count(self) -> float:
+        """Operations of one run (op_flops): float ops and integer ops on data, so an int8 GEMM counts 2*M*N*K
+        like a float one (its GFLOP/s figures are then GOP/s)."""
         return float(sum(op_flops(op) for op in self.compute_ops))
 
     # ------------------------------------------------------------------ workload key
@@ -173,23 +175,44 @@ def _serialize_expr(e: Expr, canon: dict, vmap: dict):
 # ----------------------------------------------------------------------------- flops
 
 def _expr_flops(e: Expr) -> int:
+    """Arithmetic on values: float ops, and integer ops on data read from tensors (an int8 GEMM's
+    multiplies). Subscripts and other pure index arithmetic (a pad's bounds test, i * stride + r) are
+    addressing, not work: they are not counted, so a float workload's count is what it always was."""
     n = 0
-    for node in walk(e):
-        if isinstance(node, (Binary, Call)) and is_float(node.dtype):
+    for node in _value_nodes(e):
+        if isinstance(node, (Binary, Call)) and _counts(node.dtype, node):
             n += 1
-        elif isinstance(node, Compare) and is_float(node.a.dtype):
+        elif isinstance(node, Compare) and _counts(node.a.dtype, node):
             n += 1
     return n
 
 
+def _value_nodes(e: Expr):
+    """Pre-order nodes of `e` outside any Read's subscripts."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, (Read, CheckedIndex)):
+            stack.extend(children(n))
+
+
+def _counts(dtype: str, node: Expr) -> bool:
+    if is_float(dtype):
+        return True
+    return dtype != "bool" and any(isinstance(x, Read) for x in _value_nodes(node))
+
+
 def op_flops(op) -> int:
+    """Operations of one run of `op`: float ops and data-dependent integer ops, a reduction's accumulate
+    counting one (an int8 multiply-accumulate is 2 ops, as a float FMA)."""
     if not isinstance(op, ComputeOp):
         return 0
     points = 1
     for a in op.axes + op.reduce_axes:
         points *= a.extent
-    per = _expr_flops(op.body) + (1 if op.combiner and is_float(op.dtype) else 0)
-    return points * per
+    accumulate = 1 if op.combiner and op.dtype != "bool" else 0
+    return points * (_expr_flops(op.body) + accumulate)
 
 
 # ----------------------------------------------------------------------------- access analysis
