@@ -7,10 +7,11 @@ at the barrier: ResNet-50 ran at 0.2x onnxruntime on a machine at load 2-5, a GR
 
 In this pool the iterations are claimed, the calling thread claims too, and a call ends when every iteration
 is done, not when every worker has arrived: a worker that has not woken up takes nothing and holds nobody up.
-Claims shrink towards the end of a loop (guided) so that the threads finish together. Loops whose iterations
-differ in work are dealt out one iteration at a time, loops marked parallel_ranges (shifted tiles that rewrite
-the tile before them) in one range per thread, as OpenMP's static schedule did. Workers spin for ANSORC_SPIN_NS,
-then sleep; idle for a second they exit (a measuring process loads many kernel libraries, each with its pool).
+A loop is claimed in one range per thread, OpenMP's static partition: the caller claims first and takes the
+first range, so each core meets the same part of the data from call to call and layer to layer (guided claims,
+chunk 0, measured no better on a quiet machine). Loops whose iterations differ in work are dealt out one
+iteration at a time. Workers spin for ANSORC_SPIN_NS (1 ms; libgomp spins about 300k pauses), then sleep;
+idle for a second they exit (a measuring process loads many kernel libraries, each with its own pool).
 Without -fopenmp (the scalar target) parallel loops run serially and no thread is made. The team size is
 OpenMP's: $OMP_NUM_THREADS, else the cores the process may run on (omp_get_max_threads, read once).
 
@@ -33,17 +34,12 @@ typedef void (*ansorc_task_fn)(void*, int32_t, int32_t);
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
-int omp_get_max_threads(void);
-int omp_get_proc_bind(void);
-int omp_get_num_places(void);
-int omp_get_place_num(void);
-int omp_get_place_num_procs(int place);
-void omp_get_place_proc_ids(int place, int* ids);
+#include <omp.h>
 #ifdef __linux__
 int sched_setaffinity(int pid, size_t bytes, const void* mask);   /* glibc declares it only with _GNU_SOURCE */
 #endif
 #ifndef ANSORC_SPIN_NS
-#define ANSORC_SPIN_NS 50000L
+#define ANSORC_SPIN_NS 1000000L
 #endif
 #define ANSORC_MAX_THREADS 256
 #if defined(__x86_64__) || defined(__i386__)
@@ -109,7 +105,7 @@ static int ansorc_await(ansorc_team_t* p, uint32_t seen, int me) {
 static void ansorc_bind(ansorc_team_t* p, int me) {
 #ifdef __linux__
   int places = omp_get_num_places();
-  if (!omp_get_proc_bind() || places < 2 || p->place < 0) return;
+  if (omp_get_proc_bind() == omp_proc_bind_false || places < 2 || p->place < 0) return;
   int place = (p->place + me + 1) % places, n = omp_get_place_num_procs(place), ids[1024];
   const int word = 8 * sizeof(unsigned long);
   unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};

@@ -92,17 +92,12 @@ typedef void (*ansorc_task_fn)(void*, int32_t, int32_t);
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
-int omp_get_max_threads(void);
-int omp_get_proc_bind(void);
-int omp_get_num_places(void);
-int omp_get_place_num(void);
-int omp_get_place_num_procs(int place);
-void omp_get_place_proc_ids(int place, int* ids);
+#include <omp.h>
 #ifdef __linux__
 int sched_setaffinity(int pid, size_t bytes, const void* mask);   /* glibc declares it only with _GNU_SOURCE */
 #endif
 #ifndef ANSORC_SPIN_NS
-#define ANSORC_SPIN_NS 50000L
+#define ANSORC_SPIN_NS 1000000L
 #endif
 #define ANSORC_MAX_THREADS 256
 #if defined(__x86_64__) || defined(__i386__)
@@ -168,7 +163,7 @@ static int ansorc_await(ansorc_team_t* p, uint32_t seen, int me) {
 static void ansorc_bind(ansorc_team_t* p, int me) {
 #ifdef __linux__
   int places = omp_get_num_places();
-  if (!omp_get_proc_bind() || places < 2 || p->place < 0) return;
+  if (omp_get_proc_bind() == omp_proc_bind_false || places < 2 || p->place < 0) return;
   int place = (p->place + me + 1) % places, n = omp_get_place_num_procs(place), ids[1024];
   const int word = 8 * sizeof(unsigned long);
   unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
@@ -356,11 +351,11 @@ int best_0(const float* restrict data, const float* restrict kernel, float* rest
   if (pad == NULL) { ansorc_status = 1; } else {
     {
       struct best_0_par0_ctx ansorc_c = {data, kernel, conv, pad, &ansorc_status};
-      ansorc_parallel_for(best_0_par0, &ansorc_c, 58, 0);
+      ansorc_parallel_for(best_0_par0, &ansorc_c, 58, -1);
     }
     {
       struct best_0_par1_ctx ansorc_c = {data, kernel, conv, pad, &ansorc_status};
-      ansorc_parallel_for(best_0_par1, &ansorc_c, 28, 0);
+      ansorc_parallel_for(best_0_par1, &ansorc_c, 28, -1);
     }
     ansorc_workspace_give(pad);
   }
