@@ -86,8 +86,6 @@ class PretrainedModel(LGBModel):
 
 
 
-
-
 def ranking_tau(pairs) -> float | None:
     """Kendall's tau-a of (predicted score, measured speed) pairs: +1 the prediction orders them exactly as
     measured, 0 no better than chance. None for fewer than two pairs. Ties count as neither (n is small)."""

@@ -115,7 +115,7 @@ class SeedPool:
         for t in self.tuners:
             other = t.task
             if other.target == task.target and other.workload_key != task.workload_key and t.best_states \
-                    and structure_key(other.dag) == key:
+                    and (getattr(t, "structure", None) or structure_key(other.dag)) == key:   # TaskTuner keeps it
                 steps = tuple(rename_steps(other.dag, steps_to_json(st.steps), to_canonical=True)
                               for _, st in t.best_states[:DONOR_PROGRAMS])
                 found[other.workload_key] = Donor(other.workload_key, other.dag.signature, steps)
@@ -127,8 +127,10 @@ class SeedPool:
                 recs = best(self.logged, wk, task.target, k=DONOR_PROGRAMS)
                 if recs:
                     found[wk] = Donor(wk, sig, tuple(r.steps for r in recs))
-        near = sorted(found.values(), key=lambda d: (distance(d.signature, task.dag.signature), d.workload_key))
-        return [d for d in near if math.isfinite(distance(d.signature, task.dag.signature))][:MAX_DONORS]
+        far = {wk: distance(d.signature, task.dag.signature) for wk, d in found.items()}
+        near = sorted((d for d in found.values() if math.isfinite(far[d.workload_key])),
+                      key=lambda d: (far[d.workload_key], d.workload_key))
+        return near[:MAX_DONORS]
 
     def seeds(self, task, n: int, skip=frozenset()) -> list:
         """Up to n distinct re-targeted programs of the nearest donors that render, none of whose keys is in

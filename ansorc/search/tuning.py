@@ -177,6 +177,7 @@ class TaskTuner:
         self.seed_pool = seeds if options.seeding and not history else None
         self.seeded: list = []                 # the re-targeted programs its first round measures
         self.ranking = FirstRoundRanking()     # how well the prior ranked the first round (scheduler's warm-up)
+        self.structure = structure_key(task.dag)   # kept in its records: log records serve as seeding donors
 
     @property
     def finished(self) -> bool:
@@ -298,9 +299,8 @@ class TaskTuner:
         """The batch's records; updates the measured set, the best programs and the counters. resources: each
         build's compiler report (GPU programs), kept in its record."""
         task, r = self.task, self.result
-        shape = structure_key(task.dag)
         recs = [Record.from_measure(task.workload_key, task.target, canonical_steps(task, st), res,
-                                    task.dag.flop_count, signature=task.dag.signature, structure=shape)
+                                    task.dag.flop_count, signature=task.dag.signature, structure=self.structure)
                 for st, res in zip(states, results)]
         reports = list(resources) + [()] * len(recs)
         recs = [replace(rec, resources=res) if res else rec for rec, res in zip(recs, reports)]
