@@ -29,7 +29,7 @@ class DotLoop:
     flags: tuple            # compiler flags
     acc: str                # accumulator vector type
     operand: str            # operand vector type
-    zero: str               # an accumulator of zeros
+    init: str               # chain {c}'s starting accumulator: distinct, or gcc merges equal chains into one
     operands: str           # declares the operands x, y
     step: str               # one chain's step: {a} is its accumulator
     lanes: int              # 32-bit lanes in the accumulator
@@ -37,10 +37,10 @@ class DotLoop:
     macs: int               # multiply-adds one step does
 
 
-_I512 = dict(acc="__m512i", operand="__m512i", zero="_mm512_setzero_si512()", lanes=16,
+_I512 = dict(acc="__m512i", operand="__m512i", init="_mm512_set1_epi32({c})", lanes=16,
              operands="__m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);",
              store="_mm512_storeu_si512((void*)t, {v})")
-_I256 = dict(acc="__m256i", operand="__m256i", zero="_mm256_setzero_si256()", lanes=8,
+_I256 = dict(acc="__m256i", operand="__m256i", init="_mm256_set1_epi32({c})", lanes=8,
              operands="__m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2);",
              store="_mm256_storeu_si256((__m256i*)t, {v})")
 LOOPS = {
@@ -57,7 +57,7 @@ LOOPS = {
     "bf16": (
         DotLoop("avx512-bf16 vdpbf16ps", frozenset({"avx512f", "avx512_bf16"}),
                 ("-mavx512f", "-mavx512bw", "-mavx512bf16"), acc="__m512", operand="__m512bh",
-                zero="_mm512_setzero_ps()", lanes=16, store="_mm512_storeu_ps(t, {v})", macs=32,
+                init="_mm512_set1_ps({c}.0f)", lanes=16, store="_mm512_storeu_ps(t, {v})", macs=32,
                 operands="__m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3380);",
                 step="{a} = _mm512_dpbf16_ps({a}, x, y);"),
     ),
@@ -93,8 +93,9 @@ def loop_for(kind: str, flags: frozenset | None = None) -> DotLoop | None:
 
 
 def dot_source(loop: DotLoop, chains: int) -> str:
-    decls = " ".join(f"{loop.acc} a{c} = {loop.zero};" for c in range(chains))
-    body = " ".join(loop.step.format(a=f"a{c}") for c in range(chains))
+    decls = " ".join(f"{loop.acc} a{c} = {loop.init.format(c=c)};" for c in range(chains))
+    # x "changes" after each step: no product is shared between chains (the AVX2 sequence's would be)
+    body = " ".join(loop.step.format(a=f"a{c}") + ' __asm__ volatile("" : "+v"(x));' for c in range(chains))
     add = "_mm512_add_epi32" if loop.acc == "__m512i" else "_mm256_add_epi32" if loop.acc == "__m256i" \
         else "_mm512_add_ps"
     acc = "a0"
