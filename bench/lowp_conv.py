@@ -1,0 +1,89 @@
+"""int8 C2D (NHWC, u8 data x s8 weights -> int32, through the dot-product instruction) beside our float32 C2D of
+the same shape and onnxruntime's ConvInteger (NCHW), timed alternating in one process, per thread count.
+Prints GOPS (2 operations a multiply-add) and the median ratios.
+
+    python bench/lowp_conv.py [--shape 1 56 56 64 64 3 1 1] [--threads 1 2] [--trials 0] [--rounds 7]
+
+--shape is N H W CI CO K stride pad (default: ResNet's 56x56x64 3x3). --trials and --log-dir as in lowp_gemm.py.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ansorc  # noqa: E402
+from ansorc import workloads  # noqa: E402
+from ansorc.measure.alternate import median_alternating  # noqa: E402
+
+from lowp_gemm import _omp_threads, _ours  # noqa: E402
+
+
+def _ort_conv(w_nhwc: np.ndarray, shape: tuple, threads: int):
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    n, h, w, ci, co, k, stride, pad = shape
+    weight = np.ascontiguousarray(w_nhwc.transpose(3, 2, 0, 1))    # K K CI CO -> CO CI K K
+    node = helper.make_node("ConvInteger", ["X", "W"], ["Y"], kernel_shape=[k, k], strides=[stride, stride],
+                            pads=[pad] * 4)
+    graph = helper.make_graph([node], "ci", [helper.make_tensor_value_info("X", TensorProto.UINT8, [n, ci, h, w])],
+                              [helper.make_tensor_value_info("Y", TensorProto.INT32, [n, co, None, None])],
+                              [numpy_helper.from_array(weight, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    onnx.checker.check_model(model)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", type=int, nargs=8, default=[1, 56, 56, 64, 64, 3, 1, 1])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--trials", type=int, default=0)
+    ap.add_argument("--model", default="random")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--target", default="native")
+    ap.add_argument("--log-dir", help="keep (and reuse) the tuning logs here")
+    args = ap.parse_args(argv)
+    shape = tuple(args.shape)
+    n, h, w, ci, co, k, stride, pad = shape
+    rng = np.random.default_rng(0)
+    x8 = ansorc.array(rng.integers(0, 256, (n, h, w, ci), dtype=np.uint8))
+    w8 = ansorc.array(rng.integers(-128, 128, (k, k, ci, co), dtype=np.int8))
+    x32 = ansorc.array(rng.standard_normal((n, h, w, ci), dtype=np.float32))
+    w32 = ansorc.array(rng.standard_normal((k, k, ci, co), dtype=np.float32))
+    logs = [os.path.join(args.log_dir, f"{kind}_c2d.jsonl") if args.log_dir else None for kind in ("int8", "fp32")]
+    int8 = _ours(workloads.conv2d_u8s8(*shape), "kernel", args.trials, args.model, args.target, logs[0])
+    fp32 = _ours(workloads.c2d(*shape), "kernel", args.trials, args.model, args.target, logs[1])
+    got = np.asarray(int8(x8, w8))
+    oh, ow = got.shape[1:3]
+    ops = 2.0 * n * oh * ow * co * ci * k * k
+    y8, y32 = ansorc.empty(got.shape, "int32"), ansorc.empty(got.shape, "float32")   # outputs written in place
+    x_nchw = np.ascontiguousarray(np.asarray(x8).transpose(0, 3, 1, 2))
+    path = "dot" if "ansorc_dot_" in int8.source else "no dot instruction"
+    print(f"C2D {shape}, target {args.target} ({path})")
+    for t in args.threads:
+        _omp_threads(t)
+        sess = _ort_conv(np.asarray(w8), shape, t)
+        feed = {"X": x_nchw}
+        want = sess.run(None, feed)[0].transpose(0, 2, 3, 1)   # exact: its int32 sums match numpy's
+        assert np.array_equal(got, want), "int8 conv differs from onnxruntime's ConvInteger"
+        fns = {"ours int8": lambda: int8(x8, w8, y8), "ours fp32": lambda: fp32(x32, w32, y32),
+               "ort ConvInteger": lambda: sess.run(None, feed)}
+        med = median_alternating(fns, rounds=args.rounds, min_time=0.3, warm=0.1)
+        row = ", ".join(f"{key} {ops / v / 1e9:.1f} GOPS ({v * 1e3:.3f} ms)" for key, v in med.items())
+        print(f"{t} thread{'s' if t > 1 else ''}: {row}")
+        print(f"   int8 / fp32 speed {med['ours fp32'] / med['ours int8']:.2f}x, "
+              f"int8 / ort {med['ort ConvInteger'] / med['ours int8']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
