@@ -30,6 +30,7 @@ UNARY = frozenset({"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu"
                    "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Shrink", "Clip"})
 # element-wise with numpy broadcasting: every input an NHWC twin of the output's shape or a permuted constant
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu"})
+QUANT = frozenset({"QuantizeLinear", "DequantizeLinear"})   # element-wise where per-tensor (scale, zero point)
 POOLS = {"MaxPool": "MaxPoolNHWC", "AveragePool": "AveragePoolNHWC",
          "GlobalAveragePool": "GlobalAveragePoolNHWC", "GlobalMaxPool": "GlobalMaxPoolNHWC"}
 
@@ -103,17 +104,18 @@ def _rank4(g: Graph, name: str) -> bool:
 
 
 def _conv_ok(node, g: Graph) -> bool:
-    """A 2-D Conv whose weight, bias and groups fit its shapes; anything else stays NCHW (and reports its own
-    error when lowered)."""
-    if len(node.input) < 2 or not _rank4(g, node.input[0]) or not _rank4(g, node.input[1]):
+    """A 2-D Conv (or QLinearConv) whose weight, bias and groups fit its shapes; anything else stays NCHW (and
+    reports its own error when lowered)."""
+    wi, bi = (3, 8) if node.op_type == "QLinearConv" else (1, 2)
+    if len(node.input) <= wi or not _rank4(g, node.input[0]) or not _rank4(g, node.input[wi]):
         return False
     if node.input[0] in g.consts or not node.output[0] or not _rank4(g, node.output[0]):
         return False
-    ws, c = g.shape(node.input[1]), g.shape(node.input[0])[1]
+    ws, c = g.shape(node.input[wi]), g.shape(node.input[0])[1]
     group = int(_attrs(node).get("group", 1))
     if group < 1 or c % group or ws[0] % group or ws[1] * group != c:
         return False
-    b = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    b = node.input[bi] if len(node.input) > bi and node.input[bi] else None
     return b is None or g.shape(b) == (ws[0],)
 
 
@@ -131,10 +133,13 @@ def _conv(s: Sweep, node) -> None:
     g = s.g
     for i in node.input[1:]:
         s.need_nchw(i)
-    ins = [s.twin(node.input[0]), _weight(s, node.input[1])] + [i for i in node.input[2:3] if i]
+    ins = list(node.input)
+    wi = 3 if node.op_type == "QLinearConv" else 1   # QLinearConv: x, its scale and zero point, then w
+    ins[0], ins[wi] = s.twin(ins[0]), _weight(s, ins[wi])
+    op = "QLinearConvNHWC" if node.op_type == "QLinearConv" else "ConvNHWC"
     out = node.output[0]
-    s.nhwc[out] = s.emit("ConvNHWC", ins, node.name, nhwc_shape(g.shape(out)), s.elem(out), replaces=node,
-                         **_attrs(node))
+    s.nhwc[out] = s.emit(op, [i for i in ins[:wi + 2] if i] if wi == 1 else ins, node.name,
+                         nhwc_shape(g.shape(out)), s.elem(out), replaces=node, **_attrs(node))
 
 
 def _pool_ok(node, g: Graph, s: Sweep) -> bool:
@@ -167,6 +172,13 @@ def _permuted_const(s: Sweep, name: str, out_shape) -> str | None:
     return new
 
 
+def _per_tensor_quant(s: Sweep, node) -> bool:
+    """QuantizeLinear / DequantizeLinear with one constant scale and zero point: element-wise, so on a twin."""
+    if any(i and (i not in s.consts or s.consts[i].size != 1) for i in node.input[1:3]) or len(node.input) < 2:
+        return False
+    return _elementwise(s, node)
+
+
 def _elementwise(s: Sweep, node) -> bool:
     """Unary/binary element-wise node on NHWC twins; False (nothing emitted) when it must stay NCHW."""
     g = s.g
@@ -174,8 +186,9 @@ def _elementwise(s: Sweep, node) -> bool:
     shape = g.shape(out) if out else None
     if shape is None or len(shape) != 4 or (node.op_type in BINARY and g.opset < 7):
         return False
-    firsts = node.input[:1] if node.op_type in UNARY else node.input
-    rest = node.input[1:] if node.op_type in UNARY else []
+    unary = node.op_type in UNARY or node.op_type in QUANT
+    firsts = node.input[:1] if unary else node.input
+    rest = node.input[1:] if unary else []
     if any(i and i not in s.consts for i in rest):
         return False
     ins = []
@@ -236,7 +249,7 @@ def _keep(s: Sweep, node) -> None:
 
 def _step(s: Sweep, node) -> None:
     op = node.op_type
-    if op == "Conv" and _conv_ok(node, s.g):
+    if op in ("Conv", "QLinearConv") and _conv_ok(node, s.g):
         _conv(s, node)
     elif _pool_ok(node, s.g, s):
         _pool(s, node)
@@ -246,12 +259,14 @@ def _step(s: Sweep, node) -> None:
             _keep(s, node)
 
 
-CONVERT = {"Concat": _concat, "BatchNormalization": _batchnorm}  # op -> converter (False: it stays NCHW)
+# op -> converter (False: it stays NCHW)
+CONVERT = {"Concat": _concat, "BatchNormalization": _batchnorm,
+           "QuantizeLinear": _per_tensor_quant, "DequantizeLinear": _per_tensor_quant}
 
 
 def to_channels_last(g: Graph) -> Graph:
     """The graph with its 2-D convolutions (and the element-wise ops and pools between them) channels-last."""
-    if not any(n.op_type == "Conv" for n in g.nodes) or any(_has_subgraph(n) for n in g.nodes):
+    if not any(n.op_type in ("Conv", "QLinearConv") for n in g.nodes) or any(_has_subgraph(n) for n in g.nodes):
         return g  # (a subgraph may read any outer value by name: every NCHW value must then exist)
     s = Sweep(g)
     for node in g.nodes:

@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ansorc.net
-from ansorc.net.importer import import_model, run_reference
+from ansorc.net.importer import graph_of, import_model, run_reference
 from ansorc.net.network import NetError
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -29,7 +29,8 @@ def make(nodes, feeds, inits, outs, opset=21):
 
 
 def check(nodes, feeds, inits, outs, opset=21):
-    """onnxruntime's outputs, then ansorc's (reference and compiled) compared with them exactly."""
+    """onnxruntime's outputs, then ansorc's (reference and compiled) compared with them exactly; (onnxruntime's
+    outputs, the model with its outputs shaped as onnxruntime's)."""
     m = make(nodes, feeds, inits, outs, opset)
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     del m.graph.output[:]
@@ -44,7 +45,7 @@ def check(nodes, feeds, inits, outs, opset=21):
         else:
             assert np.array_equal(r, w), f"{name} (reference): {np.abs(r.astype(float) - w).max()} off"
         assert np.array_equal(g, w), f"{name} (compiled): {np.abs(g.astype(float) - w).max()} off"
-    return want
+    return want, m
 
 
 def ints(rng, shape, dtype, bits=8):
@@ -71,7 +72,7 @@ def test_quantize_dequantize_per_tensor_and_per_axis(rng, qtype, opset):
              helper.make_node("QuantizeLinear", ["x", "s4", "z4"], ["q4"], axis=-1),
              helper.make_node("DequantizeLinear", ["q4", "s4"], ["d4"], axis=-1)]
     outs = [("q", qtype), ("d", "float32"), ("q3", qtype), ("d3", "float32"), ("q4", qtype), ("d4", "float32")]
-    want = check(nodes, {"x": x}, inits, outs, opset)
+    want, _ = check(nodes, {"x": x}, inits, outs, opset)
     info = np.iinfo(qtype)
     assert want[0].min() == info.min and want[0].max() == info.max   # the data saturates both ends
 
@@ -175,7 +176,9 @@ def test_qlinear_conv(rng, types, attrs):
              "bias": rng.integers(-3000, 3000, 6).astype(np.int32)}
     nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "bias"], ["y"], **attrs),
              helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws6", "wz6", "ys", "yz"], ["y6"], **attrs)]
-    check(nodes, feeds, inits, [("y", tx), ("y6", tx)])
+    _, model = check(nodes, feeds, inits, [("y", tx), ("y6", tx)])
+    ops = [n.op_type for n in graph_of(model).nodes]
+    assert ops.count("QLinearConvNHWC") == 2, ops   # computed channels-last (layout_pass), checked above
 
 
 def _error(nodes, feeds, inits, outs) -> str:

@@ -9,6 +9,8 @@ import dataclasses
 
 from .conv import _CONV_ATTRS, lower_conv_nhwc
 from .nn_util import FLOATS, as_tensor, compute, spec
+from .quant import QTYPES
+from .quant_linear import QLINEAR_CONV_NHWC
 from .pool import (_POOL_ATTRS, lower_average_pool_nhwc, lower_global_average_pool_nhwc,
                        lower_global_max_pool_nhwc, lower_max_pool_nhwc)
 from .util import ALL
@@ -37,10 +39,11 @@ def _to_hwio(node, ins, ctx):
 
 # internal op -> (the ONNX op it stands for, or None; its OpSpec)
 INTERNAL: dict = {
-    "ToNHWC": (None, spec(_to_nhwc, ALL)),
-    "ToNCHW": (None, spec(_to_nchw, ALL)),
-    "ToHWIO": (None, spec(_to_hwio, ALL)),
+    "ToNHWC": (None, spec(_to_nhwc, ALL + QTYPES)),   # data movement: any element type
+    "ToNCHW": (None, spec(_to_nchw, ALL + QTYPES)),
+    "ToHWIO": (None, spec(_to_hwio, ALL + QTYPES)),
     "ConvNHWC": ("Conv", spec(lower_conv_nhwc, FLOATS, _CONV_ATTRS, required=2)),
+    "QLinearConvNHWC": ("QLinearConv", QLINEAR_CONV_NHWC),
     "MaxPoolNHWC": ("MaxPool", spec(lower_max_pool_nhwc, FLOATS, _POOL_ATTRS + ("storage_order",))),
     "AveragePoolNHWC": ("AveragePool", spec(lower_average_pool_nhwc, FLOATS, _POOL_ATTRS + ("count_include_pad",))),
     "GlobalAveragePoolNHWC": ("GlobalAveragePool", spec(lower_global_average_pool_nhwc, FLOATS)),

@@ -156,38 +156,58 @@ def lower_qlinear_matmul(node, ins, ctx):
 
 # ----------------------------------------------------------------------------- conv
 
-def _int_conv(node, ins, ix: int, iw: int, xzp: Param | None, wzp: Param | None, bias, ctx):
-    """(output shape, idx -> exact int32 value) of the conv of X and W less their zero points (NCHW)."""
-    xs, ws = tuple(node.in_shapes[ix]), tuple(node.in_shapes[iw])
+def _conv_shapes(node, xs: tuple, ws: tuple, channels_last: bool):
+    """(spatial sizes, kernel, C, M, channels per group, group) of an NCHW conv or a channels-last 2-D one (x
+    N H W C, w KH KW C/group M: the layout pass's QLinearConvNHWC)."""
     nd = len(xs) - 2
-    if not 1 <= nd <= 3 or len(ws) != len(xs):
+    if not 1 <= nd <= 3 or len(ws) != len(xs) or (channels_last and nd != 2):
         raise node.unsupported(f"input of shape {list(xs)} and weight of shape {list(ws)}: only 1-D, 2-D and 3-D "
                                "convolutions are supported")
-    if ints(node, "kernel_shape", ws[2:], nd) != ws[2:]:
-        raise node.unsupported(f"kernel_shape {node.attrs['kernel_shape']} differs from the weight's {list(ws[2:])}")
-    group, (C, M, cg) = int(node.attrs.get("group", 1)), (xs[1], ws[0], ws[1])
+    sizes, kernel = (xs[1:3], ws[:2]) if channels_last else (xs[2:], ws[2:])
+    C, M, cg = (xs[3], ws[3], ws[2]) if channels_last else (xs[1], ws[0], ws[1])
+    if ints(node, "kernel_shape", kernel, nd) != kernel:
+        raise node.unsupported(f"kernel_shape {node.attrs['kernel_shape']} differs from the weight's {list(kernel)}")
+    group = int(node.attrs.get("group", 1))
     if group < 1 or C % group or M % group or cg * group != C:
         raise node.unsupported(f"group={group} does not match {C} input channels, {M} output channels and a "
                                f"weight of {cg} channels per group")
-    fast, colsum = _split((xzp, wzp), ins[iw], lambda w: w.reshape(w.shape[0], -1).sum(axis=1))
-    win = window(node, xs[2:], ws[2:])
+    return sizes, kernel, C, M, cg, group
+
+
+def _int_conv(node, ins, ix: int, iw: int, xzp: Param | None, wzp: Param | None, bias, ctx,
+              channels_last: bool = False):
+    """(output shape, idx -> exact int32 value) of the conv of X and W less their zero points (NCHW, or NHWC)."""
+    xs, ws = tuple(node.in_shapes[ix]), tuple(node.in_shapes[iw])
+    sizes, kernel, C, M, cg, group = _conv_shapes(node, xs, ws, channels_last)
+    nd = len(sizes)
+    colsum_of = (lambda w: w.reshape(-1, M).sum(axis=0)) if channels_last else \
+        (lambda w: w.reshape(w.shape[0], -1).sum(axis=1))
+    fast, colsum = _split((xzp, wzp), ins[iw], colsum_of)
+    win = window(node, sizes, kernel)
     x, w = as_tensor(ins[ix], ctx, f"{node.name}_x"), as_tensor(ins[iw], ctx, f"{node.name}_w")
     fill = xzp.at() if xzp is not None else const(0, x.dtype)
-    padded = pad_spatial(x, xs[2:], win, fill, ctx.name(f"{node.name}_pad"))
+    padded = pad_spatial(x, sizes, win, fill, ctx.name(f"{node.name}_pad"), channels_last=channels_last)
     rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None
-    rs = [te.reduce_axis((0, k), n) for k, n in zip(ws[2:], ("rd", "rh", "rw")[3 - nd:])]
+    rs = [te.reduce_axis((0, k), n) for k, n in zip(kernel, ("rd", "rh", "rw")[3 - nd:])]
 
-    def body(n, co, *o):
+    def value(n, co, o):
         ci = _channel(co, rc, M // group, cg, group)
-        xv = padded[(n, ci) + tuple(taps(o[d], rs[d], win, d) for d in range(nd))].astype(_I32)
-        wv = w[(co, rc if rc is not None else 0) + tuple(rs)].astype(_I32)
+        at = tuple(taps(o[d], rs[d], win, d) for d in range(nd))
+        r = rc if rc is not None else 0
+        xv = (padded[(n,) + at + (ci,)] if channels_last else padded[(n, ci) + at]).astype(_I32)
+        wv = (w[tuple(rs) + (r, co)] if channels_last else w[(co, r) + tuple(rs)]).astype(_I32)
         if not fast:
             xv = xv - xzp.at() if xzp is not None and not xzp.is_zero() else xv
             wv = wv - wzp.at(co) if wzp is not None and not wzp.is_zero() else wv
         return te.sum(xv * wv, axis=([rc] if rc is not None else []) + rs)
-    shape = (xs[0], M) + win.out
-    acc = compute(shape, body, ctx.name(f"{node.name}_acc"), f"conv{nd}d_integer")
-    return shape, _epilogue(node, acc, shape, 1, xzp, colsum, bias, ctx)
+    if channels_last:
+        shape, col = (xs[0],) + win.out + (M,), nd + 1
+        acc = compute(shape, lambda n, *o: value(n, o[-1], o[:-1]), ctx.name(f"{node.name}_acc"),
+                      "conv2d_nhwc_integer")
+    else:
+        shape, col = (xs[0], M) + win.out, 1
+        acc = compute(shape, lambda n, co, *o: value(n, co, o), ctx.name(f"{node.name}_acc"), f"conv{nd}d_integer")
+    return shape, _epilogue(node, acc, shape, col, xzp, colsum, bias, ctx)
 
 
 def lower_conv_integer(node, ins, ctx):
@@ -200,10 +220,10 @@ def lower_conv_integer(node, ins, ctx):
     return [_finish(node, shape, exact, ctx)]
 
 
-def lower_qlinear_conv(node, ins, ctx):
+def lower_qlinear_conv(node, ins, ctx, channels_last: bool = False):
     check_attrs(node, _CONV_ATTRS)
     _check_types(node, 0, 3)
-    m, ydt = node.in_shapes[3][0], node.out_dtypes[0]
+    m, ydt = node.in_shapes[3][-1 if channels_last else 0], node.out_dtypes[0]
     where = f"the {m} output channels"
     x_scale = param(node, ins, 1, "x_scale", ("float32",), None, ctx)
     xzp = param(node, ins, 2, "x_zero_point", (node.in_dtypes[0],), None, ctx)
@@ -216,9 +236,14 @@ def lower_qlinear_conv(node, ins, ctx):
     if bias is not None and (node.in_dtypes[8] != _I32 or tuple(node.in_shapes[8]) != (m,)):
         raise node.unsupported(f"the bias must be int32 of shape [{m}], got {node.in_dtypes[8]} "
                                f"{list(node.in_shapes[8])}")
-    shape, exact = _int_conv(node, ins, 0, 3, xzp, wzp, bias, ctx)
-    mult = _multiplier(node, x_scale, w_scale, y_scale, 1, ctx)
+    shape, exact = _int_conv(node, ins, 0, 3, xzp, wzp, bias, ctx, channels_last)
+    mult = _multiplier(node, x_scale, w_scale, y_scale, len(shape) - 1 if channels_last else 1, ctx)
     return [_finish(node, shape, exact, ctx, (mult, yzp, ydt))]
+
+
+def lower_qlinear_conv_nhwc(node, ins, ctx):
+    """The layout pass's QLinearConvNHWC: QLinearConv on x (N, H, W, C) and w (KH, KW, C/group, M)."""
+    return lower_qlinear_conv(node, ins, ctx, channels_last=True)
 
 
 def _spec(lower, attrs, note):
@@ -239,3 +264,4 @@ OPS: dict = {
     "QLinearConv": _spec(lower_qlinear_conv, _CONV_ATTRS, "1-D/2-D/3-D, groups, int32 bias; w per output channel; "
                          "bit-exact (see Quantized models)"),
 }
+QLINEAR_CONV_NHWC = _spec(lower_qlinear_conv_nhwc, _CONV_ATTRS, "the layout pass's channels-last QLinearConv")

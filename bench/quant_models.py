@@ -1,0 +1,104 @@
+"""Quantized corpus models: each float32 model quantized by onnxruntime.quantization (--mode static: QDQ,
+uint8 activations, per-channel int8 weights, calibrated on random inputs; --mode dynamic: quantize_dynamic's
+MatMulInteger), compiled by ansorc, checked against onnxruntime's run of the same quantized model, and timed
+alternating in one process against it and against onnxruntime's float32 run of the float32 model.
+
+    python bench/quant_models.py [--models resnet50 mobilenet_v2] [--mode static] [--rounds 10]
+        [--tune-minutes 0 --log-dir D]
+
+Agreement is printed in output quantization steps (static: the scale of the output's QuantizeLinear) or as a
+relative L2 error (dynamic, whose outputs are float). The quantized models are cached beside the corpus's.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ansorc.net.profile import alternate, ort_session  # noqa: E402
+from bench.corpus_bench import rel_l2, tune_model  # noqa: E402
+from tests.corpus import example_inputs, export  # noqa: E402
+
+
+def quantized(name: str, mode: str, calibration: int = 8) -> Path:
+    from onnxruntime import quantization as q
+    src = export(name)
+    dst = src.with_name(f"{name}.{mode}.onnx")
+    if dst.exists():
+        return dst
+    if mode == "dynamic":
+        q.quantize_dynamic(str(src), str(dst), weight_type=q.QuantType.QInt8)
+        return dst
+    feeds = [example_inputs(name, seed=s) for s in range(calibration)]
+    pre = src.with_name(f"{name}.pre.onnx")   # shape inference and constant folding first, as ort's docs advise
+    q.quant_pre_process(str(src), str(pre))
+
+    class Reader(q.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(feeds)
+
+        def get_next(self):
+            return next(self.it, None)
+    q.quantize_static(str(pre), str(dst), Reader(), quant_format=q.QuantFormat.QDQ, per_channel=True,
+                      activation_type=q.QuantType.QUInt8, weight_type=q.QuantType.QInt8)
+    return dst
+
+
+def output_step(path: Path) -> float:
+    """The scale of the QuantizeLinear feeding the model's first output's DequantizeLinear (0: none)."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(str(path))
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    out = m.graph.output[0].name
+    dq = [n for n in m.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == out]
+    return float(inits[dq[0].input[1]].reshape(-1)[0]) if dq and dq[0].input[1] in inits else 0.0
+
+
+def bench(name: str, mode: str, args) -> dict:
+    import ansorc.net
+    path, fpath = quantized(name, mode), export(name)
+    feeds = example_inputs(name, seed=100)   # not a calibration input
+    sess, fsess = ort_session(str(path), args.threads), ort_session(str(fpath), args.threads)
+    want = sess.run(None, feeds)[0]
+    model = (tune_model(f"{name}.{mode}", path, args.tune_minutes, args.log_dir, {}) if args.tune_minutes
+             else ansorc.net.compile(str(path), trials=0))
+    inputs = [feeds[n] for n in model.input_names]
+    got = model(*inputs)[0]
+    step = output_step(path)
+    row = {"model": name, "mode": mode, "tasks": len(model.tasks)}
+    if step:
+        diff = np.abs(got.astype(np.float64) - want.astype(np.float64)) / step
+        row["steps_max"], row["exact"] = float(diff.max()), float(np.mean(diff < 1e-3))
+    row["rel_l2"] = rel_l2(got, want)
+    times = alternate({"ours": lambda: model(*inputs), "ort_q": lambda: sess.run(None, feeds),
+                       "ort_f32": lambda: fsess.run(None, feeds)}, args.rounds)
+    row.update({k + "_ms": round(v * 1e3, 2) for k, v in times.items()})
+    row["vs_ort_q"], row["vs_ort_f32"] = times["ort_q"] / times["ours"], times["ort_f32"] / times["ours"]
+    model.close()
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v2"])
+    ap.add_argument("--mode", choices=("static", "dynamic"), default="static")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--tune-minutes", type=float, default=0.0)
+    ap.add_argument("--log-dir", default="/tmp/quant_logs")
+    args = ap.parse_args(argv)
+    Path(args.log_dir).mkdir(parents=True, exist_ok=True)
+    for name in args.models:
+        row = bench(name, args.mode, args)
+        print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
