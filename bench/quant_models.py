@@ -4,7 +4,7 @@ MatMulInteger), compiled by ansorc, checked against onnxruntime's run of the sam
 alternating in one process against it and against onnxruntime's float32 run of the float32 model.
 
     python bench/quant_models.py [--models resnet50 mobilenet_v2] [--mode static] [--rounds 10]
-        [--tune-minutes 0 --log-dir D]
+        [--trials 2000 | --tune-minutes M] [--log-dir D]
 
 Agreement is printed in output quantization steps (static: the scale of the output's QuantizeLinear) or as a
 relative L2 error (dynamic, whose outputs are float). The quantized models are cached beside the corpus's.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -59,14 +60,30 @@ def output_step(path: Path) -> float:
     return float(inits[dq[0].input[1]].reshape(-1)[0]) if dq and dq[0].input[1] in inits else 0.0
 
 
+def _tuned(name: str, mode: str, path: Path, args):
+    """The model compiled from its log in --log-dir, tuned first (--trials programs, or --tune-minutes of wall
+    time) when that log is not there yet."""
+    import ansorc.net
+    from ansorc.net.tune import tune_network
+    from ansorc.search.tuning import TuneOptions
+    if not args.trials:
+        return tune_model(f"{name}.{mode}", path, args.tune_minutes, args.log_dir, {})
+    log = Path(args.log_dir) / f"{name}.{mode}.t{args.trials}.jsonl"
+    if not log.exists():
+        t0 = time.perf_counter()
+        tune_network(str(path), args.trials, str(log), options=TuneOptions(progress=False))
+        print(f"{name}: tuned {args.trials} trials in {time.perf_counter() - t0:.0f} s", flush=True)
+    return ansorc.net.compile(str(path), trials=0, log=str(log))
+
+
 def bench(name: str, mode: str, args) -> dict:
     import ansorc.net
     path, fpath = quantized(name, mode), export(name)
     feeds = example_inputs(name, seed=100)   # not a calibration input
     sess, fsess = ort_session(str(path), args.threads), ort_session(str(fpath), args.threads)
     want = sess.run(None, feeds)[0]
-    model = (tune_model(f"{name}.{mode}", path, args.tune_minutes, args.log_dir, {}) if args.tune_minutes
-             else ansorc.net.compile(str(path), trials=0))
+    model = _tuned(name, mode, path, args) if args.trials or args.tune_minutes else \
+        ansorc.net.compile(str(path), trials=0)
     inputs = [feeds[n] for n in model.input_names]
     got = model(*inputs)[0]
     step = output_step(path)
@@ -89,6 +106,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=("static", "dynamic"), default="static")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--trials", type=int, default=0, help="tune this many programs first (a log kept)")
     ap.add_argument("--tune-minutes", type=float, default=0.0)
     ap.add_argument("--log-dir", default="/tmp/quant_logs")
     args = ap.parse_args(argv)

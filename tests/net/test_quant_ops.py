@@ -214,3 +214,12 @@ def test_bad_inputs_name_the_node(rng, case):
     assert {"float zero point": "tensor(float)", "per-axis length": "1-D tensor of 3",
             "per-axis weights": "a single value or a 1-D tensor of 4", "blocked": "block_size"}[case] in msg, msg
     assert "\n" not in msg
+
+
+def test_gather_of_a_quantized_table(rng):
+    """quantize_dynamic's embeddings: Gather on the uint8 table, then DequantizeLinear (bit-exact)."""
+    feeds = {"ids": rng.integers(0, 10, (2, 5)).astype(np.int64)}
+    inits = {"table": ints(rng, (10, 4), "uint8"), "s": scalar(0.05), "z": ints(rng, (), "uint8")}
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["g"]),
+             helper.make_node("DequantizeLinear", ["g", "s", "z"], ["y"])]
+    check(nodes, feeds, inits, [("g", "uint8"), ("y", "float32")])

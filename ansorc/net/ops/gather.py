@@ -14,7 +14,7 @@ from ... import te
 from ..network import NetError
 from .common import OpSpec
 
-DATA_DTYPES = ("float32", "float64", "int32", "int64", "bool")
+DATA_DTYPES = ("float32", "float64", "int32", "int64", "bool", "int8", "uint8")   # moved, not computed
 INDEX_DTYPES = ("int32", "int64")
 
 
