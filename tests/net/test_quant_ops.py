@@ -17,7 +17,7 @@ from ansorc.net.network import NetError
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 F, U8, I8, I32 = TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT32
-ELEM = {"uint8": U8, "int8": I8, "float32": F, "int32": I32}
+ELEM = {"uint8": U8, "int8": I8, "float32": F, "int32": I32, "int64": TensorProto.INT64}
 
 
 def make(nodes, feeds, inits, outs, opset=21):
