@@ -25,10 +25,10 @@ from bench.corpus_bench import rel_l2, tune_model  # noqa: E402
 from tests.corpus import example_inputs, export  # noqa: E402
 
 
-def quantized(name: str, mode: str, calibration: int = 8) -> Path:
+def quantized(name: str, mode: str, calibration: int = 8, pre_process: bool = True) -> Path:
     from onnxruntime import quantization as q
     src = export(name)
-    dst = src.with_name(f"{name}.{mode}.onnx")
+    dst = src.with_name(f"{name}.{mode}{'' if pre_process else '.raw'}.onnx")
     if dst.exists():
         return dst
     if mode == "dynamic":
@@ -36,7 +36,10 @@ def quantized(name: str, mode: str, calibration: int = 8) -> Path:
         return dst
     feeds = [example_inputs(name, seed=s) for s in range(calibration)]
     pre = src.with_name(f"{name}.pre.onnx")   # shape inference and constant folding first, as ort's docs advise
-    q.quant_pre_process(str(src), str(pre))
+    if pre_process:
+        q.quant_pre_process(str(src), str(pre))
+    else:
+        pre = src
 
     class Reader(q.CalibrationDataReader):
         def __init__(self):
@@ -68,7 +71,7 @@ def _tuned(name: str, mode: str, path: Path, args):
     from ansorc.search.tuning import TuneOptions
     if not args.trials:
         return tune_model(f"{name}.{mode}", path, args.tune_minutes, args.log_dir, {})
-    log = Path(args.log_dir) / f"{name}.{mode}.t{args.trials}.jsonl"
+    log = Path(args.log_dir) / f"{path.stem}.t{args.trials}.jsonl"
     if not log.exists():
         t0 = time.perf_counter()
         tune_network(str(path), args.trials, str(log), options=TuneOptions(progress=False))
@@ -78,7 +81,7 @@ def _tuned(name: str, mode: str, path: Path, args):
 
 def bench(name: str, mode: str, args) -> dict:
     import ansorc.net
-    path, fpath = quantized(name, mode), export(name)
+    path, fpath = quantized(name, mode, pre_process=not args.no_pre_process), export(name)
     feeds = example_inputs(name, seed=100)   # not a calibration input
     sess, fsess = ort_session(str(path), args.threads), ort_session(str(fpath), args.threads)
     want = sess.run(None, feeds)[0]
@@ -104,6 +107,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v2"])
     ap.add_argument("--mode", choices=("static", "dynamic"), default="static")
+    ap.add_argument("--no-pre-process", action="store_true",
+                    help="quantize the exported model as it is (its biases then stay float)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--trials", type=int, default=0, help="tune this many programs first (a log kept)")

@@ -12,7 +12,13 @@ A pattern folds only where the integer form computes what onnxruntime's fused on
 matmul), the bias int32 with scale x_scale * W_scale (float32, as the quantizer writes it) and zero point 0, the
 float result read only by the QuantizeLinear, and Gemm with alpha = beta = 1 and transA = 0. Anything else stays
 as it is and runs in float (within a quantization step of onnxruntime). A Gemm's bias travels as a ninth input of
-the QLinearMatMul it becomes (an ansorc extension: ONNX's QLinearMatMul has no bias)."""
+the QLinearMatMul it becomes (an ansorc extension: ONNX's QLinearMatMul has no bias).
+
+One exception runs integer where onnxruntime runs float: a bias that is not int32 at scale x_scale * W_scale (a
+float constant, or another scale's dequantized one, directly or through Identity nodes: what the quantizer writes
+for a model not pre-processed, whose exporter shares equal biases through Identity nodes) is quantized here as the
+quantizer quantizes biases, round_half_even(B / (x_scale * W_scale)). onnxruntime runs such a conv in float; the
+two agree within a quantization step."""
 from __future__ import annotations
 
 import dataclasses
@@ -76,9 +82,48 @@ def _weight_ok(g: Graph, w, axis: int) -> bool:
     return (ax % rank) == axis and _size(g, s) == n and (not z or _size(g, z) == n)
 
 
-def _bias_ok(g: Graph, b, x, w) -> bool:
+def _constant_value(g: Graph, match: "_Match", name: str):
+    """The value of `name` where it is a constant, an Identity of one, or a DequantizeLinear of one (per tensor, or
+    per element of a 1-D one): the exporter shares equal biases through Identity nodes, so one conv's bias may be
+    another's dequantized one. Else None."""
+    for _ in range(8):
+        if name in g.consts:
+            return g.consts[name]
+        node = match.nodes[match.producer[name]] if name in match.producer else None
+        if node is not None and node.op_type == "Identity":
+            name = node.input[0]
+            continue
+        dq = match.dq(name, const=True)
+        if dq is None or not (_per_tensor(g, dq[1], dq[2]) or g.consts[dq[0]].ndim == 1):   # 1-D: per element
+            return None
+        zp = g.consts[dq[2]].astype(np.int64).reshape(-1) if dq[2] else 0
+        q, scale = g.consts[dq[0]].astype(np.int64), g.consts[dq[1]].astype(np.float32).reshape(-1)
+        return (q - zp).astype(np.float32) * (scale if q.ndim == 1 else scale[0])
+    return None
+
+
+def _float_bias(g: Graph, match: "_Match", bias: str, x, w, consts: dict):
+    """A float32 constant bias (directly or through Identity nodes: the exporter's shared initializers, which the
+    quantizer then leaves float) quantized as onnxruntime's quantizer quantizes biases: round_half_even(B /
+    (x_scale * W_scale)) in float32, to int32. As a `dq` tuple (int32 B, its scale, no zero point, axis 0, no
+    node), or None (not a constant, not float32, or out of int32's range)."""
+    value = _constant_value(g, match, bias)
+    if value is None or value.dtype != np.float32:
+        return None
+    scale = np.float32(g.consts[x[1]].reshape(-1)[0]) * g.consts[w[1]].reshape(-1).astype(np.float32)
+    with np.errstate(all="ignore"):
+        q = np.round(value.reshape(-1) / scale)
+    if not np.all(np.isfinite(q)) or np.abs(q).max(initial=0) >= 2**31:
+        return None
+    name, sname = _fresh(g, bias + "_quantized"), _fresh(g, bias + "_quantized_scale")
+    consts[name], consts[sname] = q.astype(np.int32), scale.astype(np.float32)
+    return name, sname, "", 0, None
+
+
+def _bias_ok(g: Graph, b, x, w, new: dict | None = None) -> bool:
     """B is int32 with zero point 0 and the scale x_scale * W_scale in float32."""
     bq, s, z, _, _ = b
+    g = dataclasses.replace(g, consts={**g.consts, **(new or {})}) if new else g
     if _dtype(g, bq) != onnx.TensorProto.INT32 or (z and g.consts[z].any()):
         return False
     want = np.float32(g.consts[x[1]].reshape(-1)[0]) * g.consts[w[1]].reshape(-1).astype(np.float32)
@@ -100,7 +145,9 @@ def _fused(g: Graph, match: _Match, op, q):
     attrs, consts, extra = _attrs(op), {}, []
     bias = op.input[2] if len(op.input) > 2 and op.input[2] else None
     b = match.dq(bias, const=True) if bias else None
-    if bias and (b is None or not _bias_ok(g, b, x, w)):
+    if bias and (b is None or not _bias_ok(g, b, x, w)):   # quantized here, as onnxruntime's quantizer would
+        b = _float_bias(g, match, bias, x, w, consts)
+    if bias and (b is None or not _bias_ok(g, b, x, w, consts)):
         return None
     if op.op_type == "Conv":
         if not _weight_ok(g, w, 0):
@@ -129,7 +176,7 @@ def _fused(g: Graph, match: _Match, op, q):
     if b is not None:
         inputs.append(b[0])
     new = helper.make_node(kind, inputs, [q.output[0]], name=op.name, **attrs)
-    return new, {x[4], w[4]} | ({b[4]} if b is not None else set()), consts
+    return new, {x[4], w[4]} | ({b[4]} if b is not None and b[4] is not None else set()), consts
 
 
 def _y_zero(g: Graph, q, consts: dict, op) -> str:
