@@ -251,8 +251,9 @@ def cmd_tune(args) -> dict:
     if args.cluster:   # ClusterError (an AnsorcError) reaches the user as one line
         from .measure.ray_backend import RayBackend
         backend = RayBackend(args.cluster, args.target)
+    dag = _dag(args, prog)
     try:
-        res = tune(SearchTask(_dag(args, prog), args.target), trials=args.trials, log=args.log,
+        res = tune(SearchTask(dag, args.target), trials=args.trials, log=args.log,
                    options=TuneOptions(seed=args.seed, progress=not args.quiet, cost_model=args.cost_model),
                    backend=backend)
     finally:
@@ -261,7 +262,7 @@ def cmd_tune(args) -> dict:
     if res.best_state is None:
         raise CliError("no valid program was measured; see the log for the errors", EXIT_FAILED)
     return {"log": args.log, "trials": res.trials, "best_seconds": res.best_seconds,
-            "best_gflops": significant(res.best_gflops)}
+            "best_gflops": significant(res.best_gflops), "unit": dag.rate_unit}
 
 
 def cmd_show(args) -> dict:
@@ -349,7 +350,8 @@ def _print_human(command: str, result: dict) -> None:
         print(f"{result['trials']} trials over {result['tasks']} tasks in {result['log']}; estimated latency "
               f"{result['estimated_latency_ms']} ms")
     else:
-        print(f"{result['trials']} trials in {result['log']}; best {result['best_gflops']} GFLOP/s")
+        print(f"{result['trials']} trials in {result['log']}; best {result['best_gflops']} "
+              f"{result.get('unit', 'GFLOP/s')}")
 
 
 @contextlib.contextmanager

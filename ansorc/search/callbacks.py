@@ -32,10 +32,11 @@ class UpdateModel:
 
 
 class ProgressBar:
-    """A tqdm bar of trials and the best GFLOP/s so far (nothing shown when disabled)."""
+    """A tqdm bar of trials and the best rate so far, in `unit` (GFLOP/s, or GOP/s for integer work; nothing shown
+    when disabled)."""
 
-    def __init__(self, enabled: bool, total: int, initial: int = 0):
-        self.bar = None
+    def __init__(self, enabled: bool, total: int, initial: int = 0, unit: str = "GFLOP/s"):
+        self.bar, self.unit = None, unit
         if enabled:
             from tqdm import tqdm
             self.bar = tqdm(total=total, initial=initial, unit="trial", desc="tuning", dynamic_ncols=True)
@@ -45,7 +46,7 @@ class ProgressBar:
 
     def show(self, n: int, gflops: float, note: str = "") -> None:
         if self.bar is not None:
-            self.bar.set_postfix_str(f"best {gflops:.1f} GFLOP/s{note}")
+            self.bar.set_postfix_str(f"best {gflops:.1f} {self.unit}{note}")
             self.bar.update(n)
 
     def close(self) -> None:

@@ -83,7 +83,7 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
     per_task = replace(opts, trials=1 << 40, early_stopping=None, progress=False)
     obj = make_objective(objective, weights, networks, requirements, references)
     model, record_log, backends = make_cost_model(opts), RecordLog(log) if log else None, {}
-    bar = ProgressBar(opts.progress and len(tasks) == 1, trials)
+    bar = ProgressBar(opts.progress and len(tasks) == 1, trials, unit=tasks[0].dag.rate_unit if tasks else "GFLOP/s")
     try:
         tuners: list = []
         # donors for each task's first round: the tasks tuned before it in this run, and the log's (seeding.py)

@@ -75,3 +75,11 @@ def test_integer_multiply_accumulates_count_as_operations():
     assert conv.flop_count == 2 * 7 * 7 * 32 * 3 * 3 * 16
     dag = ComputeDAG(workloads.matmul_u8s8(256, 256, 256), constants=["B"])
     assert "parallel" in str(default_cpu_schedule(dag, "avx2"))
+
+
+def test_integer_work_is_reported_in_operations_not_flops():
+    from ansorc import workloads
+    assert ComputeDAG(workloads.matmul_u8s8(32, 32, 32)).rate_unit == "GOP/s"
+    assert ComputeDAG(workloads.conv2d_u8s8(1, 8, 8, 4, 8, 3, 1, 1)).rate_unit == "GOP/s"
+    assert ComputeDAG(workloads.matmul(32, 32, 32)).rate_unit == "GFLOP/s"
+    assert ComputeDAG(workloads.matmul_bf16(32, 32, 32)).rate_unit == "GFLOP/s"

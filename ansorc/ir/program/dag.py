@@ -13,6 +13,7 @@ import networkx as nx
 
 from ...errors import AnsorcError
 from .expr import Binary, Call, CheckedIndex, Compare, Const, Expr, Read, Select, Var, children, is_float, walk
+from .dtypes import DTYPE_TABLE
 from .graph import postorder
 from .simplify import simplify
 from .te import ComputeOp, PlaceholderOp, Tensor
@@ -112,6 +113,13 @@ class ComputeDAG:
         """Operations of one run (op_flops): float ops and integer ops on data, so an int8 GEMM counts 2*M*N*K
         like a float one (its GFLOP/s figures are then GOP/s)."""
         return float(sum(op_flops(op) for op in self.compute_ops))
+
+    @cached_property
+    def rate_unit(self) -> str:
+        """What flop_count per second is in: "GOP/s" where integer ops are most of it (an int8 GEMM), else
+        "GFLOP/s"."""
+        ints = sum(op_flops(op) for op in self.compute_ops if DTYPE_TABLE[op.dtype].is_int)
+        return "GOP/s" if 2 * ints > self.flop_count else "GFLOP/s"
 
     # ------------------------------------------------------------------ workload key
     @cached_property
