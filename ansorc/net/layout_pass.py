@@ -30,6 +30,9 @@ UNARY = frozenset({"Relu", "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu"
                    "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", "Round", "Sign", "Shrink", "Clip"})
 # element-wise with numpy broadcasting: every input an NHWC twin of the output's shape or a permuted constant
 BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu"})
+# op -> (its channels-last op, the weight's input index, the bias's or None)
+CONVS = {"Conv": ("ConvNHWC", 1, 2), "QLinearConv": ("QLinearConvNHWC", 3, 8),
+         "ConvInteger": ("ConvIntegerNHWC", 1, None)}
 QUANT = frozenset({"QuantizeLinear", "DequantizeLinear"})   # element-wise where per-tensor (scale, zero point)
 POOLS = {"MaxPool": "MaxPoolNHWC", "AveragePool": "AveragePoolNHWC",
          "GlobalAveragePool": "GlobalAveragePoolNHWC", "GlobalMaxPool": "GlobalMaxPoolNHWC"}
@@ -104,9 +107,9 @@ def _rank4(g: Graph, name: str) -> bool:
 
 
 def _conv_ok(node, g: Graph) -> bool:
-    """A 2-D Conv (or QLinearConv) whose weight, bias and groups fit its shapes; anything else stays NCHW (and
-    reports its own error when lowered)."""
-    wi, bi = (3, 8) if node.op_type == "QLinearConv" else (1, 2)
+    """A 2-D Conv (QLinearConv, ConvInteger) whose weight, bias and groups fit its shapes; anything else stays
+    NCHW (and reports its own error when lowered)."""
+    _, wi, bi = CONVS[node.op_type]
     if len(node.input) <= wi or not _rank4(g, node.input[0]) or not _rank4(g, node.input[wi]):
         return False
     if node.input[0] in g.consts or not node.output[0] or not _rank4(g, node.output[0]):
@@ -115,7 +118,7 @@ def _conv_ok(node, g: Graph) -> bool:
     group = int(_attrs(node).get("group", 1))
     if group < 1 or c % group or ws[0] % group or ws[1] * group != c:
         return False
-    b = node.input[bi] if len(node.input) > bi and node.input[bi] else None
+    b = node.input[bi] if bi is not None and len(node.input) > bi and node.input[bi] else None
     return b is None or g.shape(b) == (ws[0],)
 
 
@@ -134,12 +137,12 @@ def _conv(s: Sweep, node) -> None:
     for i in node.input[1:]:
         s.need_nchw(i)
     ins = list(node.input)
-    wi = 3 if node.op_type == "QLinearConv" else 1   # QLinearConv: x, its scale and zero point, then w
+    op, wi, _ = CONVS[node.op_type]
     ins[0], ins[wi] = s.twin(ins[0]), _weight(s, ins[wi])
-    op = "QLinearConvNHWC" if node.op_type == "QLinearConv" else "ConvNHWC"
+    if node.op_type == "Conv":
+        ins = [i for i in ins[:3] if i]
     out = node.output[0]
-    s.nhwc[out] = s.emit(op, [i for i in ins[:wi + 2] if i] if wi == 1 else ins, node.name,
-                         nhwc_shape(g.shape(out)), s.elem(out), replaces=node, **_attrs(node))
+    s.nhwc[out] = s.emit(op, ins, node.name, nhwc_shape(g.shape(out)), s.elem(out), replaces=node, **_attrs(node))
 
 
 def _pool_ok(node, g: Graph, s: Sweep) -> bool:
@@ -249,7 +252,7 @@ def _keep(s: Sweep, node) -> None:
 
 def _step(s: Sweep, node) -> None:
     op = node.op_type
-    if op in ("Conv", "QLinearConv") and _conv_ok(node, s.g):
+    if op in CONVS and _conv_ok(node, s.g):
         _conv(s, node)
     elif _pool_ok(node, s.g, s):
         _pool(s, node)
@@ -266,7 +269,7 @@ CONVERT = {"Concat": _concat, "BatchNormalization": _batchnorm,
 
 def to_channels_last(g: Graph) -> Graph:
     """The graph with its 2-D convolutions (and the element-wise ops and pools between them) channels-last."""
-    if not any(n.op_type in ("Conv", "QLinearConv") for n in g.nodes) or any(_has_subgraph(n) for n in g.nodes):
+    if not any(n.op_type in CONVS for n in g.nodes) or any(_has_subgraph(n) for n in g.nodes):
         return g  # (a subgraph may read any outer value by name: every NCHW value must then exist)
     s = Sweep(g)
     for node in g.nodes:

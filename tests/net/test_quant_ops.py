@@ -138,7 +138,8 @@ def test_conv_integer(rng, attrs):
              helper.make_node("ConvInteger", ["x", "w8", "xz_rt"], ["y_rt"], **attrs),
              helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y_wz"], **attrs),
              helper.make_node("ConvInteger", ["x", "w"], ["y0"], **attrs)]
-    check(nodes, feeds, inits, [(n, "int32") for n in ("y", "y_rt", "y_wz", "y0")])
+    _, model = check(nodes, feeds, inits, [(n, "int32") for n in ("y", "y_rt", "y_wz", "y0")])
+    assert [n.op_type for n in graph_of(model).nodes].count("ConvIntegerNHWC") == 4   # channels-last
 
 
 def test_matmul_integer_per_row_zero_point(rng):

@@ -10,7 +10,7 @@ import dataclasses
 from .conv import _CONV_ATTRS, lower_conv_nhwc
 from .nn_util import FLOATS, as_tensor, compute, spec
 from .quant import QTYPES
-from .quant_linear import QLINEAR_CONV_NHWC
+from .quant_linear import CONV_INTEGER_NHWC, QLINEAR_CONV_NHWC
 from .pool import (_POOL_ATTRS, lower_average_pool_nhwc, lower_global_average_pool_nhwc,
                        lower_global_max_pool_nhwc, lower_max_pool_nhwc)
 from .util import ALL
@@ -44,6 +44,7 @@ INTERNAL: dict = {
     "ToHWIO": (None, spec(_to_hwio, ALL + QTYPES)),
     "ConvNHWC": ("Conv", spec(lower_conv_nhwc, FLOATS, _CONV_ATTRS, required=2)),
     "QLinearConvNHWC": ("QLinearConv", QLINEAR_CONV_NHWC),
+    "ConvIntegerNHWC": ("ConvInteger", CONV_INTEGER_NHWC),
     "MaxPoolNHWC": ("MaxPool", spec(lower_max_pool_nhwc, FLOATS, _POOL_ATTRS + ("storage_order",))),
     "AveragePoolNHWC": ("AveragePool", spec(lower_average_pool_nhwc, FLOATS, _POOL_ATTRS + ("count_include_pad",))),
     "GlobalAveragePoolNHWC": ("GlobalAveragePool", spec(lower_global_average_pool_nhwc, FLOATS)),

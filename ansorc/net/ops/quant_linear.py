@@ -210,13 +210,13 @@ def _int_conv(node, ins, ix: int, iw: int, xzp: Param | None, wzp: Param | None,
     return shape, _epilogue(node, acc, shape, col, xzp, colsum, bias, ctx)
 
 
-def lower_conv_integer(node, ins, ctx):
+def lower_conv_integer(node, ins, ctx, channels_last: bool = False):
     check_attrs(node, _CONV_ATTRS)
     _check_types(node, 0, 1)
-    m = node.in_shapes[1][0]
+    m = node.in_shapes[1][-1 if channels_last else 0]
     xzp = param(node, ins, 2, "x_zero_point", (node.in_dtypes[0],), None, ctx)
     wzp = param(node, ins, 3, "w_zero_point", (node.in_dtypes[1],), m, ctx, f"the {m} output channels")
-    shape, exact = _int_conv(node, ins, 0, 1, xzp, wzp, None, ctx)
+    shape, exact = _int_conv(node, ins, 0, 1, xzp, wzp, None, ctx, channels_last)
     return [_finish(node, shape, exact, ctx)]
 
 
@@ -239,6 +239,11 @@ def lower_qlinear_conv(node, ins, ctx, channels_last: bool = False):
     shape, exact = _int_conv(node, ins, 0, 3, xzp, wzp, bias, ctx, channels_last)
     mult = _multiplier(node, x_scale, w_scale, y_scale, len(shape) - 1 if channels_last else 1, ctx)
     return [_finish(node, shape, exact, ctx, (mult, yzp, ydt))]
+
+
+def lower_conv_integer_nhwc(node, ins, ctx):
+    """The layout pass's ConvIntegerNHWC: ConvInteger on x (N, H, W, C) and w (KH, KW, C/group, M)."""
+    return lower_conv_integer(node, ins, ctx, channels_last=True)
 
 
 def lower_qlinear_conv_nhwc(node, ins, ctx):
@@ -265,3 +270,4 @@ OPS: dict = {
                          "bit-exact (see Quantized models)"),
 }
 QLINEAR_CONV_NHWC = _spec(lower_qlinear_conv_nhwc, _CONV_ATTRS, "the layout pass's channels-last QLinearConv")
+CONV_INTEGER_NHWC = _spec(lower_conv_integer_nhwc, _CONV_ATTRS, "the layout pass's channels-last ConvInteger")
