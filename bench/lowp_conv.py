@@ -19,9 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
-from ansorc.measure.alternate import median_alternating  # noqa: E402
 
-from lowp_gemm import _omp_threads, _ours  # noqa: E402
+from lowp_gemm import _omp_threads, _ours, time_and_report  # noqa: E402
 
 
 def _ort_conv(w_nhwc: np.ndarray, shape: tuple, threads: int):
@@ -75,13 +74,8 @@ def main(argv=None) -> int:
         feed = {"X": x_nchw}
         want = sess.run(None, feed)[0].transpose(0, 2, 3, 1)   # exact: its int32 sums match numpy's
         assert np.array_equal(got, want), "int8 conv differs from onnxruntime's ConvInteger"
-        fns = {"ours int8": lambda: int8(x8, w8, y8), "ours fp32": lambda: fp32(x32, w32, y32),
-               "ort ConvInteger": lambda: sess.run(None, feed)}
-        med = median_alternating(fns, rounds=args.rounds, min_time=0.3, warm=0.1)
-        row = ", ".join(f"{key} {ops / v / 1e9:.1f} GOPS ({v * 1e3:.3f} ms)" for key, v in med.items())
-        print(f"{t} thread{'s' if t > 1 else ''}: {row}")
-        print(f"   int8 / fp32 speed {med['ours fp32'] / med['ours int8']:.2f}x, "
-              f"int8 / ort {med['ort ConvInteger'] / med['ours int8']:.2f}x")
+        time_and_report({"ours int8": lambda: int8(x8, w8, y8), "ours fp32": lambda: fp32(x32, w32, y32),
+                         "ort ConvInteger": lambda: sess.run(None, feed)}, ops, t, args.rounds)
     return 0
 
 

@@ -103,6 +103,16 @@ def _bf16_case(n, rng, args):
     return kern, (lambda: kern(a16, b16, out)), peer
 
 
+def time_and_report(fns: dict, ops: float, threads: int, rounds: int) -> None:
+    """Times fns {ours low-precision, "ours fp32", peer} alternating and prints GOPS, then ours against the
+    other two (the first entry is ours)."""
+    med = median_alternating(fns, rounds=rounds, min_time=0.3, warm=0.1)
+    row = ", ".join(f"{k} {ops / v / 1e9:.1f} GOPS ({v * 1e3:.3f} ms)" for k, v in med.items())
+    print(f"{threads} thread{'s' if threads > 1 else ''}: {row}")
+    mine, peer = list(med)[0], list(med)[-1]
+    print(f"   {mine} / fp32 speed {med['ours fp32'] / med[mine]:.2f}x, {mine} / {peer} {med[peer] / med[mine]:.2f}x")
+
+
 def _log(args, name: str) -> str | None:
     return os.path.join(args.log_dir, f"{name}.jsonl") if args.log_dir else None
 
@@ -133,12 +143,7 @@ def main(argv=None) -> int:
         _omp_threads(t)
         name, call = peer(t)
         mine = f"ours {args.kind}"
-        fns = {mine: ours, "ours fp32": lambda: fp32(a32, b32, c32), name: call}
-        med = median_alternating(fns, rounds=args.rounds, min_time=0.3, warm=0.1)
-        row = ", ".join(f"{k} {ops / v / 1e9:.1f} GOPS ({v * 1e3:.2f} ms)" for k, v in med.items())
-        print(f"{t} thread{'s' if t > 1 else ''}: {row}")
-        print(f"   {args.kind} / fp32 speed {med['ours fp32'] / med[mine]:.2f}x, "
-              f"{args.kind} / peer {med[name] / med[mine]:.2f}x")
+        time_and_report({mine: ours, "ours fp32": lambda: fp32(a32, b32, c32), name: call}, ops, t, args.rounds)
     return 0
 
 

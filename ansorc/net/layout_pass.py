@@ -177,7 +177,7 @@ def _permuted_const(s: Sweep, name: str, out_shape) -> str | None:
 
 def _per_tensor_quant(s: Sweep, node) -> bool:
     """QuantizeLinear / DequantizeLinear with one constant scale and zero point: element-wise, so on a twin."""
-    if any(i and (i not in s.consts or s.consts[i].size != 1) for i in node.input[1:3]) or len(node.input) < 2:
+    if len(node.input) < 2 or any(i and (i not in s.consts or s.consts[i].size != 1) for i in node.input[1:3]):
         return False
     return _elementwise(s, node)
 

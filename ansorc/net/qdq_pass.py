@@ -102,31 +102,34 @@ def _constant_value(g: Graph, match: "_Match", name: str):
     return None
 
 
-def _float_bias(g: Graph, match: "_Match", bias: str, x, w, consts: dict):
+def _bias_scale(g: Graph, x, w) -> np.ndarray:
+    """x_scale * W_scale in float32: the scale of an int32 bias, one value or one per output channel."""
+    return np.float32(g.consts[x[1]].reshape(-1)[0]) * g.consts[w[1]].reshape(-1).astype(np.float32)
+
+
+def _float_bias(g: Graph, match: "_Match", bias: str, x, w, consts: dict, outputs: int) -> str | None:
     """A float32 constant bias (directly or through Identity nodes: the exporter's shared initializers, which the
     quantizer then leaves float) quantized as onnxruntime's quantizer quantizes biases: round_half_even(B /
-    (x_scale * W_scale)) in float32, to int32. As a `dq` tuple (int32 B, its scale, no zero point, axis 0, no
-    node), or None (not a constant, not float32, or out of int32's range)."""
+    (x_scale * W_scale)) in float32, to int32, added to `consts`; its name, or None (not a constant, not float32,
+    not one value per output channel, or out of int32's range)."""
     value = _constant_value(g, match, bias)
-    if value is None or value.dtype != np.float32:
+    if value is None or value.dtype != np.float32 or value.size != outputs:
         return None
-    scale = np.float32(g.consts[x[1]].reshape(-1)[0]) * g.consts[w[1]].reshape(-1).astype(np.float32)
     with np.errstate(all="ignore"):
-        q = np.round(value.reshape(-1) / scale)
+        q = np.round(value.reshape(-1) / _bias_scale(g, x, w))
     if not np.all(np.isfinite(q)) or np.abs(q).max(initial=0) >= 2**31:
         return None
-    name, sname = _fresh(g, bias + "_quantized"), _fresh(g, bias + "_quantized_scale")
-    consts[name], consts[sname] = q.astype(np.int32), scale.astype(np.float32)
-    return name, sname, "", 0, None
+    name = _fresh(g, bias + "_quantized")
+    consts[name] = q.astype(np.int32)
+    return name
 
 
-def _bias_ok(g: Graph, b, x, w, new: dict | None = None) -> bool:
+def _bias_ok(g: Graph, b, x, w) -> bool:
     """B is int32 with zero point 0 and the scale x_scale * W_scale in float32."""
     bq, s, z, _, _ = b
-    g = dataclasses.replace(g, consts={**g.consts, **(new or {})}) if new else g
     if _dtype(g, bq) != onnx.TensorProto.INT32 or (z and g.consts[z].any()):
         return False
-    want = np.float32(g.consts[x[1]].reshape(-1)[0]) * g.consts[w[1]].reshape(-1).astype(np.float32)
+    want = _bias_scale(g, x, w)
     got = g.consts[s].reshape(-1).astype(np.float32)
     return got.size in (1, want.size) and bool(np.all(np.broadcast_to(got, want.shape) == want))
 
@@ -145,10 +148,15 @@ def _fused(g: Graph, match: _Match, op, q):
     attrs, consts, extra = _attrs(op), {}, []
     bias = op.input[2] if len(op.input) > 2 and op.input[2] else None
     b = match.dq(bias, const=True) if bias else None
-    if bias and (b is None or not _bias_ok(g, b, x, w)):   # quantized here, as onnxruntime's quantizer would
-        b = _float_bias(g, match, bias, x, w, consts)
-    if bias and (b is None or not _bias_ok(g, b, x, w, consts)):
-        return None
+    dqs = {x[4], w[4]}
+    if b is not None and _bias_ok(g, b, x, w):
+        bias, dqs = b[0], dqs | {b[4]}
+    elif bias:   # quantized here, as onnxruntime's quantizer would
+        wshape = g.consts[w[0]].shape
+        per_row = op.op_type == "Conv" or attrs.get("transB", 0)   # output channels: W's rows, else its columns
+        bias = _float_bias(g, match, bias, x, w, consts, wshape[0] if per_row else wshape[-1])
+        if bias is None:
+            return None
     if op.op_type == "Conv":
         if not _weight_ok(g, w, 0):
             return None
@@ -173,10 +181,10 @@ def _fused(g: Graph, match: _Match, op, q):
             consts[zp] = np.zeros((), helper.tensor_dtype_to_np_dtype(_dtype(g, t)))
         extra.append(zp)
     inputs = [x[0], x[1], extra[0], wq, w[1], extra[1], qi[1], qi[2] or _y_zero(g, q, consts, op)]
-    if b is not None:
-        inputs.append(b[0])
+    if bias:
+        inputs.append(bias)
     new = helper.make_node(kind, inputs, [q.output[0]], name=op.name, **attrs)
-    return new, {x[4], w[4]} | ({b[4]} if b is not None and b[4] is not None else set()), consts
+    return new, dqs, consts
 
 
 def _y_zero(g: Graph, q, consts: dict, op) -> str:
