@@ -3,7 +3,8 @@
 Each function takes the paper's parameters in the paper's order and returns the kernel's tensors in argument
 order: inputs, then the output (as TVM's te_workload does). Padding is its own compute named "pad" (a select on
 the bounds, inlinable), skipped when there is none. WORKLOADS maps each benchmark name to its function and its
-four shapes; `smallest(name)` gives the cheapest one, which is what quick tests want.
+four shapes (LOW_PRECISION the int8 and bf16 ones; ALL_WORKLOADS both); `smallest(name)` gives the cheapest one,
+which is what quick tests want.
 """
 from __future__ import annotations
 
@@ -301,11 +302,27 @@ WORKLOADS = {
 }
 
 
+# The low-precision rows, reported in a table of their own (suite/table.py): narrow inputs, an int32 or float32
+# result, their peers the libraries' integer and bf16 paths. GMM-I8 and GMM-BF16 take GMM's shapes as (M, N, K);
+# C2D-I8 takes ResNet's 3x3 and 1x1 layers (a 3-channel stem has no group of 4 to feed the int8 instruction).
+_LOWP_GEMM_SHAPES = [(128, 128, 128), (512, 32, 512), (512, 512, 512), (1024, 1024, 1024)]
+LOW_PRECISION = {
+    "GMM-I8": (matmul_u8s8, _LOWP_GEMM_SHAPES),
+    "GMM-BF16": (matmul_bf16, _LOWP_GEMM_SHAPES),
+    "C2D-I8": (conv2d_u8s8, [(1, 56, 56, 64, 64, 3, 1, 1), (1, 56, 56, 64, 64, 1, 1, 0),
+                             (1, 14, 14, 256, 256, 3, 1, 1), (1, 7, 7, 512, 512, 3, 1, 1)]),
+}
+# every listed benchmark, float32 first
+ALL_WORKLOADS = {**WORKLOADS, **LOW_PRECISION}
+# inputs held constant besides WEIGHT_NAMES: a quantized model's MatMulInteger / bf16 MatMul weight
+_LOWP_WEIGHTS = {"GMM-I8": ("B",), "GMM-BF16": ("B",)}
+
+
 def _entry(name: str):
     key = name.upper()
-    if key not in WORKLOADS:
-        raise UnknownNameError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
-    return WORKLOADS[key]
+    if key not in ALL_WORKLOADS:
+        raise UnknownNameError(f"unknown workload {name!r}; known: {', '.join(ALL_WORKLOADS)}")
+    return ALL_WORKLOADS[key]
 
 
 def make(name: str, index: int = 0, **kwargs) -> list:
@@ -318,9 +335,11 @@ def make(name: str, index: int = 0, **kwargs) -> list:
 WEIGHT_NAMES = ("kernel", "bias", "bn_scale", "bn_offset")
 
 
-def weights(tensors) -> list:
-    """Names of the weight inputs among `tensors` (for ansorc.compile(..., constants=...))."""
-    return [t.name for t in tensors if t.name in WEIGHT_NAMES and isinstance(t.op, PlaceholderOp)]
+def weights(tensors, name: str | None = None) -> list:
+    """Names of the weight inputs among `tensors` (for ansorc.compile(..., constants=...)); `name`, the benchmark
+    they were made for, adds its own (a low-precision GEMM's B)."""
+    names = WEIGHT_NAMES + _LOWP_WEIGHTS.get((name or "").upper(), ())
+    return [t.name for t in tensors if t.name in names and isinstance(t.op, PlaceholderOp)]
 
 
 def work(tensors) -> int:

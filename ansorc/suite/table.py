@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import time
 from pathlib import Path
@@ -40,7 +39,8 @@ from ansorc.measure.record import RETIME_NOTE, load, records_for  # noqa: E402
 from ansorc.search.task import SearchTask  # noqa: E402
 from ansorc.search.tuner import TuneOptions, tune  # noqa: E402
 from ansorc.suite.logs import pack_log, working_log  # noqa: E402
-from ansorc.suite.timing import PEAK, row_dag, time_row_fresh  # noqa: E402
+from ansorc.suite.report import _us, chart, geomean, kind_of, markdown  # noqa: E402,F401 - geomean: the tests'
+from ansorc.suite.timing import PEAK, PEAK_KIND, row_dag, time_row_fresh  # noqa: E402
 
 MEMORY_BOUND = ("DEP", "NRM", "SFM")    # no % of peak for these: bandwidth, not FMAs, limits them
 PEER_COLUMNS = ("numpy", "torch", "onnxruntime")
@@ -50,7 +50,7 @@ def rows(ops, shapes, quick: bool) -> list:
     """(op, shape index, args) for every selected row; quick: each op's smallest shape."""
     out = []
     for op in ops:
-        fn, listed = workloads.WORKLOADS[op]
+        fn, listed = workloads.ALL_WORKLOADS[op]
         idxs = [listed.index(workloads.smallest_args(op))] if quick else (shapes or range(len(listed)))
         out += [(op, i, listed[i]) for i in idxs if i < len(listed)]
     return out
@@ -125,97 +125,32 @@ def row_trials(log: Path, dag) -> int:
 
 
 def summarize(op: str, idx: int, args: tuple, timing: dict, log: Path, tuning_s: float, peak, dag) -> dict:
-    return {"op": op, "idx": idx, "args": list(args),
+    return {"op": op, "idx": idx, "args": list(args), "peak_kind": PEAK_KIND.get(op, "fp32"),
             **timing_fields(op, timing["med"], timing["flops"] * useful_fraction(op, args), peak,
                             timing.get("peak_flops")),
             "mismatch": timing["mismatch"], "tuning_s": tuning_s, "placements_s": timing.get("placements"),
             "cpus": timing.get("cpus"), "trials": row_trials(log, dag)}
 
 
-def _us(s) -> str:
-    return "-" if s is None else f"{s * 1e6:.1f}"
-
-
-def geomean(rs: list) -> float | None:
-    rs = [r for r in rs if r]
-    return math.exp(sum(math.log(r) for r in rs) / len(rs)) if rs else None
-
-
-def markdown(results: list, peak) -> str:
-    head = "| op | shape | ours us | numpy us | PyTorch us | onnxruntime us | best peer / ours | % peak | trials | " \
-           "tuning s |"
-    lines = [head, "|" + " --- |" * 10]
-    for r in results:
-        torch_s = _us(r["peers_s"]["torch"]) + (" (cl)" if r["torch_layout"] == "torch_cl" else "")
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        slow = r.get("row_peak_gflops") and peak and r["row_peak_gflops"] < 0.9 * peak
-        pct = "-" if r["peak_pct"] is None else f"{r['peak_pct']:.0f}%" + ("*" if slow else "")
-        bad = f" (differs: {', '.join(r['mismatch'])})" if r["mismatch"] else ""
-        lines.append(f"| {r['op']} | {tuple(r['args'])} | {_us(r['ours_s'])} | {_us(r['peers_s']['numpy'])} | "
-                     f"{torch_s} | {_us(r['peers_s']['onnxruntime'])}{bad} | {ratio} | {pct} | {r['trials']} | "
-                     f"{r['tuning_s']:.0f} |")
-    g = geomean([r["ratio"] for r in results])
-    at_least = sum(1 for r in results if r["ratio"] and r["ratio"] >= 1.0)
-    lines.append(f"\nGeometric mean of best peer / ours: {g:.2f}; {at_least} of {len(results)} rows at or above 1.0."
-                 if g else "\nNo peer ran.")
-    own = [r["row_peak_gflops"] for r in results if r.get("row_peak_gflops") and r["peak_pct"] is not None]
-    if peak:
-        lines.append(f"fp32 FMA peak: {peak:.0f} GFLOP/s (2 threads), the highest the peak loop measured" + (
-            f"; timed in each compute-bound row's rounds it ran {min(own):.0f}-{max(own):.0f}; *: below 90% of the "
-            "peak in that row's rounds (a degraded stretch of the VM)." if own else "."))
-        lines.append("% peak counts useful FLOPs (a conv's taps on its zero padding excluded). (cl): PyTorch "
-                     "channels-last was faster.")
-    return "\n".join(lines) + "\n"
-
-
-def chart(results: list, path: Path) -> bool:
-    """Ratios per operator and shape on a log scale with 1.0 marked; False when matplotlib is missing."""
-    try:
-        import matplotlib
-        import matplotlib.ticker
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    rs = [r for r in results if r["ratio"]]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(rs)), 4))
-    ratios = [r["ratio"] for r in rs]
-    # bars grow from 1.0: up is faster than the best peer, down is slower
-    ax.bar(range(len(rs)), [x - 1 for x in ratios], bottom=1.0,
-           color=["tab:green" if x >= 1 else "tab:red" for x in ratios])
-    ax.set_yscale("log")
-    ax.set_ylim(min(ratios + [1.0]) / 1.3, max(ratios + [1.0]) * 1.3)
-    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
-    ax.yaxis.set_major_formatter(plain)
-    # a range within one decade has only minor ticks: label 2, 3, 5 of each decade
-    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(
-        lambda v, _: f"{v:g}" if f"{v:e}"[0] in "235" else ""))
-    ax.axhline(1.0, color="black", linewidth=1)
-    ax.set_xticks(range(len(rs)), [f"{r['op']} {','.join(map(str, r['args']))}" for r in rs], rotation=90,
-                  fontsize=6)
-    ax.set_ylabel("best peer time / ansorc time")
-    ax.set_title(f"ansorc vs best peer (geomean {geomean([r['ratio'] for r in rs]) or 0:.2f})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
-
-
-def _peak(skip: bool):
+def _peaks(skip: bool, ops) -> dict:
+    """{kind: peak G-operations/s} of the peak loops the selected rows are set against: fp32 FMA, int8, bf16."""
+    peaks = {}
     if skip:
-        return None
+        return peaks
     try:
         from ansorc.suite.peak import measure_peak
-        return measure_peak()
+        from ansorc.suite.peak_dot import measure_dot_peak
+        for kind in dict.fromkeys(PEAK_KIND.get(op, "fp32") for op in ops):
+            peaks[kind] = measure_peak() if kind == "fp32" else measure_dot_peak(kind)[1] or None
     except Exception as e:  # noqa: BLE001 - the peak is context, not the result
         print(f"peak microbenchmark unavailable: {e}")
-        return None
+    return peaks
 
 
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", type=int, default=300, help="total measured programs per row (0: use the logs)")
-    ap.add_argument("--ops", nargs="*", default=list(workloads.WORKLOADS), type=str.upper)
+    ap.add_argument("--ops", nargs="*", default=list(workloads.ALL_WORKLOADS), type=str.upper)
     ap.add_argument("--shapes", nargs="*", type=int, help="shape indices (default all four)")
     ap.add_argument("--quick", action="store_true", help="smallest shape per op, 8 trials, short timing")
     ap.add_argument("--log-dir", default="bench/results/suite")
@@ -233,9 +168,9 @@ def parse(argv):
                     help="no tuning or timing: render one table from these suite.json files (a later file's row "
                          "replaces an earlier one's for the same op and shape) into --out")
     args = ap.parse_args(argv)
-    unknown = [o for o in args.ops if o not in workloads.WORKLOADS]
+    unknown = [o for o in args.ops if o not in workloads.ALL_WORKLOADS]
     if unknown:
-        ap.error(f"unknown ops {unknown}; known: {', '.join(workloads.WORKLOADS)}")
+        ap.error(f"unknown ops {unknown}; known: {', '.join(workloads.ALL_WORKLOADS)}")
     if args.quick and args.trials == ap.get_default("trials"):
         args.trials = 8
     if args.quick and args.placements == ap.get_default("placements"):
@@ -251,7 +186,7 @@ def merged(paths: list, pool: bool = False) -> list:
             if not r.get("useful"):   # a table from before useful FLOPs: its GFLOP/s counted the padding taps
                 r["gflops"], r["useful"] = r["gflops"] * useful_fraction(r["op"], tuple(r["args"])), True
             rows_by_key.setdefault((r["op"], r["idx"]), []).append(r)
-    order = list(workloads.WORKLOADS)
+    order = list(workloads.ALL_WORKLOADS)
     rows = [pooled(rs) if pool else rs[-1] for rs in rows_by_key.values()]
     return sorted(rows, key=lambda r: (order.index(r["op"]), r["idx"]))
 
@@ -278,23 +213,26 @@ def _per_gflop(row: dict, name: str) -> float:
     return 1e9 / row["peak_flops"] if name == PEAK and row.get("peak_flops") else 1.0
 
 
-def one_peak(results: list, peak=None):
-    """The highest peak measured (at the start of a run, or in a row's rounds, in any merged run); every row's % of
-    peak set against it. Returns it."""
-    peaks = [r.get("peak_gflops") or r["gflops"] * 100 / r["peak_pct"] for r in results if r.get("peak_pct")]
-    peak = max(peaks + [peak or 0]) or None
-    for r in results:
-        r["peak_pct"] = 100 * r["gflops"] / peak if peak and r["peak_pct"] is not None else None
-        r["peak_gflops"] = peak if r["peak_pct"] is not None else r.get("peak_gflops")
-    return peak
+def one_peak(results: list, peaks: dict | None = None) -> dict:
+    """Per peak kind (fp32, int8, bf16), the highest peak measured (at the start of a run, or in a row's rounds, in
+    any merged run); every row's % of peak set against its kind's. Returns {kind: peak}."""
+    out = {}
+    for kind in dict.fromkeys(kind_of(r) for r in results):
+        rs = [r for r in results if kind_of(r) == kind]
+        seen = [r.get("peak_gflops") or r["gflops"] * 100 / r["peak_pct"] for r in rs if r.get("peak_pct")]
+        peak = out[kind] = max(seen + [(peaks or {}).get(kind) or 0]) or None
+        for r in rs:
+            r["peak_pct"] = 100 * r["gflops"] / peak if peak and r["peak_pct"] is not None else None
+            r["peak_gflops"] = peak if r["peak_pct"] is not None else r.get("peak_gflops")
+    return out
 
 
-def write_outputs(results: list, peak, out: Path) -> None:
+def write_outputs(results: list, peaks: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "suite.md").write_text(markdown(results, peak))
+    (out / "suite.md").write_text(markdown(results, peaks))
     (out / "suite.json").write_text(json.dumps(results, indent=1) + "\n")
     chart(results, out / "suite.png")
-    print(markdown(results, peak))
+    print(markdown(results, peaks))
 
 
 def main(argv=None) -> int:
@@ -306,10 +244,11 @@ def main(argv=None) -> int:
     log_dir, out = Path(args.log_dir), Path(args.out or args.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    peak = _peak(args.no_peak or args.quick)
+    selected = rows(args.ops, args.shapes, args.quick)
+    peaks = _peaks(args.no_peak or args.quick, [op for op, _, _ in selected])
     rounds, min_time = (5, 0.02) if args.quick else (5, 0.05)
     results = []
-    for op, idx, wargs in rows(args.ops, args.shapes, args.quick):
+    for op, idx, wargs in selected:
         constant = not args.per_call_weights
         dag = row_dag(op, idx, constant)
         log, spent = tune_row(op, idx, dag, log_dir, args.trials, args.quiet)
@@ -319,11 +258,11 @@ def main(argv=None) -> int:
         except AnsorcError as e:   # e.g. --trials 0 and no record for this row yet
             print(f"{op} {tuple(wargs)}: skipped: {e}", flush=True)
             continue
-        r = summarize(op, idx, wargs, timing, log, spent, peak, dag)
+        r = summarize(op, idx, wargs, timing, log, spent, peaks.get(PEAK_KIND.get(op, "fp32")), dag)
         results.append(r)
         print(f"{op} {tuple(wargs)}: ours {_us(r['ours_s'])} us, ratio "
               f"{'-' if r['ratio'] is None else round(r['ratio'], 2)}", flush=True)
-    write_outputs(results, one_peak(results, peak), out)
+    write_outputs(results, one_peak(results, peaks), out)
     return 0
 
 

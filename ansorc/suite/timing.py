@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("OMP_PROC_BIND", "true")   # before any OpenMP runtime loads (see table.py)
@@ -33,19 +34,24 @@ from ansorc.errors import AnsorcError  # noqa: E402
 from ansorc.ir.program.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.affinity import all_process_cpus  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
+from ansorc.ir.program.convert import storage  # noqa: E402
+from ansorc.suite.lowp_peers import lowp_fns  # noqa: E402
 from ansorc.suite.peak import peak_call  # noqa: E402
+from ansorc.suite.peak_dot import dot_call, loop_for  # noqa: E402
 from ansorc.suite.onnx_peers import ort_fns  # noqa: E402
 from ansorc.suite.peers import NUMPY, torch_fns  # noqa: E402
 
 WARM = 0.25    # seconds of untimed calls before each timed block (ansorc/measure/alternate.py says why)
-PEAK = "fma_peak"   # the contender that times the FMA peak loop alongside a compute-bound row (not a peer)
+PEAK = "fma_peak"   # the contender that times the peak loop alongside a compute-bound row (not a peer)
+# the peak loop of a low-precision row: its dot-product instruction's (suite/peak_dot.py); others: the FMA's
+PEAK_KIND = {"GMM-I8": "int8", "C2D-I8": "int8", "GMM-BF16": "bf16"}
 
 
 def peer_calls(op: str, args: tuple, inputs: list) -> dict:
     out = {}
     if op in NUMPY:
         out["numpy"] = (NUMPY[op](*inputs), lambda r: r)
-    for make in (torch_fns, ort_fns):
+    for make in ((lowp_fns,) if op in workloads.LOW_PRECISION else (torch_fns, ort_fns)):
         try:
             # a peer's thread pool is made here and inherits this thread's CPUs: after our OpenMP bound this
             # thread to one core, onnxruntime's worker shared that core with its caller (SFM 512: 135 us, 105
@@ -57,15 +63,43 @@ def peer_calls(op: str, args: tuple, inputs: list) -> dict:
     return out
 
 
-def check(ours: np.ndarray, got) -> bool:
+def check(ours: np.ndarray, got, rtol: float = 2e-3) -> bool:
+    """Equal for integer results; float ones within `rtol` (and as much of the largest output in absolute)."""
+    if ours.dtype.kind in "iu":
+        return bool(np.array_equal(np.asarray(got).reshape(ours.shape), ours))
     got = np.asarray(got, dtype=np.float32).reshape(ours.shape)
-    return bool(np.allclose(got, ours, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(ours).max()))))
+    return bool(np.allclose(got, ours, rtol=rtol, atol=rtol * max(1.0, float(np.abs(ours).max()))))
+
+
+# a bf16 result (PyTorch's bf16 matmul) is rounded to 8 significant bits: up to 2^-9 of each value
+CHECK_RTOL = {"GMM-BF16": 8e-3}
+
+
+def row_values(dag: ComputeDAG, rng) -> list:
+    """Random inputs: float32 normal, bfloat16 the same rounded, integers over their whole range (u8 x s8 products
+    that saturate an int16 pair sum are what the AVX2 sequence must get right)."""
+    out = []
+    for t in dag.inputs:
+        if t.dtype in ("float32", "bfloat16"):
+            out.append(storage(rng.standard_normal(t.shape, dtype=np.float32), t.dtype))
+        else:
+            info = np.iinfo(t.dtype)
+            out.append(rng.integers(info.min, info.max, t.shape, dtype=t.dtype, endpoint=True))
+    return out
+
+
+def row_peak_call(op: str) -> tuple:
+    """(fn, operations a call) of the row's peak loop, (None, None) where this CPU has no such instruction."""
+    if op not in PEAK_KIND:
+        return peak_call()
+    loop = loop_for(PEAK_KIND[op])
+    return dot_call(loop) if loop else (None, None)
 
 
 def placed(values: np.ndarray, rng) -> np.ndarray:
     """A fresh copy of `values` on new pages, starting at a random 64-byte boundary within its first page."""
     n = values.size
-    raw = ansorc.empty((n + 1024,), values.dtype)
+    raw = ansorc.empty((n + 4096 // values.itemsize,), values.dtype)   # room for an offset of up to a page
     off = int(rng.integers(0, 64)) * 64 // values.itemsize
     out = raw[off:off + n].reshape(values.shape)
     out[...] = values
@@ -85,7 +119,7 @@ def row_dag(op: str, idx: int, constant_weights: bool = True) -> ComputeDAG:
     """The row's DAG; with constant_weights its weights are declared constant (ComputeDAG.constants), as the
     table's onnxruntime peer holds them as initializers and a deployed model's kernels see them."""
     tensors = workloads.make(op, idx)
-    return ComputeDAG(tensors, workloads.weights(tensors) if constant_weights else ())
+    return ComputeDAG(tensors, workloads.weights(tensors, op) if constant_weights else ())
 
 
 def tuned_row(op: str, idx: int, log, constant_weights: bool = True) -> tuple:
@@ -93,9 +127,9 @@ def tuned_row(op: str, idx: int, log, constant_weights: bool = True) -> tuple:
     values, zero outputs): what every bench script that times a tuned row starts from."""
     dag = row_dag(op, idx, constant_weights)
     kern = ansorc.compile(dag, trials=0, log=str(log), name=f"{op.lower()}_{idx}")
-    values = [np.random.default_rng(0).standard_normal(t.shape, dtype=np.float32) for t in dag.inputs]
-    zeros = [np.zeros(t.shape, np.float32) for t in dag.outputs]
-    return kern, dag, tuple(workloads.WORKLOADS[op][1][idx]), values, zeros
+    values = row_values(dag, np.random.default_rng(0))
+    zeros = [np.zeros(t.shape, t.dtype) for t in dag.outputs]
+    return kern, dag, tuple(workloads.ALL_WORKLOADS[op][1][idx]), values, zeros
 
 
 def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placements: int,
@@ -105,16 +139,17 @@ def time_row(op: str, idx: int, log: Path, rounds: int, min_time: float, placeme
     `peak`, the FMA peak loop (ansorc/suite/peak.py) is one more contender, PEAK, doing "peak_flops" per call."""
     kern, dag, args, values, zeros = tuned_row(op, idx, log, constant_weights)
     rng, per, bad = np.random.default_rng(1), {}, []
-    peak_fn, peak_flops = peak_call() if peak else (None, None)
+    peak_fn, peak_flops = row_peak_call(op) if peak else (None, None)
     for _ in range(placements):
         inputs, outs = [placed(v, rng) for v in values], [placed(z, rng) for z in zeros]
         kern(*inputs, *outs)
         fns = {"ours": lambda i=inputs, o=outs: kern(*i, *o)}
-        for name, (call, to_ours) in peer_calls(op, args, inputs).items():
+        for name, (call, to_ours, *own_check) in peer_calls(op, args, inputs).items():
             if name in bad:
                 continue
+            same = own_check[0] if own_check else partial(check, rtol=CHECK_RTOL.get(op, 2e-3))
             try:
-                ok = check(outs[0], to_ours(call()))
+                ok = same(outs[0], to_ours(call()))
             except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape is reported, not fatal
                 print(f"  {op} {name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
                 ok = False

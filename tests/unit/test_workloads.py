@@ -136,3 +136,16 @@ def test_smallest_and_make():
     assert W.make("SFM", 3)[-1].shape == (2048, 2048)
     assert W.make("GMM", 1)[-1].shape == (1, 512, 32)
     assert W.work(W.matmul(4, 5, 6)) == 4 * 5 * 6
+
+
+def test_low_precision_table_builds_narrow_inputs_and_names_its_weights():
+    assert list(W.LOW_PRECISION) == ["GMM-I8", "GMM-BF16", "C2D-I8"]
+    assert not set(W.LOW_PRECISION) & set(W.WORKLOADS) and list(W.ALL_WORKLOADS)[-3:] == list(W.LOW_PRECISION)
+    for name, (fn, shapes) in W.LOW_PRECISION.items():
+        assert len(shapes) == 4
+        ts = W.make(name, 0)
+        assert {t.dtype for t in ts[:-1]} <= {"uint8", "int8", "bfloat16"}
+        assert ts[-1].dtype == ("float32" if name == "GMM-BF16" else "int32")
+    assert W.weights(W.make("GMM-I8", 0), "GMM-I8") == ["B"] and W.weights(W.make("GMM", 0), "GMM") == []
+    assert W.weights(W.make("C2D-I8", 1), "c2d-i8") == ["kernel"]
+    assert W.smallest_args("GMM-BF16") == (128, 128, 128)
