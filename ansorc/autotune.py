@@ -42,7 +42,8 @@ def _provenance(dag, target: str, seconds: float, trials: int | None = None) -> 
     if trials is not None:
         out["trials"] = trials
     out["measured seconds (median)"] = f"{seconds:.6g}"
-    out["GFLOP/s"] = f"{dag.flop_count / seconds / 1e9:.4g}"   # 4 digits: a tiny kernel is not 0.0
+    # 4 digits: a tiny kernel is not 0.0; GOP/s for integer work (an int8 GEMM)
+    out[dag.rate_unit] = f"{dag.flop_count / seconds / 1e9:.4g}"
     return out
 
 

@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -297,6 +298,7 @@ def cmd_show(args) -> dict:
     for row in rows.values():
         ok = math.isfinite(row["best_seconds"]) and not row.get("implausible")
         row["best_gflops"] = significant(row["flop"] / row["best_seconds"] / 1e9) if ok and row["flop"] else None
+        row["unit"] = rate_unit_of(row["signature"])
         row["best_seconds"] = row["best_seconds"] if ok else None
         out.append(row)
     return {"workloads": out}
@@ -305,6 +307,13 @@ def cmd_show(args) -> dict:
 def cmd_profile(args) -> dict:
     from .net.cli import profile_model
     return _model_command(profile_model, args)
+
+
+def rate_unit_of(signature: str) -> str:
+    """A logged workload's rate unit from its signature ("A[8,8]:uint8 B[8,8]:int8 const -> C[8,8]:int32"):
+    GOP/s where every argument is an integer, as ComputeDAG.rate_unit says of an int8 GEMM; else GFLOP/s."""
+    dtypes = re.findall(r"\[[^\]]*\](?::([a-z0-9]+))?", signature or "")   # float32 is left unwritten: ""
+    return "GOP/s" if dtypes and all(d.startswith(("int", "uint", "bool")) for d in dtypes) else "GFLOP/s"
 
 
 def _implausible(log, rec, flop) -> bool:
@@ -333,19 +342,20 @@ def _print_human(command: str, result: dict) -> None:
     elif command in ("show", "profile") and "table" in result:
         print(result["table"])
     elif command == "show":
-        print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'GFLOP/s':>8}  arguments")
+        print(f"{'workload':34} {'target':8} {'trials':>6} {'errors':>6} {'best ms':>9} {'rate':>14}  arguments")
         for r in result["workloads"]:
             ms = f"{r['best_seconds'] * 1e3:.3f}" if r["best_seconds"] else "-"
-            gf = gflops_text(r["best_gflops"]) if r["best_gflops"] else "-"
+            gf = f"{gflops_text(r['best_gflops'])} {r['unit']}" if r["best_gflops"] else "-"
             wk, target = printable(r["workload_key"]), printable(r["target"])  # a log may hold escape sequences
             sig = printable(r["signature"]) or "-"   # "-": a log written before records named their arguments
-            print(f"{wk:34} {target:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>8}  {sig}")
+            print(f"{wk:34} {target:8} {r['trials']:6d} {r['errors']:6d} {ms:>9} {gf:>14}  {sig}")
     elif command == "compile":
         print(f"wrote {', '.join(result['files'].values())}")
         if "tasks" in result:
             print(f"{result['tuned_tasks']} of {result['tasks']} tasks ran a tuned program from the log")
-        if "GFLOP/s" in result or "GFLOP/s".replace(" ", "_") in result:
-            print(f"best: {result.get('GFLOP/s')} GFLOP/s")
+        for unit in ("GFLOP/s", "GOP/s"):   # the provenance's rate, in the kernel's own unit (autotune.py)
+            if unit in result:
+                print(f"best: {result[unit]} {unit}")
     elif "estimated_latency_ms" in result:
         print(f"{result['trials']} trials over {result['tasks']} tasks in {result['log']}; estimated latency "
               f"{result['estimated_latency_ms']} ms")

@@ -154,7 +154,7 @@ def test_show_keeps_a_tiny_kernels_gflops_above_zero(tmp_path, capsys):
     assert main(["show", str(log), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["workloads"][0]["best_gflops"] == 0.002844
     assert main(["show", str(log)]) == 0
-    assert " 0.0028  -\n" in capsys.readouterr().out   # "-": the record names no arguments
+    assert " 0.0028 GFLOP/s  -\n" in capsys.readouterr().out   # "-": the record names no arguments
 
 
 def test_a_log_whose_record_does_not_replay_warns_in_one_line_naming_it_and_builds_the_default(tmp_path, capsys):
@@ -172,3 +172,19 @@ def test_a_log_whose_record_does_not_replay_warns_in_one_line_naming_it_and_buil
     [line] = err.splitlines()   # one line: no Python file path, no source line
     assert line.startswith(f"ansorc: warning: {log}: the best logged program of workload {dag.workload_key} does "
                            "not replay (") and line.endswith("using the default program"), line
+
+
+def test_show_and_compile_report_integer_work_in_gop_per_second(tmp_path, capsys):
+    import ansorc
+    from ansorc import workloads
+    from ansorc.cli import rate_unit_of
+    assert rate_unit_of("A[8,8]:uint8 B[8,8]:int8 const -> C[8,8]:int32") == "GOP/s"
+    assert rate_unit_of("A[8,8]:bfloat16 B[8,8]:bfloat16 -> C[8,8]") == "GFLOP/s"     # float32 goes unwritten
+    assert rate_unit_of("X[4] idx[2]:int32 -> Y[2]") == "GFLOP/s" and rate_unit_of("") == "GFLOP/s"
+    log = tmp_path / "i8.jsonl"
+    kern = ansorc.compile(workloads.matmul_u8s8(16, 16, 16), trials=2, log=str(log))
+    assert "GOP/s" in kern.spec.provenance_dict and "GFLOP/s" not in kern.spec.provenance_dict
+    assert main(["show", str(log)]) == 0
+    assert " GOP/s  A[16,16]:uint8" in capsys.readouterr().out
+    assert main(["show", str(log), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workloads"][0]["unit"] == "GOP/s"
