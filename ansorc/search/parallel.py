@@ -24,6 +24,7 @@ import numpy as np
 from ..codegen.pipeline import render
 from ..ir.schedule.state import ScheduleError, replay
 from ..ir.schedule.steps import steps_from_json, steps_to_json
+from .gcpolicy import use_search_thresholds
 
 MIN_CPUS = 2
 MIN_STATES = 64
@@ -53,9 +54,11 @@ def workers() -> int:
 
 
 def _worker_start(tuner_pid: int) -> None:
-    """A worker leaves Ctrl-C to the tuner (which stops the pool) instead of printing a traceback of its own, and
-    ends when the tuner is gone (killed, crashed): its copies of the pool's pipes would keep it waiting forever."""
+    """A worker searches with fewer garbage collections, leaves Ctrl-C to the tuner (which stops the pool) instead
+    of printing a traceback of its own, and ends when the tuner is gone (killed, crashed): its copies of the
+    pool's pipes would keep it waiting forever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    use_search_thresholds()   # a worker only searches: fewer collections for its whole life (gcpolicy.py)
 
     def watch():
         while os.getppid() == tuner_pid:

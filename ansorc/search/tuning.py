@@ -31,6 +31,7 @@ from .annotate import sample, state_key
 from .callbacks import default_callbacks
 from .cost_model import CostModel, LGBModel, RandomModel
 from .evolution import SearchParams, search_round
+from .gcpolicy import fewer_collections
 from .parallel import register, render_states_parallel, rendered
 from .prior import FirstRoundRanking, PretrainedModel
 from .plausible import ImplausibleRecordWarning, claim, cpu_target, plausible
@@ -194,13 +195,14 @@ class TaskTuner:
         """The next n programs to measure, searched and rendered; None (and `exhausted` set) when the space
         gives nothing new."""
         start = time.perf_counter()
-        cands = self._candidates(n)
-        if not cands:
-            self.exhausted = True
-            return None
-        sources, states, failed = self._render(cands)
-        if not self.done:
-            self.ranking.score(self.model, self.task, states)
+        with fewer_collections():
+            cands = self._candidates(n)
+            if not cands:
+                self.exhausted = True
+                return None
+            sources, states, failed = self._render(cands)
+            if not self.done:
+                self.ranking.score(self.model, self.task, states)
         return Batch(states, sources, failed, time.perf_counter() - start)
 
     @property
