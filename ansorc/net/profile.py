@@ -80,8 +80,9 @@ def source(task) -> str:
 
 def task_rows(tasks, prof: list, log=None, target: str = "native") -> list:
     """One row per task, slowest first: name, weight, ms inside the model (all its groups' calls), share of the
-    kernels' time in %, GFLOP/s there, source of its program, and with a log the task's best time alone there
-    (weight x its best record; None without one). Calls of no task (none so far) make a row "other"."""
+    kernels' time in %, GFLOP/s there (GOP/s for integer work: "unit"), source of its program, and with a log the
+    task's best time alone there (weight x its best record; None without one). Calls of no task (none so far)
+    make a row "other"."""
     per_group = collections.defaultdict(float)
     for p in prof:
         per_group[p["group"]] += p["seconds"]
@@ -92,6 +93,7 @@ def task_rows(tasks, prof: list, log=None, target: str = "native") -> list:
         inside = sum(per_group.pop(g, 0.0) for g in t.groups)
         rows.append({"task": t.name, "weight": t.weight, "ms": inside * 1e3, "share": 100 * inside / total,
                      "gflops": t.flops * t.weight / inside / 1e9 if inside > 0 else None, "source": source(t),
+                     "unit": t.dag.rate_unit,
                      "alone_ms": alone.get(t.name)})
     rest = sum(per_group.values())
     if rest:

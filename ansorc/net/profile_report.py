@@ -18,8 +18,9 @@ def _ms(x) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def _gflops(x) -> str:
-    return "-" if x is None else f"{x:.1f}"
+def _rate(r: dict) -> str:
+    """G-operations a second in the task's own unit: GOP/s for an integer task, GFLOP/s otherwise."""
+    return "-" if r["gflops"] is None else f"{r['gflops']:.1f}" + (" GOP/s" if r.get("unit") == "GOP/s" else "")
 
 
 def task_table(result: dict, top: int) -> list:
@@ -31,7 +32,7 @@ def task_table(result: dict, top: int) -> list:
            "| --- | ---: | ---: | ---: | ---: |" + (" ---: |" if logged else "") + " --- |"]
     for r in rows[:top]:
         cell = f" {_ms(r['alone_ms'])} |" if logged else ""
-        out.append(f"| {r['task']} | {r['weight']} | {r['ms']:.3f} | {r['share']:.1f}% | {_gflops(r['gflops'])} "
+        out.append(f"| {r['task']} | {r['weight']} | {r['ms']:.3f} | {r['share']:.1f}% | {_rate(r)} "
                    f"|{cell} {r['source']} |")
     out += _rest(rows[top:], "tasks", 2 + logged)
     weights = sum(r["weight"] for r in rows)

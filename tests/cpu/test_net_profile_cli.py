@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -12,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ansorc.cli import main
 from ansorc.net.profile import node_times, task_rows
+from ansorc.net.profile_report import task_table
 
 
 def two_conv_model(path):
@@ -118,18 +120,21 @@ def test_help_names_the_options():
 
 
 class _Task:
-    def __init__(self, name, groups, flops):
-        self.name, self.groups, self.weight, self.flops, self.dag = name, groups, len(groups), flops, None
+    def __init__(self, name, groups, flops, unit="GFLOP/s"):
+        self.name, self.groups, self.weight, self.flops = name, groups, len(groups), flops
+        self.dag = SimpleNamespace(rate_unit=unit)
         self.schedule, self.replays = "log", True
 
 
 def test_task_rows_sum_groups_and_keep_calls_of_no_task():
     prof = [{"group": "g0", "kernel": "k0", "seconds": 3e-3}, {"group": "g1", "kernel": "k1", "seconds": 1e-3},
             {"group": "g2", "kernel": "k0", "seconds": 4e-3}, {"group": "gx", "kernel": "k2", "seconds": 2e-3}]
-    rows = task_rows([_Task("a", ("g0", "g2"), 1e6), _Task("b", ("g1",), 1e6)], prof)
+    rows = task_rows([_Task("a", ("g0", "g2"), 1e6), _Task("b", ("g1",), 1e6, "GOP/s")], prof)
     assert [(r["task"], round(r["ms"], 6), round(r["share"], 6)) for r in rows] == \
         [("a", 7.0, 70.0), ("other", 2.0, 20.0), ("b", 1.0, 10.0)]
     assert rows[0]["gflops"] == pytest.approx(2e6 / 7e-3 / 1e9) and rows[0]["source"] == "log"
+    table = "\n".join(task_table({"tasks": rows, "ansorc": {"kernels_ms": 10.0}}, 5))
+    assert "| 0.3 |" in table and "| 1.0 GOP/s |" in table    # an integer task's rate says its unit
 
 
 def test_node_times_drop_the_warm_up_and_take_medians(tmp_path):
