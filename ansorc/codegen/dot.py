@@ -88,6 +88,17 @@ def offers(target: Target) -> dict:
     return out
 
 
+def offers_within(vector_bytes: int) -> dict:
+    """`offers` of every instruction whose vector fits `vector_bytes`, whatever the ISA extensions: the cost
+    model's view (search/features.py), which knows the hardware's width but not its cpuinfo features. That
+    suffices: the sketch rule makes the dot shape only for a target that has the instruction."""
+    out = {}
+    for d in DOTS:
+        if d.lanes * 4 <= vector_bytes:
+            out.setdefault((*d.dtypes, d.lanes, d.group), d.name)
+    return out
+
+
 def shape(target: Target, dtypes: tuple) -> tuple | None:
     """(lanes, group) of the preferred instruction for (broadcast, vector, accumulator) dtypes, or None."""
     for d in usable(target):
@@ -131,4 +142,5 @@ def prelude_parts(used: str) -> list:
     return out + [helper(d)[1] for d in DOTS if helper(d)[0] + "(" in used]
 
 
-__all__ = ["DOTS", "DotInstr", "offers", "shape", "usable", "prelude_parts", "helper", "render", "PACK", "BY_NAME"]
+__all__ = ["DOTS", "DotInstr", "offers", "offers_within", "shape", "usable", "prelude_parts", "helper", "render",
+           "PACK", "BY_NAME"]

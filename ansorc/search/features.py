@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from ..codegen.dot import offers_within
+from ..ir.passes.dot import match_dot
 from ..ir.program.deep import run_deep
 from ..ir.program.expr import Binary, Call, Cast, CheckedIndex, Compare, Logic, Read, Select
 from ..ir.lowering.lower import lower
@@ -33,10 +35,11 @@ _LOG_COLS = np.array(LOG_MASK)
 
 
 class _Loop:
-    __slots__ = ("var", "ext", "kind", "eff", "bufcnt")
+    __slots__ = ("var", "ext", "kind", "eff", "bufcnt", "node")
 
-    def __init__(self, var, ext, kind):
-        self.var, self.ext, self.kind, self.eff, self.bufcnt = var, ext, kind, kind, {}
+    def __init__(self, node: For):
+        self.var, self.ext, self.kind, self.node = node.var, node.extent, node.kind, node
+        self.eff, self.bufcnt = node.kind, {}
 
 
 class _Ctx:
@@ -46,6 +49,7 @@ class _Ctx:
         self.allocs = {}      # name -> (Buffer, product of enclosing loops, number of enclosing loops)
         self.bufs = {b.name: b for b in func.args}
         self.lin = {}         # id(index expr) -> (expr, linear, groups)
+        self.dots = offers_within(hw.vector_bytes)   # the dot-product instructions a vector this wide may hold
 
 
 # ----------------------------------------------------------------------------- tree walk
@@ -55,7 +59,7 @@ def _visit(s, loops, guards, ms, prod, ctx) -> int:
     t = type(s)
     if t is For:
         ms2 = s.auto_unroll or ms
-        lp = _Loop(s.var, s.extent, s.kind)
+        lp = _Loop(s)
         loops.append(lp)
         steps = s.extent * _visit(s.body, loops, guards, ms2, prod * s.extent, ctx)
         loops.pop()
@@ -244,7 +248,7 @@ def _row(ctx, st, loops, guards, ms, counts, accs, info) -> list:
         if red is not None:
             tile = float(fps[st.buffer][0][red + 1])
     return row + _cpu_extras(ctx, loops, guards, accs, info[st.buffer][0], wacc, svars, nontriv, vec, tile, trip) \
-        + _gpu_terms(ctx, st, loops, trip, accs, info)
+        + _dot_terms(ctx, loops, trip) + _gpu_terms(ctx, st, loops, trip, accs, info)
 
 
 def _cpu_extras(ctx, loops, guards, accs, accumulates, wacc, svars, nontriv, vec, tile, trip) -> list:
@@ -277,6 +281,21 @@ def _cpu_extras(ctx, loops, guards, accs, accumulates, wacc, svars, nontriv, vec
             ppar *= lp.ext
     row += [float(bool(guards)), float(sum(gc) * trip), float(len(accs) == 1 and not accumulates), trip / ppar]
     return row
+
+
+def _dot_terms(ctx, loops, trip) -> list:
+    """Instructions, products per lane and broadcast load of the dot-product instruction the dot pass makes of
+    the store's two innermost loops (G steps around the vector loop: ir/passes/dot.py's own test); zeros if none."""
+    if len(loops) < 2 or loops[-1].kind != "vectorize" or not ctx.dots:
+        return [0.0, 0.0, 0.0]
+    own = {n: b for n, (b, _, _) in ctx.allocs.items()}
+    bounds = {lp.var: (0, lp.ext - 1) for lp in loops[:-2]}
+    steps = loops[-2]
+    m = match_dot(steps.node, ctx.dots, {n: b.storage for n, b in ctx.bufs.items()}, own, bounds,
+                  unrolled=steps.eff == "unroll")
+    if m is None:
+        return [0.0, 0.0, 0.0]
+    return [m.count * trip / (steps.ext * loops[-1].ext), float(m.group), float(m.word_load)]
 
 
 _GPU_LOOPS = ("blockIdx.x", "threadIdx.x", "vthread")

@@ -14,6 +14,12 @@
   allocation of the written buffer (each iteration gets a fresh local buffer); otherwise it is *reduce*.
   Positions: the innermost/outermost/other spatial (or reduce) loop; several annotated loops in different
   positions give `mixed`.
+- *dot-product instruction*: what the dot pass (ir/passes/dot.py) makes of a store's G steps (its written-out
+  loop around the vector loop) of a narrow multiply-add (u8 x s8 into int32, bfloat16 into float32) reading a
+  grouped operand copy: one vpdpbusd / vdpbf16ps / sdot (or AVX2's maddubs sequence) per G steps of a vector.
+  The features ask the pass's own test (`match_dot`) with every instruction whose vector fits the hardware: the
+  features know its width, not its ISA extensions, and the sketch rule makes this shape only for targets that
+  have one.
 - *lanes*, *registers* and *cache lines* are the task's hardware (HardwareParams from its target): on AVX-512, 16
   float32 lanes, 32 vector registers and 64-byte lines.
 
@@ -134,6 +140,11 @@ TABLE: list = (
        ("guard_ops", LOG, "operations in the enclosing guard conditions x trip count"),
        ("is_init", RAW, "1 if the store reads no buffer (initialization / constant fill)"),
        ("work_per_thread", LOG, "trip count / product of the enclosing parallel loops")]
+    + [("dot_insts", LOG, "dot-product instructions executed for the store: those the dot pass makes of one run of "
+        "its G steps around the vector loop x the extents of the loops outside them (0 if none)"),
+       ("dot_products_per_lane", RAW, "products each instruction adds to a 32-bit lane: 4 (int8), 2 (bfloat16), 0"),
+       ("dot_word_load", RAW, "1 if the broadcast group is one 32-bit load (consecutive elements), 0 if packed "
+        "element by element or no instruction")]
     + [("gpu_blocks", LOG, "product of the enclosing loops bound to blockIdx (0 outside GPU programs)"),
        ("gpu_threads", LOG, "product of the enclosing loops bound to threadIdx (0 outside GPU programs)"),
        ("gpu_vthreads", LOG, "product of the enclosing vthread loops (0 if none)"),
@@ -147,7 +158,7 @@ LOG_MASK: tuple = tuple(k == LOG for _, k, _ in TABLE)
 N_FEATURES = len(TABLE)
 # Bump when a feature's computation changes without its name or transform changing: pretrained cost models
 # (search/pretrain.py) record feature_hash() and are refused when it differs.
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 
 
 def feature_hash() -> str:

@@ -34,7 +34,7 @@ from ..lowering.stmt import Allocate, Buffer, For, IfThenElse, PrimFunc, Seq, St
 from ..program.expr import Binary, Cast, Compare, Const, Expr, Logic, Read, free_vars, select, substitute, walk
 from ..program.simplify import bound, linear_form, simplify
 from .masks import lane_stride
-from .vector import VDot, VLanes, VLoad, VStore, stmt_kids, with_kids
+from .vector import VDot, VLanes, VLoad, VStore, stmt_kids, top_exprs, vwalk, walk_all, with_kids
 from .vectorize import flat_index
 
 
@@ -68,10 +68,9 @@ class _Rewriter:
         if isinstance(s, For) and s.body is None:   # a step whose guard never holds, simplified away: no work
             return None
         if isinstance(s, For) and s.kind in ("serial", "unroll") and s.extent <= self.groups[0]:
-            for g in self.groups:
-                out = self.run(_written_out(s), g) if s.extent <= g else None
-                if out is not None:
-                    return out
+            out = self.whole(s)
+            if out is not None:
+                return out
         if isinstance(s, Seq):
             return seq(*self.runs(list(s.stmts)))
         return with_kids(s, tuple(self.visit(c) for c in stmt_kids(s)))
@@ -79,16 +78,24 @@ class _Rewriter:
     def allocate(self, s: Allocate) -> Stmt:
         """The body rewritten; where a widened instruction needs longer rows, the rows padded and the body
         rewritten again (its flat indices are taken over the padded rows)."""
-        buf = s.buffer
-        self.shapes[buf.name], self.own[buf.name] = buf.storage, buf
+        buf = self.take(s.buffer)
         body = self.visit(s.body)
         pad = self.pads.pop(buf.name, 0)
         if pad > buf.row_pad:
-            buf = replace(buf, row_pad=pad)
-            self.shapes[buf.name], self.own[buf.name] = buf.storage, buf
+            buf = self.take(replace(buf, row_pad=pad))
             body = self.visit(s.body)
             self.pads.pop(buf.name, None)
         return Allocate(buf, body)
+
+    def take(self, buf: Buffer) -> Buffer:
+        """buf as one of the kernel's own buffers, at its (maybe padded) storage."""
+        self.shapes[buf.name], self.own[buf.name] = buf.storage, buf
+        return buf
+
+    def whole(self, s: For) -> Stmt | None:
+        """A loop of steps left a loop (not unrolled): one dot-product statement for all of them, or None."""
+        steps = _written_out(s)
+        return next((out for g in self.groups if s.extent <= g and (out := self.run(steps, g)) is not None), None)
 
     def runs(self, stmts: list) -> list:
         out, i = [], 0
@@ -217,6 +224,63 @@ class _Rewriter:
         return None
 
 
+class DotMatch(NamedTuple):
+    """What dot_products makes of a loop of steps (match_dot)."""
+    instr: str        # the instruction (codegen/dot.py's table)
+    lanes: int        # its 32-bit lanes: the vector loop's, or more where the loop is a narrower last tile
+    group: int        # products per lane (4 int8, 2 bfloat16)
+    word_load: bool   # the broadcast group is one 32-bit load (consecutive elements), else packed one by one
+    count: int        # instructions per run of the loop (a guarded tail may take shorter groups, or none)
+
+
+def match_dot(loop: For, offers: dict, shapes: dict, own: dict | None = None, bounds: dict | None = None,
+              unrolled: bool = True) -> DotMatch | None:
+    """What dot_products makes of `loop`, a loop of up to G steps around the vector loop as lowering leaves it
+    before unrolling (lower(passes=False)), or None: the pass's own code, read-only, for the cost model's
+    features (search/features.py). shapes: buffer -> storage; own: the kernel's allocated buffers (name ->
+    Buffer, whose rows a widened instruction may pad); bounds: var -> (lo, hi) of the loops around; unrolled:
+    whether the unroll pass writes the loop out (the pass then sees a sequence of steps, which shorter groups
+    may cover where one whole group does not)."""
+    if not offers or not (isinstance(loop, For) and loop.kind in ("serial", "unroll")) or \
+            loop.extent > max(k[4] for k in offers) or not _narrow_step(loop.body):   # cheap tests first
+        return None
+    rw = _Rewriter(dict(shapes), offers)
+    rw.bounds = {**(bounds or {}), loop.var: (0, loop.extent - 1)}
+    for buf in (own or {}).values():
+        rw.take(buf)
+    for _ in range(2):   # again with the rows a widened instruction asked for, padded as allocate does
+        out = rw.runs(_written_out(loop)) if unrolled else [rw.whole(loop)]
+        if not rw.pads:
+            break
+        for n, pad in rw.pads.items():
+            rw.take(replace(rw.own[n], row_pad=max(pad, rw.own[n].row_pad)))
+        rw.pads.clear()
+    dots = [d for d in map(_first_dot, out) if d is not None]
+    if not dots:
+        return None
+    d = dots[0]
+    return DotMatch(d.instr, d.lanes, d.b.lanes // d.lanes, isinstance(d.a, VLoad), len(dots))
+
+
+def _first_dot(s: Stmt | None) -> VDot | None:
+    """The first VDot under s (of a versioned pair, the unguarded group's: one of the two runs)."""
+    for st in walk_all(s) if s is not None else ():
+        for top in top_exprs(st):
+            for e in vwalk(top):
+                if isinstance(e, VDot):
+                    return e
+    return None
+
+
+def _narrow_step(s: Stmt) -> bool:
+    """A vector loop whose store adds a product of two casts to its own buffer (a step's shape, not yet checked)."""
+    if not (isinstance(s, For) and s.kind == "vectorize"):
+        return False
+    st = _store_of(s)
+    p = _added_to(st.value, st.buffer, st.indices) if isinstance(st, Store) else None
+    return p is not None and _product(p, st.value.dtype) is not None
+
+
 class _Step(NamedTuple):
     x: str            # the accumulator
     xi: Expr          # its flat index at lane 0
@@ -331,4 +395,4 @@ def _offset(base, e) -> int | None:
     return d[1] if not d[0] else None
 
 
-__all__ = ["dot_products"]
+__all__ = ["DotMatch", "dot_products", "match_dot"]
