@@ -20,7 +20,19 @@ def table() -> str:
         spec = SUPPORT[op]
         attrs = ", ".join(a for a in spec.attrs if not a.startswith("_")) or "-"
         rows.append(f"| {op} | {', '.join(spec.dtypes)} | {attrs} | {spec.note or ''} |")
-    return "\n".join(rows)
+    return "\n".join(rows + contrib_rows())
+
+
+def contrib_rows() -> list:
+    """onnxruntime's com.microsoft quantized ops, rewritten at import (ansorc/net/qoperator_pass.py)."""
+    from ansorc.net.qoperator_pass import QOPS, SAME
+    rows = []
+    for op, q in sorted(QOPS.items()):
+        how = f"DequantizeLinear -> {q.float_op} -> QuantizeLinear at import"
+        rows.append(f"| {op} (com.microsoft) | int8, uint8 | {', '.join(q.attrs + q.own) or '-'} | "
+                    f"{how}{'; ' + q.note if q.note else ''} |")
+    return rows + [f"| {op} (com.microsoft) | see {op} | {', '.join(attrs)} | as ONNX's {op} |"
+                   for op, attrs in sorted(SAME.items())]
 
 
 def embed(text: str, tbl: str) -> str:

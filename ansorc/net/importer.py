@@ -22,6 +22,7 @@ from .import_passes import PASSES, Graph, check_result_sizes
 from .layout_pass import apply_layout
 from .network import NetError, Network, UnsupportedError
 from .qdq_pass import fold_qdq
+from .qoperator_pass import expand_qoperator
 
 MAX_MODEL_BYTES = 2 << 30  # protobuf's own limit for one message
 
@@ -242,6 +243,7 @@ def graph_of(model, input_shapes: dict | None = None, layout: str | None = None)
     "nhwc" computes 2-D convolutions and pools channels-last (layout_pass), "nchw" as ONNX gives them; default
     ANSORC_NET_LAYOUT, else nhwc."""
     proto, name = load(model)
+    proto = expand_qoperator(proto, name)   # com.microsoft QLinear* ops as DequantizeLinear -> op -> QuantizeLinear
     default_opset(proto, name)
     check_result_sizes(proto, name, MAX_ELEMENTS)
     types = infer(static_shapes(proto, name, input_shapes), name)

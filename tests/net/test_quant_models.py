@@ -129,3 +129,49 @@ def test_qdq_pass_folds_only_the_same_computation(rng, tmp_path, case):
     x = rng.normal(size=(1, 3, 6, 6)).astype(np.float32)
     want, got = run_both(path, x)
     assert np.abs(got - want).max() <= step * 1.0001
+
+
+def residual_model(rng, path):
+    """A tiny CNN with what quantize_static's QOperator format writes com.microsoft ops for: a residual Add, SiLU
+    (Sigmoid, Mul), MaxPool, Concat, GlobalAveragePool, Flatten and Gemm."""
+    def init(name, *shape, sd=0.2):
+        return numpy_helper.from_array(rng.normal(0, sd, shape).astype(np.float32), name)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "r1"], ["res"]),
+             helper.make_node("Sigmoid", ["res"], ["sig"]),
+             helper.make_node("Mul", ["res", "sig"], ["silu"]),
+             helper.make_node("MaxPool", ["silu"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Conv", ["p", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["c3", "p"], ["cat"], axis=1),
+             helper.make_node("GlobalAveragePool", ["cat"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["f"]),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6])],
+        [init("w1", 8, 3, 3, 3, sd=0.3), init("b1", 8, sd=0.1), init("w2", 8, 8, 3, 3), init("b2", 8, sd=0.1),
+         init("w3", 8, 8, 3, 3), init("b3", 8, sd=0.1), init("wg", 6, 16, sd=0.3), init("bg", 6, sd=0.1)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+
+
+@pytest.mark.parametrize("activations", ["QUInt8", "QInt8"])
+def test_quantize_static_qoperator(rng, tmp_path, activations):
+    """QOperator format: the com.microsoft ops are rewritten into QDQ form at import (qoperator_pass.py), the QGemm
+    folded into an integer QLinearMatMul; within one step of the output's scale."""
+    residual_model(rng, tmp_path / "f.onnx")
+    q = tmp_path / "q.onnx"
+    quantization.quantize_static(str(tmp_path / "f.onnx"), str(q), Reader(rng),
+                                 quant_format=quantization.QuantFormat.QOperator, per_channel=True,
+                                 activation_type=getattr(quantization.QuantType, activations),
+                                 weight_type=quantization.QuantType.QInt8, reduce_range=True)
+    written = {n.op_type for n in onnx.load(str(q)).graph.node if n.domain == "com.microsoft"}
+    assert written == {"QLinearAdd", "QLinearSigmoid", "QLinearMul", "QLinearConcat", "QLinearGlobalAveragePool",
+                       "QGemm"}, written
+    ops = [n.op_type.removesuffix("NHWC") for n in graph_of(str(q)).nodes]
+    assert ops.count("QLinearConv") == 3 and ops.count("QLinearMatMul") == 1 and "Gemm" not in ops, ops
+    x = rng.normal(size=(2, 3, 8, 8)).astype(np.float32)
+    want, got = run_both(q, x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.abs(got - want).max() <= output_step(q) * 1.0001

@@ -130,7 +130,8 @@ OPS: dict = {
     "Floor": _map(lambda x, a: te.floor(x)),
     "Ceil": _map(lambda x, a: te.ceil(x)),
     "Round": _map(lambda x, a: _round(x), note="half to even"),
-    "Relu": _map(lambda x, a: binary("max", x, const(0, x.dtype)), NUMERIC),
+    # int8 (opset 14): max computes in int32, as C promotes, so it is narrowed back (exactly: 0 <= result < 128)
+    "Relu": _map(lambda x, a: binary("max", x, const(0, x.dtype)).astype(x.dtype), NUMERIC + ("int8",)),
     "LeakyRelu": _map(lambda x, a: te.if_then_else(x < 0, x * a.get("alpha", 0.01), x), attrs=("alpha",)),
     "PRelu": OpSpec(_prelu, NUMERIC, ("consumed_inputs",), "slope broadcast to the input"),
     "Elu": _map(lambda x, a: te.if_then_else(x < 0, a.get("alpha", 1.0) * (te.exp(x) - 1.0), x),

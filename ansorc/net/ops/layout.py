@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from .conv import _CONV_ATTRS, lower_conv_nhwc
-from .nn_util import FLOATS, as_tensor, compute, spec
+from .nn_util import FLOATS, MAX_DTYPES, as_tensor, compute, spec
 from .quant import QTYPES
 from .quant_linear import CONV_INTEGER_NHWC, QLINEAR_CONV_NHWC
 from .pool import (_POOL_ATTRS, lower_average_pool_nhwc, lower_global_average_pool_nhwc,
@@ -45,10 +45,10 @@ INTERNAL: dict = {
     "ConvNHWC": ("Conv", spec(lower_conv_nhwc, FLOATS, _CONV_ATTRS, required=2)),
     "QLinearConvNHWC": ("QLinearConv", QLINEAR_CONV_NHWC),
     "ConvIntegerNHWC": ("ConvInteger", CONV_INTEGER_NHWC),
-    "MaxPoolNHWC": ("MaxPool", spec(lower_max_pool_nhwc, FLOATS, _POOL_ATTRS + ("storage_order",))),
+    "MaxPoolNHWC": ("MaxPool", spec(lower_max_pool_nhwc, MAX_DTYPES, _POOL_ATTRS + ("storage_order",))),
     "AveragePoolNHWC": ("AveragePool", spec(lower_average_pool_nhwc, FLOATS, _POOL_ATTRS + ("count_include_pad",))),
     "GlobalAveragePoolNHWC": ("GlobalAveragePool", spec(lower_global_average_pool_nhwc, FLOATS)),
-    "GlobalMaxPoolNHWC": ("GlobalMaxPool", spec(lower_global_max_pool_nhwc, FLOATS)),
+    "GlobalMaxPoolNHWC": ("GlobalMaxPool", spec(lower_global_max_pool_nhwc, MAX_DTYPES)),
 }
 
 

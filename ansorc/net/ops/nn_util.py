@@ -11,6 +11,8 @@ from ...ir.program import te
 from .common import OpSpec
 
 FLOATS = ("float32", "float64")
+MAX_DTYPES = FLOATS + ("int8", "uint8")   # max pools: order-preserving on quantized values too
+_LOWEST = {"int8": -128, "uint8": 0}
 
 
 def check_attrs(node, known) -> None:
@@ -110,7 +112,7 @@ def zero(dtype: str):
 
 
 def lowest(dtype: str):
-    return te.const(float("-inf") if dtype in FLOATS else -2**31, dtype)
+    return te.const(float("-inf") if dtype in FLOATS else _LOWEST.get(dtype, -2**31), dtype)
 
 
 def compute(shape, fn, name: str, tag: str = ""):

@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 
 from ...ir.program import te
-from .nn_util import as_tensor, compute, ints, lowest, spec, zero
+from .nn_util import MAX_DTYPES, as_tensor, compute, ints, lowest, spec, zero
 from .window import Window, pad_spatial, taps, window
 
 
@@ -220,10 +220,11 @@ def lower_global_max_pool_nhwc(node, ins, ctx):
 
 _POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
 OPS = {
-    "MaxPool": spec(lower_max_pool, attrs=_POOL_ATTRS + ("storage_order",), note="1-D/2-D/3-D; Indices output"),
+    "MaxPool": spec(lower_max_pool, MAX_DTYPES, attrs=_POOL_ATTRS + ("storage_order",),
+                    note="1-D/2-D/3-D; Indices output"),
     "AveragePool": spec(lower_average_pool, attrs=_POOL_ATTRS + ("count_include_pad",), note="1-D/2-D/3-D"),
     "GlobalAveragePool": spec(lower_global_average_pool),
-    "GlobalMaxPool": spec(lower_global_max_pool),
+    "GlobalMaxPool": spec(lower_global_max_pool, MAX_DTYPES),
     "LpPool": spec(lower_lp_pool, attrs=_POOL_ATTRS + ("p",), note="1-D/2-D/3-D"),
     "GlobalLpPool": spec(lower_global_lp_pool, attrs=("p",)),
 }

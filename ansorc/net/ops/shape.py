@@ -10,7 +10,7 @@ from ... import te
 from ...ir.program.expr import const
 from ..network import NetError
 from .common import OpSpec
-from .util import (ALL, as_tensor, axes, axis, broadcast, check_dtypes, compute, const_input, int_list, numel, reader,
+from .util import (MOVED, as_tensor, axes, axis, broadcast, check_dtypes, compute, const_input, int_list, numel, reader,
                    shape_of)
 
 
@@ -61,7 +61,7 @@ def _reshape_index(src: tuple, dst: tuple, i) -> list:
 
 
 def _reshape(node, ins, ctx):
-    check_dtypes(node, ALL, 0, 1)
+    check_dtypes(node, MOVED, 0, 1)
     src = shape_of(node, 0, ins[0])
     if node.attrs.get("_opset", 14) < 5:
         spec = int_list(node, node.attrs.get("shape", []), "shape")
@@ -82,7 +82,7 @@ def _reshape(node, ins, ctx):
 
 
 def _flatten(node, ins, ctx):
-    check_dtypes(node, ALL)
+    check_dtypes(node, MOVED)
     src = shape_of(node, 0, ins[0])
     a = int(node.attrs.get("axis", 1))
     a = len(src) if a == len(src) else axis(node, a, len(src))
@@ -98,7 +98,7 @@ def _axes_arg(node, ins, name="axes"):
 
 
 def _squeeze(node, ins, ctx):
-    check_dtypes(node, ALL, 0, 1)
+    check_dtypes(node, MOVED, 0, 1)
     src = shape_of(node, 0, ins[0])
     given = _axes_arg(node, ins)
     drop = [d for d, n in enumerate(src) if n == 1] if given is None else axes(node, given, len(src))
@@ -108,7 +108,7 @@ def _squeeze(node, ins, ctx):
 
 
 def _unsqueeze(node, ins, ctx):
-    check_dtypes(node, ALL, 0, 1)
+    check_dtypes(node, MOVED, 0, 1)
     src = shape_of(node, 0, ins[0])
     given = _axes_arg(node, ins)
     if given is None:
@@ -121,7 +121,7 @@ def _unsqueeze(node, ins, ctx):
 
 
 def _transpose(node, ins, ctx):
-    check_dtypes(node, ALL)
+    check_dtypes(node, MOVED)
     x, src = ins[0], shape_of(node, 0, ins[0])
     perm = node.attrs.get("perm") or list(reversed(range(len(src))))
     perm = [axis(node, p, len(src), "perm entry") for p in perm]
@@ -137,7 +137,7 @@ def _transpose(node, ins, ctx):
 
 
 def _concat(node, ins, ctx):
-    check_dtypes(node, ALL)
+    check_dtypes(node, MOVED)
     xs = [x for x in ins if x is not None]
     shapes = [shape_of(node, i, x) for i, x in enumerate(xs)]
     rank = len(shapes[0])
@@ -187,7 +187,7 @@ def _split_sizes(node, ins, src, a):
 
 
 def _split(node, ins, ctx):
-    check_dtypes(node, ALL, 0, 1)
+    check_dtypes(node, MOVED, 0, 1)
     x, src = ins[0], shape_of(node, 0, ins[0])
     a = axis(node, node.attrs.get("axis", 0), len(src))
     outs, lo = [], 0
@@ -218,7 +218,7 @@ def _slice_args(node, ins, rank):
 
 
 def _slice(node, ins, ctx):
-    check_dtypes(node, ALL, 0, 1)
+    check_dtypes(node, MOVED, 0, 1)
     x, src = ins[0], shape_of(node, 0, ins[0])
     begin, step, dst = [0] * len(src), [1] * len(src), list(src)
     for s, e, a, st in zip(*_slice_args(node, ins, len(src))):
@@ -232,7 +232,7 @@ def _slice(node, ins, ctx):
 
 
 def _expand(node, ins, ctx):
-    check_dtypes(node, ALL, 0, 1)
+    check_dtypes(node, MOVED, 0, 1)
     src = shape_of(node, 0, ins[0])
     dst = broadcast(node, src, tuple(int_list(node, const_input(node, ins, 1, "shape"), "shape")))
     if isinstance(ins[0], np.ndarray):
@@ -244,7 +244,7 @@ def _expand(node, ins, ctx):
 
 
 def _tile(node, ins, ctx):
-    check_dtypes(node, ALL, 0, 1)
+    check_dtypes(node, MOVED, 0, 1)
     x, src = ins[0], shape_of(node, 0, ins[0])
     reps = int_list(node, const_input(node, ins, 1, "repeats"), "repeats")
     if len(reps) != len(src) or min(reps, default=1) < 1:
@@ -257,7 +257,7 @@ def _tile(node, ins, ctx):
 
 
 def _depth_space(node, ins, ctx):
-    check_dtypes(node, ALL)
+    check_dtypes(node, MOVED)
     x, src = as_tensor(ins[0], ctx), shape_of(node, 0, ins[0])
     b = int(node.attrs.get("blocksize", 0))
     if len(src) != 4 or b < 1:
@@ -287,16 +287,17 @@ def _depth_space(node, ins, ctx):
 
 
 OPS: dict = {
-    "Reshape": OpSpec(_reshape, ALL, ("allowzero", "shape", "consumed_inputs"), "constant shape (0 and -1, allowzero)"),
-    "Flatten": OpSpec(_flatten, ALL, ("axis",)),
-    "Squeeze": OpSpec(_squeeze, ALL, ("axes",), "axes as attribute or constant input"),
-    "Unsqueeze": OpSpec(_unsqueeze, ALL, ("axes",), "axes as attribute or constant input"),
-    "Transpose": OpSpec(_transpose, ALL, ("perm",)),
-    "Concat": OpSpec(_concat, ALL, ("axis",)),
-    "Split": OpSpec(_split, ALL, ("axis", "split", "num_outputs"), "constant split sizes"),
-    "Slice": OpSpec(_slice, ALL, ("starts", "ends", "axes"), "constant starts/ends/axes/steps"),
-    "Expand": OpSpec(_expand, ALL, (), "constant shape"),
-    "Tile": OpSpec(_tile, ALL, (), "constant repeats"),
-    "DepthToSpace": OpSpec(_depth_space, ALL, ("blocksize", "mode")),
-    "SpaceToDepth": OpSpec(_depth_space, ALL, ("blocksize", "mode")),
+    "Reshape": OpSpec(_reshape, MOVED, ("allowzero", "shape", "consumed_inputs"),
+                      "constant shape (0 and -1, allowzero)"),
+    "Flatten": OpSpec(_flatten, MOVED, ("axis",)),
+    "Squeeze": OpSpec(_squeeze, MOVED, ("axes",), "axes as attribute or constant input"),
+    "Unsqueeze": OpSpec(_unsqueeze, MOVED, ("axes",), "axes as attribute or constant input"),
+    "Transpose": OpSpec(_transpose, MOVED, ("perm",)),
+    "Concat": OpSpec(_concat, MOVED, ("axis",)),
+    "Split": OpSpec(_split, MOVED, ("axis", "split", "num_outputs"), "constant split sizes"),
+    "Slice": OpSpec(_slice, MOVED, ("starts", "ends", "axes"), "constant starts/ends/axes/steps"),
+    "Expand": OpSpec(_expand, MOVED, (), "constant shape"),
+    "Tile": OpSpec(_tile, MOVED, (), "constant repeats"),
+    "DepthToSpace": OpSpec(_depth_space, MOVED, ("blocksize", "mode")),
+    "SpaceToDepth": OpSpec(_depth_space, MOVED, ("blocksize", "mode")),
 }

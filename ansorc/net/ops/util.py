@@ -15,6 +15,7 @@ from ..network import NetError
 FLOATS = ("float32", "float64")
 NUMERIC = FLOATS + ("int32", "int64")
 ALL = NUMERIC + ("bool",)
+MOVED = ALL + ("int8", "uint8")   # data moved, not computed: also quantized tensors
 # ONNX TensorProto.DataType -> the IR's dtype names (the others are unsupported)
 ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
 
