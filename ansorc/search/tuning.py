@@ -158,7 +158,9 @@ class TaskTuner:
         history = _believable(task, records_for(logged, task.workload_key, task.target), log)
         self.measured = {_actual_key(task, r) for r in history}  # in this DAG's names, as state_key gives
         self.result = TuneResult(task, None, math.inf, list(history))
-        self.best_states = _replay_best(task, history)  # (seconds, state) of measured programs, best first
+        # (seconds, state) of measured programs, best first
+        self.best_states = [(r.median, st) for r, st in _replays(task, best(history, task.workload_key,
+                                                                           task.target, k=KEEP_BEST))]
         if self.best_states:
             self.result.best_seconds, self.result.best_state = self.best_states[0]
         self.resumed = len(history)
@@ -409,11 +411,12 @@ def _believable(task: SearchTask, history: list, log) -> list:
     return [r for r in history if id(r) not in bad]
 
 
-def _replay_best(task: SearchTask, history: list) -> list:
+def _replays(task: SearchTask, records) -> list:
+    """(record, its state) for each of `records` that replays on the task's DAG."""
     out = []
-    for r in best(history, task.workload_key, task.target, k=KEEP_BEST):
+    for r in records:
         try:
-            out.append((r.median, replay(task.dag, steps_from_json(r.steps))))
+            out.append((r, replay(task.dag, steps_from_json(r.steps))))
         except ScheduleError:
             continue
     return out
@@ -435,13 +438,7 @@ def _transfer(task: SearchTask, logged) -> list:
     if not task.dag.constants or not logged:
         return []
     plain = task.dag.with_constants(())
-    out = []
-    for r in best(logged, plain.workload_key, task.target, k=TRANSFER_TOP):
-        try:
-            out.append(replay(task.dag, steps_from_json(r.steps)))
-        except ScheduleError:
-            continue
-    return out
+    return [st for _, st in _replays(task, best(logged, plain.workload_key, task.target, k=TRANSFER_TOP))]
 
 
 def _failure(msg: str) -> MeasureResult:
