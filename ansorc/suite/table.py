@@ -76,7 +76,7 @@ def tune_row(op: str, idx: int, dag, log_dir: Path, trials: int, quiet: bool) ->
 # stride, pad), and the dilation
 _CONV_AXES = {"C1D": ([1], (4, 5, 6), 1), "C2D": ([1, 2], (5, 6, 7), 1), "GRP": ([1, 2], (5, 6, 7), 1),
               "CBR": ([1, 2], (5, 6, 7), 1), "DIL": ([1, 2], (5, 6, 7), 2), "C3D": ([1, 2, 3], (6, 7, 8), 1),
-              "DEP": ([1, 2], (4, 5, 6), 1), "CAP": ([1, 2], (5, 6, 7), 1)}
+              "DEP": ([1, 2], (4, 5, 6), 1), "CAP": ([1, 2], (5, 6, 7), 1), "C2D-I8": ([1, 2], (5, 6, 7), 1)}
 
 
 def useful_fraction(op: str, args: tuple) -> float:

@@ -246,6 +246,7 @@ def test_useful_flops_leave_out_the_taps_on_the_padding():
     assert suite.useful_fraction("GMM", (1, 512, 512, 512)) == 1.0
     assert suite.useful_fraction("C2D", (1, 56, 56, 64, 64, 1, 1, 0)) == 1.0           # 1x1, no padding
     assert suite.useful_fraction("C2D", (1, 7, 7, 512, 512, 3, 1, 1)) == pytest.approx((19 / 21) ** 2)
+    assert suite.useful_fraction("C2D-I8", (1, 7, 7, 512, 512, 3, 1, 1)) == pytest.approx((19 / 21) ** 2)
     assert suite.useful_fraction("C3D", (1, 16, 14, 14, 256, 256, 3, 1, 1)) == \
         pytest.approx((46 / 48) * (40 / 42) ** 2)
     # dilation 2 on 7 columns, pad 1: output t reads columns t-1, t+1, t+3; 13 of the 15 taps are inside
