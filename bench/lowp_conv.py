@@ -19,26 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
+from ansorc.suite.lowp_peers import conv_integer  # noqa: E402
 
 from lowp_gemm import _omp_threads, _ours, time_and_report  # noqa: E402
-
-
-def _ort_conv(w_nhwc: np.ndarray, shape: tuple, threads: int):
-    import onnx
-    import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
-    n, h, w, ci, co, k, stride, pad = shape
-    weight = np.ascontiguousarray(w_nhwc.transpose(3, 2, 0, 1))    # K K CI CO -> CO CI K K
-    node = helper.make_node("ConvInteger", ["X", "W"], ["Y"], kernel_shape=[k, k], strides=[stride, stride],
-                            pads=[pad] * 4)
-    graph = helper.make_graph([node], "ci", [helper.make_tensor_value_info("X", TensorProto.UINT8, [n, ci, h, w])],
-                              [helper.make_tensor_value_info("Y", TensorProto.INT32, [n, co, None, None])],
-                              [numpy_helper.from_array(weight, "W")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    onnx.checker.check_model(model)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
 def main(argv=None) -> int:
@@ -70,7 +53,7 @@ def main(argv=None) -> int:
     print(f"C2D {shape}, target {args.target} ({path})")
     for t in args.threads:
         _omp_threads(t)
-        sess = _ort_conv(np.asarray(w8), shape, t)
+        sess = conv_integer(np.asarray(w8), x_nchw, stride, pad, t)
         feed = {"X": x_nchw}
         want = sess.run(None, feed)[0].transpose(0, 2, 3, 1)   # exact: its int32 sums match numpy's
         assert np.array_equal(got, want), "int8 conv differs from onnxruntime's ConvInteger"

@@ -28,6 +28,7 @@ from ansorc import workloads  # noqa: E402
 from ansorc.ir.program.dag import ComputeDAG  # noqa: E402
 from ansorc.measure.alternate import median_alternating  # noqa: E402
 from ansorc.search.default_schedule import default_cpu_schedule  # noqa: E402
+from ansorc.suite.lowp_peers import matmul_integer  # noqa: E402
 
 
 def _omp_threads(n: int) -> None:
@@ -48,22 +49,6 @@ def _ours(tensors, weights: str, trials: int, model: str, target: str, log: str 
     return ansorc.compile(tensors, trials=trials, log=log, target=target, constants=[weights])
 
 
-def _ort(b: np.ndarray, threads: int):
-    import onnx
-    import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
-    graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["A", "B"], ["Y"])], "mmi",
-        [helper.make_tensor_value_info("A", TensorProto.UINT8, [None, b.shape[0]])],
-        [helper.make_tensor_value_info("Y", TensorProto.INT32, [None, b.shape[1]])],
-        [numpy_helper.from_array(b, "B")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    onnx.checker.check_model(model)
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-
-
 def _int8_case(n, rng, args):
     a8 = ansorc.array(rng.integers(0, 256, (n, n), dtype=np.uint8))
     b8 = ansorc.array(rng.integers(-128, 128, (n, n), dtype=np.int8))
@@ -73,8 +58,8 @@ def _int8_case(n, rng, args):
     assert np.array_equal(np.asarray(kern(a8, b8)), want), "int8 kernel differs from numpy"
 
     def peer(t):
-        sess = _ort(np.asarray(b8), t)
         feed = {"A": np.asarray(a8)}
+        sess = matmul_integer(np.asarray(b8), feed["A"], t)
         got = sess.run(None, feed)[0].astype(np.int64)
         if not np.array_equal(got, want):   # its AVX2 kernel lets vpmaddubsw's int16 pair sums saturate
             print(f"   onnxruntime differs from numpy in {np.count_nonzero(got != want)} of {want.size} outputs "

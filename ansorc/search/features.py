@@ -50,6 +50,7 @@ class _Ctx:
         self.bufs = {b.name: b for b in func.args}
         self.lin = {}         # id(index expr) -> (expr, linear, groups)
         self.dots = offers_within(hw.vector_bytes)   # the dot-product instructions a vector this wide may hold
+        self.narrow = None    # whether any buffer holds an operand type of those (_dot_terms)
 
 
 # ----------------------------------------------------------------------------- tree walk
@@ -283,10 +284,20 @@ def _cpu_extras(ctx, loops, guards, accs, accumulates, wacc, svars, nontriv, vec
     return row
 
 
+def _has_narrow(ctx) -> bool:
+    """Whether an argument or local buffer has an operand type of the dot instructions: without one (a float32
+    program) no store can match, and matching every vectorized store cost 9% of a C2D program's features."""
+    if ctx.narrow is None:
+        types = {dt for key in ctx.dots for dt in key[:2]}
+        bufs = [*ctx.bufs.values(), *(b for b, _, _ in ctx.allocs.values())]
+        ctx.narrow = any(b.dtype in types for b in bufs)
+    return ctx.narrow
+
+
 def _dot_terms(ctx, loops, trip) -> list:
     """Instructions, products per lane and broadcast load of the dot-product instruction the dot pass makes of
     the store's two innermost loops (G steps around the vector loop: ir/passes/dot.py's own test); zeros if none."""
-    if len(loops) < 2 or loops[-1].kind != "vectorize" or not ctx.dots:
+    if len(loops) < 2 or loops[-1].kind != "vectorize" or not ctx.dots or not _has_narrow(ctx):
         return [0.0, 0.0, 0.0]
     own = {n: b for n, (b, _, _) in ctx.allocs.items()}
     bounds = {lp.var: (0, lp.ext - 1) for lp in loops[:-2]}
