@@ -8,7 +8,6 @@ Prints GOPS (2 operations a multiply-add) and the median ratios.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -21,18 +20,12 @@ import ansorc  # noqa: E402
 from ansorc import workloads  # noqa: E402
 from ansorc.suite.lowp_peers import conv_integer  # noqa: E402
 
-from lowp_gemm import _omp_threads, _ours, time_and_report  # noqa: E402
+from lowp_gemm import _omp_threads, _ours, parser, time_and_report  # noqa: E402
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("--shape", type=int, nargs=8, default=[1, 56, 56, 64, 64, 3, 1, 1])
-    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--trials", type=int, default=0)
-    ap.add_argument("--model", default="random")
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--target", default="native")
-    ap.add_argument("--log-dir", help="keep (and reuse) the tuning logs here")
     args = ap.parse_args(argv)
     shape = tuple(args.shape)
     n, h, w, ci, co, k, stride, pad = shape

@@ -98,20 +98,26 @@ def time_and_report(fns: dict, ops: float, threads: int, rounds: int) -> None:
     print(f"   {mine} / fp32 speed {med['ours fp32'] / med[mine]:.2f}x, {mine} / {peer} {med[peer] / med[mine]:.2f}x")
 
 
-def _log(args, name: str) -> str | None:
-    return os.path.join(args.log_dir, f"{name}.jsonl") if args.log_dir else None
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kind", choices=("int8", "bf16"), default="int8")
-    ap.add_argument("--n", type=int, default=1024)
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The options every low-precision bench takes: threads, tuning (trials, model, target, logs), rounds."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--trials", type=int, default=0)
     ap.add_argument("--model", default="random")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--target", default="native")
     ap.add_argument("--log-dir", help="keep (and reuse) the tuning logs here")
+    return ap
+
+
+def _log(args, name: str) -> str | None:
+    return os.path.join(args.log_dir, f"{name}.jsonl") if args.log_dir else None
+
+
+def main(argv=None) -> int:
+    ap = parser(__doc__)
+    ap.add_argument("--kind", choices=("int8", "bf16"), default="int8")
+    ap.add_argument("--n", type=int, default=1024)
     args = ap.parse_args(argv)
     n = args.n
     rng = np.random.default_rng(0)

@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..ir.program.names import fresh_name
 from .network import UnsupportedError
 
 MS = "com.microsoft"
@@ -79,12 +80,7 @@ class _Rewrite:
         self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
 
     def fresh(self, hint: str) -> str:
-        name, k = hint, 0
-        while name in self.names:
-            k += 1
-            name = f"{hint}_{k}"
-        self.names.add(name)
-        return name
+        return fresh_name(hint, self.names)
 
     def const(self, hint: str, value: np.ndarray) -> str:
         name = self.fresh(hint)

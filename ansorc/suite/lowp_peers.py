@@ -11,47 +11,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from ansorc.suite.onnx_peers import ort_session
 from ansorc.suite.peers import THREADS, _torch
 
 OPSET = 13    # MatMulInteger and ConvInteger are opset 10 ops; 13 is what onnxruntime 1.30 reads for both
-IR_VERSION = 8
-
-
-def ort_session(node, x_name: str, x: np.ndarray, out_rank: int, inits: dict, threads: int = THREADS,
-                out_type: str = "int32"):
-    """A onnxruntime session of one integer node with input `x_name` (x's shape and element type) and initializers
-    `inits`; its output, of `out_type`, is named Y."""
-    import onnx
-    import onnxruntime as ort
-    from onnx import helper, numpy_helper
-    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
-    graph = helper.make_graph([node], "lowp", [helper.make_tensor_value_info(x_name, elem, list(x.shape))],
-                              [helper.make_tensor_value_info("Y", helper.np_dtype_to_tensor_dtype(np.dtype(out_type)),
-                                                             [None] * out_rank)],
-                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
-    onnx.checker.check_model(model)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")   # see onnx_peers._session
-    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
 def matmul_integer(b: np.ndarray, a_like: np.ndarray, threads: int = THREADS):
     """MatMulInteger(A, B) with B constant: the session, to be fed {"A": a}."""
     from onnx import helper
-    node = helper.make_node("MatMulInteger", ["A", "B"], ["Y"])
-    return ort_session(node, "A", a_like, 2, {"B": b}, threads)
+    node = helper.make_node("MatMulInteger", ["A", "B"], ["out"])
+    return ort_session([node], {"A": a_like}, {"B": b}, 2, "int32", OPSET, threads)
 
 
 def conv_integer(w_hwio: np.ndarray, x_nchw: np.ndarray, stride: int, pad: int, threads: int = THREADS):
     """ConvInteger(X, W) with ansorc's K x K x CI x CO weight made CO x CI x K x K: the session, fed {"X": x}."""
     from onnx import helper
     k = w_hwio.shape[0]
-    node = helper.make_node("ConvInteger", ["X", "W"], ["Y"], kernel_shape=[k, k], strides=[stride, stride],
+    node = helper.make_node("ConvInteger", ["X", "W"], ["out"], kernel_shape=[k, k], strides=[stride, stride],
                             pads=[pad] * 4)
     weight = np.ascontiguousarray(w_hwio.transpose(3, 2, 0, 1))
-    return ort_session(node, "X", x_nchw, 4, {"W": weight}, threads)
+    return ort_session([node], {"X": x_nchw}, {"W": weight}, 4, "int32", OPSET, threads)
 
 
 def qlinear_conv(w_hwio: np.ndarray, x_nchw: np.ndarray, stride: int, pad: int, y_scale: float,
@@ -60,12 +40,12 @@ def qlinear_conv(w_hwio: np.ndarray, x_nchw: np.ndarray, stride: int, pad: int, 
     int32 sums requantized to uint8 by 1 / y_scale around 128. Fed {"X": x}."""
     from onnx import helper
     k = w_hwio.shape[0]
-    node = helper.make_node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["Y"],
+    node = helper.make_node("QLinearConv", ["X", "xs", "xz", "W", "ws", "wz", "ys", "yz"], ["out"],
                             kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
     scalars = {"xs": np.float32(1), "xz": np.uint8(0), "ws": np.float32(1), "wz": np.int8(0),
                "ys": np.float32(y_scale), "yz": np.uint8(128)}
     inits = {"W": np.ascontiguousarray(w_hwio.transpose(3, 2, 0, 1)), **{k: np.array(v) for k, v in scalars.items()}}
-    return ort_session(node, "X", x_nchw, 4, inits, threads, out_type="uint8")
+    return ort_session([node], {"X": x_nchw}, inits, 4, "uint8", OPSET, threads)
 
 
 def requantized_equal(y_scale: float):

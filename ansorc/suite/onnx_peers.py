@@ -11,21 +11,29 @@ OPSET = 17
 IR_VERSION = 8
 
 
-def _session(nodes, feeds: dict, inits: dict, out_rank: int):
+def ort_session(nodes, feeds: dict, inits: dict, out_rank: int, out_type: str = "float32", opset: int = OPSET,
+                threads: int = THREADS):
+    """An onnxruntime session of `nodes`: inputs named and typed as `feeds`' arrays, initializers `inits`, one
+    output "out" of `out_type`; `threads` intra-op threads that do not spin when idle."""
     import onnx
     import onnxruntime as ort
-    from onnx import TensorProto, helper, numpy_helper
-    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in feeds.items()]
-    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, [None] * out_rank)
+    from onnx import helper, numpy_helper
+    ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+           for k, v in feeds.items()]
+    out = helper.make_tensor_value_info("out", helper.np_dtype_to_tensor_dtype(np.dtype(out_type)), [None] * out_rank)
     graph = helper.make_graph(nodes, "peer", ins, [out], [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = IR_VERSION   # onnx 1.23 writes IR 14 by default, newer than onnxruntime 1.30 reads
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads = THREADS, 1
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     # idle pool threads must not spin: they would take a core from the contender timed next (alternating rounds)
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     onnx.checker.check_model(model)
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def _session(nodes, feeds: dict, inits: dict, out_rank: int):
+    sess = ort_session(nodes, feeds, inits, out_rank)
     return lambda: sess.run(None, feeds)[0]
 
 

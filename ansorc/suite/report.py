@@ -28,16 +28,22 @@ def _pct(r: dict, peak) -> str:
     return "-" if r["peak_pct"] is None else f"{r['peak_pct']:.0f}%" + ("*" if slow else "")
 
 
+def _ratio(r: dict) -> str:
+    return "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
+
+
+def _differs(r: dict) -> str:
+    return f" (differs: {', '.join(r['mismatch'])})" if r["mismatch"] else ""
+
+
 def _float_rows(results: list, peak) -> list:
     head = "| op | shape | ours us | numpy us | PyTorch us | onnxruntime us | best peer / ours | % peak | trials | " \
            "tuning s |"
     lines = [head, "|" + " --- |" * 10]
     for r in results:
         torch_s = _us(r["peers_s"]["torch"]) + (" (cl)" if r["torch_layout"] == "torch_cl" else "")
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        bad = f" (differs: {', '.join(r['mismatch'])})" if r["mismatch"] else ""
         lines.append(f"| {r['op']} | {tuple(r['args'])} | {_us(r['ours_s'])} | {_us(r['peers_s']['numpy'])} | "
-                     f"{torch_s} | {_us(r['peers_s']['onnxruntime'])}{bad} | {ratio} | {_pct(r, peak)} | "
+                     f"{torch_s} | {_us(r['peers_s']['onnxruntime'])}{_differs(r)} | {_ratio(r)} | {_pct(r, peak)} | "
                      f"{r['trials']} | {r['tuning_s']:.0f} |")
     return lines
 
@@ -46,10 +52,8 @@ def _lowp_rows(results: list, peaks: dict) -> list:
     lines = ["| op | shape | ours us | PyTorch bf16 us | onnxruntime int8 us | best peer / ours | ours G/s | % peak | "
              "trials | tuning s |", "|" + " --- |" * 10]
     for r in results:
-        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        bad = f" (differs: {', '.join(r['mismatch'])})" if r["mismatch"] else ""
         lines.append(f"| {r['op']} | {tuple(r['args'])} | {_us(r['ours_s'])} | {_us(r['peers_s']['torch'])} | "
-                     f"{_us(r['peers_s']['onnxruntime'])}{bad} | {ratio} | {r['gflops']:.0f} | "
+                     f"{_us(r['peers_s']['onnxruntime'])}{_differs(r)} | {_ratio(r)} | {r['gflops']:.0f} | "
                      f"{_pct(r, peaks.get(kind_of(r)))} | {r['trials']} | {r['tuning_s']:.0f} |")
     return lines
 
