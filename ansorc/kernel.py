@@ -35,7 +35,7 @@ def empty(shape, dtype="float32") -> np.ndarray:
     """An uninitialized C-contiguous array whose data starts on a 64-byte boundary.
 
     numpy only guarantees 16 bytes; a tuned kernel reading misaligned vectors crosses a cache line on every
-    load, which measured up to 1.6x slower for a 512^3 matmul (docs/measurement.md). `dtype` may name an ansorc
+    load, which makes it markedly slower (docs/perf-notes.md, "alignment.py"). `dtype` may name an ansorc
     dtype: "bfloat16" is uint16 (the bits)."""
     dt = np.dtype(NP_DTYPE.get(dtype, dtype) if isinstance(dtype, str) else dtype)
     count = int(np.prod(shape, dtype=np.int64))
@@ -141,8 +141,8 @@ class Kernel:
 
     def _pointers(self, arrays: tuple, specs) -> list:
         """The arguments as C pointers, checked not to overlap. The last call's are kept with their arrays: a loop
-        calling with the same arrays skips the conversion, ~1.4 us an argument, most of the call's overhead on a
-        20 us kernel. A weak reference to each kept array makes numpy refuse to resize it (even with
+        calling with the same arrays skips the conversion, most of a short kernel's call overhead
+        (docs/perf-notes.md). A weak reference to each kept array makes numpy refuse to resize it (even with
         refcheck=False), so a kept pointer cannot outlive its buffer."""
         last = self._last
         if last is not None and len(last[0]) == len(arrays) and all(x is y for x, y in zip(last[0], arrays)):

@@ -188,7 +188,7 @@ def t2d(N, H, W, CI, CO, K, stride, pad, dtype="float32") -> list:
     all K*K taps and multiplies s*s - 1 of every s*s by inserted zeros; this one computes the same function with
     K*K/s^2 taps (the useful FLOPs). With s > 1 each of the s*s output phases is an ordinary convolution with its
     own kernel taps ("conv_phases"[n, ph, pw, qh, qw, co]), interleaved into the output by a copy: computed in place,
-    neighbouring outputs of a register tile would need different taps (T2D 16x16 default: 105 vs 149 GFLOP/s).
+    neighbouring outputs of a register tile would need different taps (slower: docs/perf-notes.md, T2D 16x16).
     "pad" adds the input rows that taps of border outputs reach outside the image."""
     data = te.placeholder((N, H, W, CI), dtype, "data")
     kernel = te.placeholder((K, K, CI, CO), dtype, "kernel")

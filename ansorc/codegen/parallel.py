@@ -3,7 +3,8 @@
 Why: an OpenMP team ends every parallel loop at a barrier, each thread owns a fixed share of the iterations, and
 libgomp's threads spin for about 300k pauses while they wait. When another process shares the cores (one busy
 process on a 2-core machine is enough), a thread that owns half a loop waits for a core while its partner spins
-at the barrier: ResNet-50 ran at 0.2x onnxruntime on a machine at load 2-5, a GRU tagger at 0.01x.
+at the barrier, and whole networks ran many times slower than onnxruntime (docs/perf-notes.md, "Tuning a model
+for wall time").
 
 In this pool the iterations are claimed, the calling thread claims too, and a call ends when every iteration
 is done, not when every worker has arrived: a worker that has not woken up takes nothing and holds nobody up.

@@ -6,7 +6,7 @@ A library (one kernel, or a network's many) holds POOL_SLOTS buffers. A call tak
 fits, else grows an empty or the smallest free one (freeing what it held), and gives it back at the end of the
 buffer's scope; when every slot is taken (concurrent calls, deep nesting), the buffer is plain heap memory as
 before. Buffers from 2 MiB are 2 MiB aligned and advised to transparent huge pages (C3D 14x14x256's 12 MB of
-padded input and blocked weights: 0.4-6% faster in one process). A lock (an atomic flag; a waiting thread
+padded input and blocked weights gained a little; docs/perf-notes.md). A lock (an atomic flag; a waiting thread
 yields its core) guards the slots, so calls from several threads are safe; the slots are freed when the library
 unloads (dlclose, exit)."""
 from __future__ import annotations

@@ -149,8 +149,8 @@ ISAS = {
 }
 
 # ISA -> the statement that keeps register {a} in a register from here on (an empty asm claiming to change it), so
-# gcc cannot fold its load into each FMA as a memory operand (ir/passes/pin.py). Measured on AVX2 (Zen 3) only; an ISA
-# without an entry keeps the compiler's choice.
+# gcc cannot fold its load into each FMA as a memory operand (ir/passes/pin.py). Measured on AVX2 only
+# (docs/perf-notes.md); an ISA without an entry keeps the compiler's choice.
 PIN = {"avx2": '__asm__("" : "+x"({a}))'}
 
 # ISA -> the statement after which streaming stores are visible to other threads (run by each thread that made them)

@@ -54,8 +54,8 @@ RUNNERS = {("aarch64", "x86_64"): ("qemu-aarch64", "-L", "/usr/aarch64-linux-gnu
 # clang's -fopenmp links libomp (Debian: libomp-dev); both accept the ISA flags above.
 # gcc: no predictive commoning. A register tile already keeps what it reuses in registers; gcc's pass also keeps
 # the values that the next iteration of a tap loop reads again (a stride-2 7x7 stem conv: the next row's inputs)
-# and spills the tile's accumulators for them (Zen 3, default programs: C2D 224 stem 80 -> 150 GFLOP/s, CBR 224
-# 97 -> 151, DIL 224 130 -> 145; 19 others unchanged within 2%).
+# and spills the tile's accumulators for them (the 224 stem convs; no other default program changed:
+# docs/perf-notes.md, "Code generation").
 COMPILER_FLAGS = {"gcc": ("-fno-predictive-commoning",), "clang": ()}
 _PROGRAM = re.compile(r"[A-Za-z0-9_.+/-]+")
 # cpuinfo flags an x86 ISA needs, widest first: native picks the first one the CPU has

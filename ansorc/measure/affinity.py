@@ -2,9 +2,9 @@
 
 An OpenMP runtime started with OMP_PROC_BIND binds every thread of its team to one place, the calling (main)
 thread included, and a process started from that thread inherits its one-CPU mask: after PyTorch ran a
-parallel op in a process with OMP_PROC_BIND=true, our measure worker timed 2-thread kernels on one core (C2D
-14x14x256: 1.7-3.5 ms in the tuning log, 1.2 ms on both cores). The worker and the tuning run therefore use the
-CPUs of the whole process: those it had when this module was imported, and those any of its threads may use."""
+parallel op in a process with OMP_PROC_BIND=true, our measure worker timed 2-thread kernels on one core
+(docs/perf-notes.md, "Search and measurement"). The worker and the tuning run therefore use the CPUs of the whole
+process: those it had when this module was imported, and those any of its threads may use."""
 from __future__ import annotations
 
 import contextlib

@@ -3,10 +3,10 @@ machine state (the VM's bursts last seconds; back-to-back blocks would give one 
 Used where ansorc is compared with a peer library (the demo, bench/suite.py); the tuner times in the worker.
 
 Before each timed block the contender runs untimed for `warm` seconds rather than the process sleeping: on the
-2-core Zen 3 VM a kernel started after the CPUs idled for 0.1 s runs up to 2x slower for about 0.2 s of work
-(C2D 14x14x256 1.41 -> 1.88 ms, GRP 1x1 41 -> 115 us, a single thread as much as two), while the FMA peak loop
-recovers within 5 ms; and the previous runtime's idle threads (OpenBLAS spins ~0.12 s after a call) stop
-spinning while this one warms up, not while it is timed. See docs/measurement.md."""
+shared VM a kernel started after the CPUs idled runs slow for a fraction of a second of work (a single thread as
+much as two), while the FMA peak loop recovers far sooner; and the previous runtime's idle threads (OpenBLAS spins
+after a call) stop spinning while this one warms up, not while it is timed. Figures: docs/measurement.md, "Side by
+side with peer libraries"."""
 from __future__ import annotations
 
 import time

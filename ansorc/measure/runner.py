@@ -1,10 +1,10 @@
 """Timed, checked runs of built candidates, in worker processes forked from one zygote per task (zygote.py,
 worker.py).
 
-All candidates of a task run on the same input buffers: the same binary timed in separate processes on these
-VMs varies by ~30% (page placement), and the forked workers share the zygote's input pages. A crash or hang
-kills only the current worker; the next candidate gets a new one in milliseconds, which also lets the runner stop
-a candidate far slower than the best in the middle of a call (docs/measurement.md).
+All candidates of a task run on the same input buffers: the same binary timed in separate processes on these VMs
+varies with page placement (docs/perf-notes.md), and the forked workers share the zygote's input pages. A crash or
+hang kills only the current worker; the next candidate gets a new one in milliseconds, which also lets the runner
+stop a candidate far slower than the best in the middle of a call (docs/measurement.md).
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Started by runner.py as a plain script (not `-m ansorc...`), so that it imports only numpy and cffi and starts
 fast whatever the package's __init__ pulls in. The zygote allocates the inputs and keeps the reference outputs
 but never runs a kernel: GNU OpenMP does not survive a fork once its thread pool exists. Each child it forks
-(~10 ms) shares the inputs' physical pages, allocates its own outputs and serves run requests on its own socket.
+shares the inputs' physical pages, allocates its own outputs and serves run requests on its own socket.
 A crash or hang costs only that child: the runner kills it and asks for another, so stopping a candidate in the
 middle of a call (because it is far slower than the best) is cheap.
 

@@ -224,7 +224,7 @@ STREAM_PROB = 0.5
 
 def stream_large_outputs(task, state: State, rng: random.Random) -> State:
     """A root stage that only writes a large kernel output stores it, at random, with streaming stores: they skip
-    reading each line before writing it (softmax 2048: 1.73 -> 1.46 ms by hand), and they lose where the output
+    reading each line before writing it (docs/perf-notes.md, "Code generation"), and they lose where the output
     fits in cache anyway, so measurement picks. No random draw where nothing qualifies."""
     outputs = {t.name for t in state.dag.outputs}
     for st in state.stages:

@@ -146,8 +146,7 @@ def padding_of_depthwise(dag, op) -> bool:
     """A zero-padding stage (tag "pad", or a select of one read against 0, as ansorc.workloads writes it) read only
     by reductions over its window alone (a depthwise conv, a pool: each reduce axis indexes the input beside an
     output axis, none sums channels): inlined, its border test costs less than writing and reading back a padded
-    copy of the input, which such a reduction reads only once per tap (default DEP 112x112x32 167-173 -> 126-135
-    us, 112x112x64 stride 2 159-184 -> 96-98, 14x14x512 33-58 -> 21-25, 7x7x1024 50-53 -> 30-34, side by side)."""
+    copy of the input, which such a reduction reads only once per tap (docs/perf-notes.md, "The default program")."""
     body = op.body
     if op.tag != "pad" and (op.combiner or not isinstance(body, Select) or not isinstance(body.t, Read) or
                             not isinstance(body.f, Const) or body.f.value != 0):

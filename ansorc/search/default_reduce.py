@@ -5,11 +5,11 @@ The axis is split by a vector and its inner part factored out (rfactor) into S.r
 partial sums per output element across all the other reduction loops (the taps, the axis' outer part); S then sums
 the lanes once (one horizontal fold). S.rf is computed per register tile of outputs: the short last axis whole
 (co = 3) by a few elements of the one before it (4 output columns), 12 accumulators on AVX2, so each loaded input
-vector feeds every channel of the tile and each weight vector every column (T2D 32x32x64 -> 3, one process,
-alternating: 86-107 us against 160-208 for one output row's 3 x 8 accumulators in memory, onnxruntime 123-156).
+vector feeds every channel of the tile and each weight vector every column, where one output row's 3 x 8
+accumulators would stay in memory (T2D 32x32x64 -> 3; docs/perf-notes.md, "The default program").
 A read with the axis second to last and a short last axis (weights (kh, kw, ci, co), co = 3) is read from a copy
 with that last axis moved to the front (CacheRead blocked by 1), so the axis is contiguous there too. Without
-this the only program is scalar: T2D 32x32x64 -> 3 ran at ~4% of peak.
+this the only program is scalar, far below peak.
 """
 from __future__ import annotations
 
@@ -105,9 +105,8 @@ def full_reduced(state: State, name: str, hw: HardwareParams) -> State | None:
     one value), with its outermost reduce axis factored out (rfactor; a single reduce axis split in chunks
     first): S.rf's partial results (one per row) run in parallel, each a vectorized row reduction when the
     innermost reduce axis reads contiguously, and S folds them in one vectorized loop. Otherwise the whole
-    reduction is one scalar chain on one core. Default NRM, side by side with the 300-trial best (which has this
-    shape): 256x256 .. 4096x1024 6.5 / 13.2 / 41.2 / 151 us against 5.6 / 16.8 / 48.6 / 178 (before: 8-16x
-    slower than the best)."""
+    reduction is one scalar chain on one core. Default NRM is on a par with the 300-trial best, which has this
+    shape (docs/perf-notes.md)."""
     st = state.stage(name)
     op = st.op
     need = PARALLEL_PER_CORE * hw.num_cores

@@ -14,7 +14,7 @@ whole reduction, then copies the block out; without it every step reloads and st
 streams the weights once per output row. Where the weights' panel of a vector tile (reduction x tile) is large
 and strided (GMM 1024: 1024 rows 4 KB apart, which thrash L1 and a 16-way L2), the tile stacks into a block of up
 to 128 rows that sweeps the reduction in blocks of <= 256 steps, each step's panel slice packed into a
-contiguous buffer first (GotoBLAS's packing): default GMM 1024 72 -> 202 GFLOP/s, C2D 7x7x512 64 -> 163.
+contiguous buffer first (GotoBLAS's packing). Figures for each choice: docs/perf-notes.md, "The default program".
 """
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ LAYOUT_PANEL_BYTES = 4 << 20      # that large
 LAYOUT_FLOPS_PER_BYTE = 256       # and with this much compute per byte of them, so that the copy costs little
 ROW_BLOCK = 128          # most rows of a register-tiled block that share one sweep of the weights' panel
 # ... and the most bytes its rows read from a matmul-like row operand over the whole reduction: the block's slice
-# of A stays in L2 (half of Zen 3's 512 KB) while the column tiles take turns (GMM 1024: 114 rows, 456 KB,
-# 166 GFLOP/s; 54 rows 182, side by side)
+# of A stays in L2 (half of Zen 3's 512 KB) while the column tiles take turns (GMM 1024's blocks of 114 rows, 456 KB
+# of A, ran slower than blocks of 54; docs/perf-notes.md)
 ROW_OPERAND_BYTES = 256 << 10
 
 
@@ -113,7 +113,7 @@ def _tile_axes(state: State, st, hw: HardwareParams):
     axis is the innermost spatial one (contiguous reads), its tile one or two vectors dividing it; the row axis
     the next spatial one of extent > 1 that the weights do not use (_row_axis), its tile the most rows dividing
     it whose vectors fill half the vector registers (the other half holds operands), or, where no divisor comes
-    near that, a tile that does not divide it (_guarded_rows: DIL 224's default 120 -> 170-190 GFLOP/s)."""
+    near that, a tile that does not divide it (_guarded_rows: DIL 224's 109 output columns)."""
     op = st.op
     spatial = [a for a in op.axes]
     if not op.combiner or not needs_multi_level_tiling(op) or len(spatial) < 2 or st.relations:
@@ -146,11 +146,11 @@ def _tile_axes(state: State, st, hw: HardwareParams):
 def _outer_rows(op, vec: str, rows: list, row, cap: int) -> tuple | None:
     """(axis, rows) of a tile that fills at least two thirds of `cap` exactly along another axis that the weights
     do not use, for a row axis that only a stretched tile fits (7 or 14 wide): a stretched tile reads each weights
-    vector from memory in every FMA, and on Zen 3 that load traffic costs about 12% (7 x 2: 180 GFLOP/s on a
-    hot-cache micro-kernel, 4 x 2 with its operands pinned: 197). A 3-D conv's depth (16) then gives 4-row
-    tiles; a 2-D conv has no such axis and keeps the stretched tile. Not called for a stretched tile that covers a
-    whole row with taps on its padding: lowering writes those taps out in tiles that fit (ir/passes/tile_edges.py; C3D
-    7x7x512 -4% to -8% time against its depth tiles, side by side)."""
+    vector from memory in every FMA, and that load traffic makes it slower than a smaller tile with its operands
+    pinned (docs/perf-notes.md). A 3-D conv's depth (16) then gives 4-row tiles; a 2-D conv has no such axis and
+    keeps the stretched tile. Not called for a stretched tile that covers a whole row with taps on its padding:
+    lowering writes those taps out in tiles that fit (ir/passes/tile_edges.py), which beat the depth tiles there
+    (C3D 7x7x512)."""
     for a in reversed(_free_rows(op, vec, rows)):
         f = divisor(a.extent, -(-2 * cap // 3), cap) if a is not row else None
         if f:
@@ -164,9 +164,9 @@ def _fewer_tiles(extent: int, rows: int, than: int) -> bool:
 
 
 def _guard_in_block(op, tile: tuple, hw: HardwareParams) -> bool:
-    """Whether a tile of rows that do not divide the row axis keeps its guard inside the sweep: one row block
-    holds all the axis's tiles, so the last tile's rows are guarded in the reduction loop and its accumulators
-    stay in memory (C1D 64 wide, 6-row tiles: 86 vs 119 GFLOP/s with 4). Otherwise each block or tile is a
+    """Whether a tile of rows that do not divide the row axis keeps its guard inside the sweep: one row block holds
+    all the axis's tiles, so the last tile's rows are guarded in the reduction loop and its accumulators stay in
+    memory (C1D 64 wide: 6-row tiles lose to 4-row ones; docs/perf-notes.md). Otherwise each block or tile is a
     window of the output that lowering shifts back inside it, and the guard is only on the copy-out."""
     vec, vf, row, rf = tile
     blocks = dict(_row_blocks(op, vec, vf, row, rf, hw))
@@ -175,13 +175,13 @@ def _guard_in_block(op, tile: tuple, hw: HardwareParams) -> bool:
 
 def tile_accumulators(hw: HardwareParams, operands: int = TILE_SPARE_REGISTERS) -> int:
     """Vector accumulators of a register tile: TILE_ACCUMULATORS, or fewer where the ISA has too few registers
-    to keep `operands` besides (the cost model's TILE_SPARE_REGISTERS; AVX2's 16: 12, a 6 x 2-vector tile, GMM
-    1024 108 -> 160 GFLOP/s on Zen 3). A tile may take two more (STRETCHED_OPERANDS) where that makes it divide
-    the row axis in a quarter fewer tiles (_tile_axes): the FMAs can read the row's vectors from memory, leaving
-    one register for the broadcast and one spare (7-wide rows on AVX2, 7 x 2: default C3D 7x7x512 105 -> 166
-    GFLOP/s, C2D/GRP/CBR 7x7x512 +32-36%; everywhere, 14 accumulators lost up to 20%). Not where the innermost
-    reduction is shorter than a vector (a stem conv's 3 input channels): unrolled into the tap loop, its weight
-    vectors are kept in registers for all rows, and the spare ones are gone (C3D 224 stem, 7 x 2: 166 -> 96)."""
+    to keep `operands` besides (the cost model's TILE_SPARE_REGISTERS; AVX2's 16: 12, a 6 x 2-vector tile: 16
+    accumulators leave no register for the operands and spill). A tile may take two more (STRETCHED_OPERANDS) where
+    that makes it divide the row axis in a quarter fewer tiles (_tile_axes): the FMAs can read the row's vectors from
+    memory, leaving one register for the broadcast and one spare (7-wide rows on AVX2, 7 x 2: the 7x7x512 convs;
+    14 accumulators everywhere lose). Not where the innermost reduction is shorter than a vector (a stem conv's 3
+    input channels): unrolled into the tap loop, its weight vectors are kept in registers for all rows, and the spare
+    ones are gone (the C3D 224 stem). Figures: docs/perf-notes.md, "The default program"."""
     return min(TILE_ACCUMULATORS, hw.vector_registers - operands)
 
 
@@ -189,8 +189,7 @@ def _row_axis(op, vec: str, rows: list, cap: int):
     """The innermost of `rows` (spatial axes, vector axis excluded) unless the weights (the largest read along
     the vector axis) use it: rows of a tile would then share no vector operand (a capsule conv's cap_j picks a
     different weight row for each). Then the innermost axis they do not use whose extent fills the tile, else the
-    longest of those (the innermost of equals): CAP's output columns w, not cap_j (default CAP 8x8x32 189 -> 264
-    GFLOP/s side by side; the four CAP shapes +14% to +100%)."""
+    longest of those (the innermost of equals): CAP's output columns w, not cap_j (docs/perf-notes.md)."""
     free = _free_rows(op, vec, rows)
     if not free or rows[-1] in free:
         return rows[-1]
@@ -215,7 +214,7 @@ def _reuse_first(op, axes: list, vec: str) -> list:
     then share its slice in cache (a deep conv's weights for one block of output channels). Of inputs of one
     size (a square matmul) the one read along the vector axis: a tile reads a vector tile of it per step and a
     few rows' elements of the other, so streaming the other moves fewer bytes (GotoBLAS keeps B's micro-panel;
-    default GMM 512 -2% to -6% time side by side, GMM 128 / 1024 and TBG within noise)."""
+    docs/perf-notes.md)."""
     reads = [r for r in walk(op.body) if isinstance(r, Read) and r.tensor is not None]
     if not reads:
         return axes
@@ -285,7 +284,7 @@ def _register_tiled(state: State, name: str, hw: HardwareParams) -> tuple | None
 def _row_blocks(op, vec: str, vf: int, row: str, rf: int, hw: HardwareParams) -> list:
     """[(axis, factor)] of the middle loops, outermost first, the row axis (its count of rf-row tiles) last; [] for
     a block of one tile. The block sweeps the reduction once per row tile, so the weights' panel of vf columns is
-    read from cache by every tile instead of from memory (GMM 1024: 72 GFLOP/s with one tile, 162 with 16). The
+    read from cache by every tile instead of from memory (docs/perf-notes.md, "The default program"). The
     most tiles up to ROW_BLOCK rows that leave at least BLOCKS_PER_CORE blocks a core; when a block holds all of
     the row axis (a 7 x 7 conv), whole rows of the next spatial axis out join it."""
     steps = math.prod(a.extent for a in op.reduce_axes)
@@ -325,7 +324,7 @@ def _row_operand_bytes(op, row: str) -> int:
 def _set_conflicts(op, row: str, vec: str, vf: int, steps: int) -> bool:
     """Whether the panel's rows lie so far apart that they share a few L1 sets: at CONFLICT_STRIDE apart they
     fall in at most two of the 4 KB that one way of L1 spans, and more than L1_WAYS of them evict each other
-    (GMM 512 on AVX2: a 512 x 16 panel, 32 KB, rows 2 KB apart: 118 -> 164 GFLOP/s packed, on Zen 3)."""
+    (GMM 512 on AVX2: a 512 x 16 panel, 32 KB, rows 2 KB apart, gains from packing; docs/perf-notes.md)."""
     panel = _panel(op, row, vec, vf)
     return panel is not None and steps > 2 * L1_WAYS and \
         panel.tensor.shape[-1] * itemsize(op.dtype) >= CONFLICT_STRIDE
@@ -376,12 +375,12 @@ def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: H
     """Read the weights' panel from a copy blocked by the vector tile ([co // vf, ..., co % vf], made once per
     call by a parallel root stage) when each column block of it is re-read by at least LAYOUT_REREADS row
     blocks. A panel row's vf columns lie a whole weight row apart in the original, so the slices that the row
-    blocks re-read occupy a few cache sets and are evicted between reads (a 3x3x3 conv's 27 taps: C3D 14x14x256
-    default 160 -> 179 GFLOP/s side by side); blocked, each is one contiguous run that stays in L2, and no
-    per-block packing is needed. Fewer re-reads pay for weights larger than the caches, each re-read from
-    memory, when the compute is over LAYOUT_FLOPS_PER_BYTE per byte of them (the copy's one pass is then small
-    beside it): C3D 7x7x512 (7 re-reads of 27 MB, 400 FLOP/byte) 163 -> 176-180 GFLOP/s side by side; not T2D
-    4x4 (4 re-reads of 8 MB, 8 FLOP/byte: 125 -> 93 with the copy)."""
+    blocks re-read occupy a few cache sets and are evicted between reads (a 3x3x3 conv's 27 taps: C3D
+    14x14x256); blocked, each is one contiguous run that stays in L2, and no per-block packing is needed. Fewer
+    re-reads pay for weights larger than the caches, each re-read from memory, when the compute is over
+    LAYOUT_FLOPS_PER_BYTE per byte of them (the copy's one pass is then small beside it): C3D 7x7x512 (7 re-reads
+    of 27 MB, 400 FLOP/byte); not T2D 4x4 (4 re-reads of 8 MB, 8 FLOP/byte: the copy costs more than it saves).
+    Figures: docs/perf-notes.md, "The default program"."""
     row, vec, vf = tile
     op = state.stage(local).op
     panel = _panel(op, row, vec, vf)
@@ -401,8 +400,8 @@ def _blocked_panel(state: State, local: str, tile: tuple, block_rows: int, hw: H
 def _pack_panel(state: State, local: str, row: str, vec: str, vf: int, anchor: str | None) -> State:
     """Copy the weights' slice that one step of the sweep reads (the reduction block x the vector tile) into a
     contiguous buffer at that step, the packing of GotoBLAS: the row blocks then read it from L1 instead of
-    reading rows of the panel a whole weight row apart (conflict misses from L1 up: GMM 1024 108 -> 167
-    GFLOP/s). Only a panel that is strided (its rows longer than the tile) and reused (m > 1) is worth the copy."""
+    reading rows of the panel a whole weight row apart (conflict misses from L1 up; docs/perf-notes.md). Only a
+    panel that is strided (its rows longer than the tile) and reused (m > 1) is worth the copy."""
     panel = _panel(state.stage(local).op, row, vec, vf)
     if anchor is None or panel is None:
         return state

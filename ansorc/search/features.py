@@ -286,7 +286,8 @@ def _cpu_extras(ctx, loops, guards, accs, accumulates, wacc, svars, nontriv, vec
 
 def _has_narrow(ctx) -> bool:
     """Whether an argument or local buffer has an operand type of the dot instructions: without one (a float32
-    program) no store can match, and matching every vectorized store cost 9% of a C2D program's features."""
+    program) no store can match, and matching every vectorized store was a visible share of a C2D program's
+    feature time (docs/perf-notes.md)."""
     if ctx.narrow is None:
         types = {dt for key in ctx.dots for dt in key[:2]}
         bufs = [*ctx.bufs.values(), *(b for b, _, _ in ctx.allocs.values())]

@@ -3,8 +3,9 @@
 The search builds and drops millions of small objects a round (IR nodes of every lowered candidate, feature
 rows), almost none of them in reference cycles. CPython starts a young-generation collection every 700
 allocations and an older one every tenth of those, each walking every tracked object of its generations: in a
-tuner, whose heap holds the logs and measured sets, that was a quarter of the search's CPU time. A young
-generation of SEARCH_GEN0 objects makes those passes 14x rarer; garbage in cycles is still collected, later.
+tuner, whose heap holds the logs and measured sets, that was a large share of the search's CPU time
+(docs/perf-notes.md, "Tuning a model for wall time"). A young generation of SEARCH_GEN0 objects makes those passes
+14x rarer; garbage in cycles is still collected, later.
 """
 from __future__ import annotations
 

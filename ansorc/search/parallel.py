@@ -1,12 +1,11 @@
-"""Feature extraction and rendering across processes. Lowering a program is pure Python (~10 ms) and one search
-round scores about a thousand of them; rendering a candidate's C (lowering with every pass, then codegen) takes
-~100 ms, and a round renders every program it measures. On a machine with several cores both run in a pool of
+"""Feature extraction and rendering across processes. Lowering a program is pure Python and one search round
+scores about a thousand of them; rendering a candidate's C (lowering with every pass, then codegen) takes several
+times longer, and a round renders every program it measures. On a machine with several cores both run in a pool of
 forked workers, which inherit the tasks' DAGs at fork and receive only step histories; each result is what this
 process would have computed (the same feature rows, the same source), while this process waits. Below MIN_CPUS
 cores, or for fewer programs than MIN_STATES (features) or MIN_RENDERS (sources), the work stays in this process.
-On the 2-core dev VM it takes the search of a 128-trial C2D run from 38.5-41.1 s to 27.1-28.7 s (wall 80-92 ->
-75-79 s; `python bench/tuning_rate.py --op C2D --trials 128` with ANSORC_SEARCH_WORKERS=0 and 2, alternating: 3
-and 4 runs). ANSORC_SEARCH_WORKERS sets the number of workers (0: none)."""
+On a 2-core VM it shortens a C2D run's search (docs/perf-notes.md, "Search and measurement").
+ANSORC_SEARCH_WORKERS sets the number of workers (0: none)."""
 from __future__ import annotations
 
 import multiprocessing

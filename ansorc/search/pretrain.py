@@ -28,7 +28,7 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 TRAIN_ROUNDS = 200
 # Shallower, slower-learning trees with bigger leaves than the online model's (LGBModel.PARAMS): thousands of
 # programs of many workloads, and a prior must carry over to workloads it never saw. Picked among 4 settings by
-# held-out tau (docs/perf-notes.md): avx2 0.14 -> 0.25, avx512 0.20 -> 0.20 (best@1 0.61 -> 0.67).
+# held-out tau (figures: docs/perf-notes.md, "Pretrained cost models, offline"; docs/cost-model.md, "Training").
 PRETRAIN_PARAMS = {"learning_rate": 0.1, "max_depth": 6, "num_leaves": 31, "min_data_in_leaf": 100,
                    "lambda_l2": 1.0}
 

@@ -20,7 +20,7 @@ def tune(tensors, trials: int | None = None, log: str | None = None, target: str
     A log that already holds records of this workload is resumed: nothing is
     measured twice. At the end, the `retime_top` best programs are timed again side by side, `retime_rounds`
     times in turn, and the winner is the best of those timings (logged with note "retime"): single timings on a
-    shared machine vary by up to 30%, and the fastest single timing is often a lucky one. retime_top=0 skips it.
+    shared machine vary widely, and the fastest single timing is often a lucky one. retime_top=0 skips it.
     backend: a MeasureBackend to measure with (the caller closes it); by default this machine's for the target.
     callbacks: called with (TaskTuner, records) after each batch (search/callbacks.py)."""
     task = tensors if isinstance(tensors, SearchTask) else SearchTask(tensors, target)

@@ -80,7 +80,7 @@ def peak_source(isa: str, chains: int) -> tuple:
 def peak_call(isa: str = "native", threads: int | None = None, chains: int = 12, seconds: float = 0.002) -> tuple:
     """(fn, flops): a no-argument call of the FMA microbenchmark that lasts about `seconds`, and the FLOPs it does.
     ansorc/suite/timing.py times it alternating with a row's contenders: the peak of the minutes the row was timed in
-    (on this VM it moves 144-205 GFLOP/s between hours; docs/measurement.md)."""
+    (on a shared VM it moves between hours; docs/measurement.md)."""
     target = Target.from_name(isa)
     threads = threads or target.num_cores
     code, lanes = peak_source(target.isa, chains)
@@ -95,9 +95,10 @@ def peak_call(isa: str = "native", threads: int | None = None, chains: int = 12,
 
 def calibrated_iters(seconds_of, seconds: float, start: int = 1000, tries: int = 3) -> int:
     """Iterations for one call of `seconds_of(iters)` to last about `seconds`. Each reading is the fastest of
-    `tries` calls: on a loaded machine one call can stall for a scheduler slice (CI saw a 2 ms loop calibrated to
-    83 iterations, 4 ms of OpenMP wake-up and 1 us of FMAs), and a single stalled reading must not shrink the loop.
-    Never fewer iterations than the doubling reached, so the loop outweighs a parallel region's start."""
+    `tries` calls: on a loaded machine one call can stall for a scheduler slice (on CI a stalled reading sized the
+    loop to time OpenMP's wake-up rather than FMAs; docs/perf-notes.md), and a single stalled reading must not
+    shrink the loop. Never fewer iterations than the doubling reached, so the loop outweighs a parallel region's
+    start."""
     fastest = lambda n: max(min(seconds_of(n) for _ in range(tries)), 1e-9)  # noqa: E731
     iters, took = start, fastest(start)
     while took < seconds / 4:

@@ -25,8 +25,9 @@ from pathlib import Path
 
 # Before any OpenMP runtime loads: threads bound to cores. Unbound, after this process had kept a core busy (tuning,
 # the peak microbenchmark), our two OpenMP threads were often placed on one core and every spin barrier stalled:
-# GMM 128 timed 30-70x slower, in every run. PyTorch's libgomp reads the same setting; onnxruntime's pool is made
-# on every CPU (timing.peer_calls), else its worker inherits the one core this binds the main thread to.
+# small kernels timed many times slower, in every run (docs/perf-notes.md). PyTorch's libgomp reads the same
+# setting; onnxruntime's pool is made on every CPU (timing.peer_calls), else its worker inherits the one core this
+# binds the main thread to.
 os.environ.setdefault("OMP_PROC_BIND", "true")
 
 import numpy as np  # noqa: E402
@@ -97,8 +98,9 @@ def useful_fraction(op: str, args: tuple) -> float:
 def timing_fields(op: str, med: dict, useful_flops: float, peak, peak_flops=None) -> dict:
     """The row's figures from each contender's median seconds ("ours", peer names, and PEAK where the FMA peak loop
     doing `peak_flops` per call was timed alongside). % of peak is against the higher of `peak` and the loop's
-    GFLOP/s in this row's rounds: in a degraded stretch of the VM the loop can run at half speed (both threads on
-    one physical core?) while a kernel that waits on memory loses less, and a % above 100 would say nothing."""
+    GFLOP/s in this row's rounds: in a degraded stretch of the VM the loop can run far slower (both threads on
+    one physical core?) while a kernel that waits on memory loses less, and a % above 100 would say nothing
+    (docs/measurement.md)."""
     peers = {k: v for k, v in med.items() if k not in ("ours", PEAK)}
     row_peak = peak_flops / med[PEAK] / 1e9 if peak_flops and PEAK in med else None
     peak = max((p for p in (row_peak, peak) if p), default=None)

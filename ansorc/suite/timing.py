@@ -54,8 +54,7 @@ def peer_calls(op: str, args: tuple, inputs: list) -> dict:
     for make in ((lowp_fns,) if op in workloads.LOW_PRECISION else (torch_fns, ort_fns)):
         try:
             # a peer's thread pool is made here and inherits this thread's CPUs: after our OpenMP bound this
-            # thread to one core, onnxruntime's worker shared that core with its caller (SFM 512: 135 us, 105
-            # with both cores)
+            # thread to one core, onnxruntime's worker shared that core with its caller (docs/measurement.md)
             with all_process_cpus():
                 out.update(make(op, args, inputs))
         except Exception as e:  # noqa: BLE001 - a peer library that cannot express this row is reported, not fatal
@@ -181,7 +180,7 @@ def time_row_fresh(op: str, idx: int, log: Path, rounds: int, min_time: float, p
                "--rounds", str(rounds), "--min-time", str(min_time), "--placements", str(placements)]
         cmd += ([] if constant_weights else ["--per-call-weights"]) + (["--peak"] if peak else [])
         # started from a thread that an OpenMP runtime bound to one core (the peak microbenchmark, a peer), the
-        # child would inherit that one-CPU mask: T2D 4x4 timed 2x slower, ours and PyTorch alike
+        # child would inherit that one-CPU mask and time ours and PyTorch alike slower (docs/perf-notes.md)
         with all_process_cpus():
             rc = subprocess.run(cmd, check=False, env=_child_env()).returncode
         if not out.exists():

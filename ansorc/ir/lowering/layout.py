@@ -4,11 +4,12 @@ A row-major workspace whose outer strides are multiples of 2 KB puts the same el
 the same few sets of an 8-way 32 KB L1 (its sets repeat every 4 KB): a 3-D convolution's register tile reading 4
 depth planes of its padded 256-channel input, 81 x 4 KB apart, keeps them and its weights' lines in a few sets,
 and they evict each other. One cache line after each innermost row spreads them over the sets (TVM's
-storage_align). Whether it pays depends on the program (C3D 14x14x256's best: 0.74-0.82 of its time; rows read as
-a handful of long broadcast streams, C1D 32x512's best: 1.27-1.35), so the search decides: annotation sets the
-pragma at random on a root stage whose rows alias (`aliasing_rows`), a mutation switches it, measurement picks.
-Rows keep their 64-byte alignment; the padding is never read or written. Rows shorter than 1 KB do not qualify: a
-line after each would cost over 6% of the memory (a blocked matmul panel's 64-byte rows would double)."""
+storage_align). Whether it pays depends on the program (C3D 14x14x256's best gains; C1D 32x512's best, whose rows
+are read as a handful of long broadcast streams, loses: docs/architecture.md, "Workspace layout"), so the search
+decides: annotation sets the pragma at random on a root stage whose rows alias (`aliasing_rows`), a mutation
+switches it, measurement picks. Rows keep their 64-byte alignment; the padding is never read or written. Rows
+shorter than 1 KB do not qualify: a line after each would cost over 6% of the memory (a blocked matmul panel's
+64-byte rows would double)."""
 from __future__ import annotations
 
 import math

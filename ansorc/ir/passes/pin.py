@@ -4,14 +4,14 @@ register the compiler must keep (after promote_registers; the renderer marks it 
 Why: gcc folds such a load into every FMA that uses it as a memory operand (vfmadd231ps (mem), b, acc) when
 its cost model finds that as cheap. A register tile's weights vector is read by every row of the tile, so a
 4-row x 2-vector tile then issues 12 loads per 8 FMAs instead of 6; Zen 3 sustains about two loads a cycle
-beside its two FMAs, and such a tile runs at 130 GFLOP/s instead of 197 on a hot-cache micro-kernel (2
-threads, FMA peak 204; 4 x 3: 145 vs 200; 6 x 2, which gcc already kept in registers: 201 either way).
+beside its two FMAs, so on a hot-cache micro-kernel such a tile falls well short of the FMA peak that the
+pinned tile nearly reaches (docs/perf-notes.md, "Code generation").
 
-An operand is pinned only while the run's accumulators, the pinned operands live at that point and one
-broadcast fit the register file: a 7 x 2 tile (14 accumulators) has no room, and pinning its weights spills
-(102 vs 180 GFLOP/s). Only top-level statements of a run take part (a load under a guard stays where it is), only
-loads that the statement always evaluates (not an arm of a select: a padding read), and only loads of buffers
-the run does not write (no store can come between the load and a use).
+An operand is pinned only while the run's accumulators, the pinned operands live at that point and one broadcast fit
+the register file: a 7 x 2 tile (14 accumulators) has no room, and pinning its weights spills, which costs more than
+the folded loads. Only top-level statements of a run take part (a load under a guard stays where it is), only loads
+that the statement always evaluates (not an arm of a select: a padding read), and only loads of buffers the run does
+not write (no store can come between the load and a use).
 """
 from __future__ import annotations
 

@@ -6,11 +6,11 @@ after vectorize_loops, on VLoads).
 Why: a chain of row-wise stages (a softmax: the row's max, its exps, their sum, the scaled row) reads each row
 from memory in its first pass and then computes from L1. The hardware prefetchers follow demand misses, so memory
 idles while the row's exps run and the next row's first pass waits for it. Prefetching the next row from inside
-the loads of this one overlaps the two: softmax 2048 x 2048 1.38 -> 1.20-1.23 ms on 2 Zen 3 cores (onnxruntime
-1.30), in-process, alternating. Where the prefetches go matters: the same lines fetched in one burst at the top
-of each row changed nothing (the burst fills the miss buffers and waits on them), spread over the row's loads
-they drain while it computes. A hint that the measurement keeps or drops: the search sets the pragma at random
-(search/annotate.py), only on kernels without data reuse.
+the loads of this one overlaps the two (softmax 2048 x 2048: docs/perf-notes.md, "Code generation"). Where the
+prefetches go matters: the same lines fetched in one burst at the top of each row changed nothing (the burst fills
+the miss buffers and waits on them), spread over the row's loads they drain while it computes. A hint that the
+measurement keeps or drops: the search sets the pragma at random (search/annotate.py), only on kernels without data
+reuse.
 """
 from __future__ import annotations
 

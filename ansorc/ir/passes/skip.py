@@ -28,7 +28,7 @@ INF = float("inf")
 MAX_CHASE = 4   # reads followed through materialized stages (pad -> cache copy -> ...)
 # A guard is placed only around at least this many statement executions (a vector loop counts once): its test
 # then costs about 1% of the work it can skip. Around 6-36 vector FMAs (a depthwise conv's 3x3 taps, a small
-# transposed conv's phase) the test made the default programs 8-40% slower.
+# transposed conv's phase) the test made the default programs slower (docs/perf-notes.md, "Code generation").
 MIN_GUARDED_STEPS = 256
 # A copy of a reduction's loops without its index selects (versioning) needs less: its test costs one branch and
 # saves a compare and a blend per step. The copy doubles the code of those loops.
@@ -161,7 +161,7 @@ def skips_unevenly(loop: For) -> bool:
     """Whether skip guards inside `loop` that read its variable make one contiguous range of iterations per thread
     differ in work (the causal mask's row blocks do; a conv's padding skips taps of its edge rows only): where the
     ranges stay even, a thread's range keeps reading what the same thread's range of an earlier stage wrote (GRP
-    56x56x64 stride 2, default program after its padded copy: round-robin 237 us, ranges 205, side by side)."""
+    56x56x64 stride 2 after its padded copy; docs/perf-notes.md, "Code generation")."""
     guards = _guards_reading(loop)
     if not guards:
         return False

@@ -6,9 +6,9 @@ guards of passes/skip.py cannot drop those steps, as the condition changes insid
 is written out once per value, and in each copy the tile loop runs only over the columns whose steps can add
 something, written out too (so ir/passes/pin.py keeps the weights vectors in registers): rw = 0 and 2 get a 6-column
 tile. Beside the skipped FLOPs (2 of 21 per row), a 6 x 2-vector tile fits AVX2's 16 registers where 7 x 2 does
-not (a weights vector is then read from memory by every FMA). The 300-trial best programs, side by side: C2D, CBR
-and GRP 7x7x512 -14% to -15% time, DIL 7x7x512 (dilation 2, 5-column tiles, 4 for the outer taps) -14%, C2D
-14x14x256 (two 7-column tiles a row, a version each) -7%.
+not (a weights vector is then read from memory by every FMA). It pays on the 300-trial best programs of the
+7x7x512 convs (DIL's dilation 2: 5-column tiles, 4 for the outer taps) and of C2D 14x14x256 (two 7-column tiles a
+row, a version each); figures in docs/perf-notes.md, "Code generation".
 
 Applies to conditions on the tile loop `t`, inside every reduction loop, not vectorized, with only vector loops
 inside it; a serial reduction loop `r` outside it; and possibly spatial loops outside the reduction (a row of 14

@@ -23,13 +23,10 @@ from .vectorize import VectorCaps, flat_index, lane_stride
 
 # Rows a multiple of these many bytes apart (destination, source) share a few L1 sets. Where the blocked loop makes
 # several blocks in a row (walking along the source rows, each block storing to `lanes` new destination rows of the
-# same sets), the blocks then cost more than the gathers saved. Side by side on Zen 3 (docs/perf-notes.md,
-# "rows" order, gathers -> blocks): a's rows 1000 floats apart 250 -> 165 us, 200 x 200 10.6 -> 6.7; b's rows 2 or
-# 4 KB apart (512 x 512, 1024 x 1024) 120 -> 146, 906 -> 1015 (4 lanes: 216 -> 226, 2068 -> 2345); a's rows 4 KB
-# apart (128 x 1024) 50 -> 53 with 8 lanes, when a block's source rows fill the set's SET_WAYS, but 79.5 -> 74.9
-# with 4 (TBG 128x16x64's copy of K: 327 -> 309). Such copies keep the gathers. A loop that is one block (a tile's:
-# the next block, down the source column, completes the same destination lines) gains at any stride: "cols" order
-# 1024 x 1024 643 -> 567, 512 x 512 78 -> 73.
+# same sets), the blocks then cost more than the gathers saved: destination rows a multiple of 1 KB apart, or
+# source rows a multiple of 4 KB apart when a block's source rows fill the set's SET_WAYS (with 4 lanes the blocks
+# still gain). Such copies keep the gathers. A loop that is one block (a tile's: the next block, down the source
+# column, completes the same destination lines) gains at any stride. Figures: docs/perf-notes.md, "Code generation".
 CONFLICT_BYTES = (1024, 4096)
 SET_WAYS = 8
 

@@ -320,7 +320,7 @@ class _Vectorizer:
         """A loop that only folds into one element, `x = x op y(v)`, as vector accumulators (up to ACCUMULATORS,
         so consecutive pieces do not wait on each other) folded horizontally once after the loop; None where the
         loop is not that or has fewer than two full pieces. Per piece, the horizontal fold would cost more than
-        the piece itself (a row max over 512 floats ran 20x slower that way)."""
+        the piece itself (a row max over 512 floats; docs/perf-notes.md, "Code generation")."""
         s, n = f.body, f.extent // lanes
         if not (n >= 2 and isinstance(s, Store) and isinstance(s.value, Binary) and s.value.op in REDUCE_OPS
                 and self.buffers[s.buffer].dtype.startswith("float")):

@@ -276,7 +276,7 @@ def transposed_axes(op) -> tuple | None:
     last dimension by an axis r (extent > 1) other than op's innermost axis w (extent > 1), which subscripts an
     earlier dimension. Along w that read strides by rows; along r it is contiguous. Tiled by
     both (r.0, w.0, r.1, w.1), a tile touches r.1 rows of the input and w.1 of the output and each line it
-    loads serves the whole tile (TBG's key transpose: 74 -> 27 us)."""
+    loads serves the whole tile (TBG's key transpose; docs/perf-notes.md, "The default program")."""
     if not isinstance(op, ComputeOp) or op.combiner or not op.axes:
         return None
     names = [a.name for a in op.axes]
@@ -296,7 +296,7 @@ def transposed_axes(op) -> tuple | None:
 def permutes_outer_axes(op) -> bool:
     """Whether `op` only copies a tensor with its outer dimensions permuted and the last kept in place (TBG's
     query_T): each of its rows is then a contiguous run of the source too, so a consumer can read the source in
-    place (the default schedule inlines it: default TBG +3-15% on Zen 3)."""
+    place (the default schedule inlines it; docs/perf-notes.md)."""
     if not isinstance(op, ComputeOp) or op.combiner or not isinstance(op.body, Read) or op.body.tensor is None:
         return False
     names, idx = [a.name for a in op.axes], op.body.indices
