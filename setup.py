@@ -49,6 +49,10 @@ setup(
         "corpus": ["torch==2.13.0+cpu", "torchvision==0.28.0", "timm==1.0.31", "transformers==5.25.0"],
         # the PyTorch front end (ansorc.net.from_torch, torch.compile(backend="ansorc")), torch pinned as above
         "torch": ["torch==2.13.0+cpu"],
+        # the MetaSchedule comparison (bench/tvm_compare.py): TVM's wheel with the FFI release it works with
+        # (0.1.15's JSON writer crashes under it), MetaSchedule's XGBoost cost model and what its search imports
+        "tvm": ["apache-tvm==0.27.0.post1", "apache-tvm-ffi==0.1.14.post1", "xgboost-cpu==3.2.0", "psutil>=5.9,<8",
+                "tornado>=6,<7", "cloudpickle>=3,<4"],
     },
     entry_points={"console_scripts": ["ansorc=ansorc.cli:main"],
                   # torch.compile(m, backend="ansorc") finds the backend without an import (ansorc/torch.py)
