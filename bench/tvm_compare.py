@@ -49,9 +49,20 @@ def relax_module(name: str):
     return from_onnx(onnx.load(str(export(name))), keep_params_in_input=False)
 
 
+def legalized(mod, target):
+    """TVM's static-shape tuning pipeline up to the tuning: ops legalized to TIR and fused, the tasks' form."""
+    import tvm
+    from tvm import relax
+    from tvm.relax import transform
+    with target:
+        return tvm.transform.Sequential([transform.DecomposeOpsForInference(), transform.CanonicalizeBindings(),
+                                         relax.pipeline.zero_pipeline()])(mod)
+
+
 def tune_child(args) -> int:
     from tvm.s_tir import meta_schedule as ms
-    ms.relax_integration.tune_relax(relax_module(args.model), {}, tvm_target(args.threads), args.work_dir,
+    target = tvm_target(args.threads)
+    ms.relax_integration.tune_relax(legalized(relax_module(args.model), target), {}, target, args.work_dir,
                                     max_trials_global=1_000_000)
     return 0
 
@@ -121,7 +132,8 @@ def compare(args) -> int:
     ours = ours[0] if isinstance(ours, (list, tuple)) else ours
     fns = {"onnxruntime": lambda: sess.run(None, feeds), "ansorc": lambda: model(*feeds.values())}
     errors = {"ansorc": rel_l2(ours, want)}
-    target, mod = tvm_target(args.threads), relax_module(args.model)
+    target = tvm_target(args.threads)
+    mod = legalized(relax_module(args.model), target)
     work = Path(args.work_dir).expanduser()
     snaps = sorted((p for p in work.glob("snap_*")), key=lambda p: float(p.name[5:]))
     counts = {}
@@ -145,10 +157,11 @@ def rel_l2(got, want) -> float:
 def write_table(args, times: dict, errors: dict, counts: dict) -> None:
     ours = times["ansorc"]
     lines = [f"# {args.model}: ansorc against TVM MetaSchedule", "",
-             f"2 threads ({args.threads}), end to end, {args.rounds} alternating rounds in one process, medians; "
+             f"{args.threads} threads, end to end, {args.rounds} alternating rounds in one process, medians; "
              f"ansorc's programs from `{Path(args.ansorc_log).name}`; TVM {tvm_version()} snapshots of one "
              "MetaSchedule run. Ratio: that contender's time / ansorc's.", "",
-             "| contender | ms | ratio | MetaSchedule records | rel. L2 vs onnxruntime |", "| --- | --- | --- | --- | --- |"]
+             "| contender | ms | ratio | MetaSchedule records | rel. L2 vs onnxruntime |",
+             "| --- | --- | --- | --- | --- |"]
     for k, v in times.items():
         lines.append(f"| {k} | {1e3 * v:.2f} | {v / ours:.2f} | {counts.get(k, '')} | "
                      f"{errors.get(k, 0.0):.1e} |")
