@@ -10,8 +10,8 @@ MetaSchedule for a wall-time budget, against ansorc's task scheduler tuned for i
 
 `tune` runs MetaSchedule (gradient task scheduler, XGBoost model, 64 trials a round) in a child process with a
 trial budget it cannot reach, copies its database at each snapshot minute and stops it at --minutes: snap_<m>/
-holds the records measured in the first m minutes. `compare` builds each snapshot with MetaSchedule's
-`compile_relax` and times them beside ansorc and onnxruntime.
+holds the records measured in the first m minutes. `compare` applies each snapshot to the legalized module as
+TVM's static-shape tuning pipeline does, builds it, and times it beside ansorc and onnxruntime.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -105,13 +106,15 @@ def records(snap: Path) -> int:
 
 
 def tvm_runner(mod, target, work_dir: str, feeds: dict):
-    """A callable running the model built from one snapshot (MetaSchedule's own compile: tasks without a record
-    get DLight's fallback), and its first output."""
+    """A callable running the model built from one snapshot: the legalized module (the tasks' form) with the
+    database's programs applied, as TVM's static-shape tuning pipeline does, then built; and its first output."""
     import tvm
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
     database = ms.database.JSONDatabase(*(str(Path(work_dir) / f) for f in DB_FILES))
-    vm = relax.VirtualMachine(ms.relax_integration.compile_relax(database, mod, target, None), tvm.cpu())
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        applied = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(mod)
+        vm = relax.VirtualMachine(tvm.compile(applied, target=target), tvm.cpu())
     args = [tvm.runtime.tensor(v) for v in feeds.values()]
 
     def run():
@@ -122,16 +125,23 @@ def tvm_runner(mod, target, work_dir: str, feeds: dict):
 
 def compare(args) -> int:
     import ansorc.net
-    from ansorc.net.profile import alternate, ort_session
+    from ansorc.net.profile import ort_session
     os.environ.setdefault("TVM_NUM_THREADS", str(args.threads))
+    # TVM pins the calling thread to a core unless told not to, and the threads ansorc's pool starts later
+    # inherit that one core
+    os.environ.setdefault("TVM_BIND_THREADS", "0")
+    # and its idle pool threads spin on those cores after each call (onnxruntime's are told not to spin)
+    os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
     path, feeds = export(args.model), example_inputs(args.model)
     sess = ort_session(str(path), args.threads)
     want = sess.run(None, feeds)[0]
-    model = ansorc.net.compile(str(path), trials=0, log=args.ansorc_log)
-    ours = model(*feeds.values())
-    ours = ours[0] if isinstance(ours, (list, tuple)) else ours
-    fns = {"onnxruntime": lambda: sess.run(None, feeds), "ansorc": lambda: model(*feeds.values())}
-    errors = {"ansorc": rel_l2(ours, want)}
+    fns, errors = {"onnxruntime": lambda: sess.run(None, feeds)}, {}
+    for log in args.ansorc_log:   # each log's programs: "ansorc" alone, else "ansorc <file stem>"
+        key = "ansorc" if len(args.ansorc_log) == 1 else f"ansorc {Path(log).stem}"
+        model = ansorc.net.compile(str(path), trials=0, log=log)
+        fns[key] = lambda m=model: m(*feeds.values())
+        ours = model(*feeds.values())
+        errors[key] = rel_l2(ours[0] if isinstance(ours, (list, tuple)) else ours, want)
     target = tvm_target(args.threads)
     mod = legalized(relax_module(args.model), target)
     work = Path(args.work_dir).expanduser()
@@ -141,12 +151,26 @@ def compare(args) -> int:
         key = f"tvm {snap.name[5:]} min"
         fns[key], got = tvm_runner(mod, target, str(snap), feeds)
         errors[key], counts[key] = rel_l2(got, want), records(snap)
-    times = alternate(fns, args.rounds)
+    times = alternate_with_gaps(fns, args.rounds)
     print(json.dumps({"ms": {k: round(1e3 * v, 3) for k, v in times.items()}, "rel_l2": errors,
                       "tvm_records": counts}))
     if args.out:
         write_table(args, times, errors, counts)
     return 0
+
+
+def alternate_with_gaps(fns: dict, rounds: int, gap: float = 0.1) -> dict:
+    """Median seconds of each callable, timed in turn; between two calls the process sleeps `gap` seconds
+    (untimed): TVM's pool threads spin for a while after a call, on the cores the next contender needs."""
+    times = {k: [] for k in fns}
+    for r in range(rounds + 3):   # 3 rounds of warm-up
+        for k, f in fns.items():
+            time.sleep(gap)
+            t = time.perf_counter()
+            f()
+            if r >= 3:
+                times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def rel_l2(got, want) -> float:
@@ -155,11 +179,12 @@ def rel_l2(got, want) -> float:
 
 
 def write_table(args, times: dict, errors: dict, counts: dict) -> None:
-    ours = times["ansorc"]
+    ours = min(v for k, v in times.items() if k.startswith("ansorc"))
     lines = [f"# {args.model}: ansorc against TVM MetaSchedule", "",
              f"{args.threads} threads, end to end, {args.rounds} alternating rounds in one process, medians; "
-             f"ansorc's programs from `{Path(args.ansorc_log).name}`; TVM {tvm_version()} snapshots of one "
-             "MetaSchedule run. Ratio: that contender's time / ansorc's.", "",
+             f"ansorc's programs from {', '.join(f'`{Path(g).name}`' for g in args.ansorc_log)}; TVM "
+             f"{tvm_version()} snapshots of one MetaSchedule run. Ratio: that contender's time / the best ansorc "
+             "row's.", "",
              "| contender | ms | ratio | MetaSchedule records | rel. L2 vs onnxruntime |",
              "| --- | --- | --- | --- | --- |"]
     for k, v in times.items():
@@ -182,7 +207,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--snapshots", type=float, nargs="*", default=[10.0], help="minutes at which to copy the database")
-    p.add_argument("--ansorc-log", help="ansorc's tuning log of the model (compare)")
+    p.add_argument("--ansorc-log", nargs="+", help="ansorc's tuning logs of the model (compare): a row each")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--out", help="markdown table (compare)")
     a = p.parse_args(argv)
