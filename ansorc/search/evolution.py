@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from .mutate import WEIGHTS, crossover, mutate
 @dataclass(frozen=True)
 class SearchParams:
     population: int = 256          # Ansor 2048, MetaSchedule 512: scoring runs in Python (docs/architecture.md)
+    per_measured: int = 16         # a round measuring n programs evolves min(population, max(64, 16 n))
     generations: int = 4
     mutation_prob: float = 0.85
     crossover_prob: float = 0.0     # share of children made by crossover (the paper's; off by default)
@@ -80,10 +81,19 @@ def _next_generation(task, pop, scores, params, weights, rng) -> list:
     return out
 
 
+def round_population(params: SearchParams, n_measure: int) -> int:
+    """The population of a round that measures n_measure programs: a small round (a network task's first, 8
+    programs) scores fewer programs per one it measures."""
+    if not params.per_measured:
+        return params.population
+    return min(params.population, max(64, params.per_measured * n_measure))
+
+
 def search_round(task, model, sketches: list, measured: set, best_measured: list, n_measure: int,
                  params: SearchParams, rng: random.Random) -> list:
     """Programs to measure next: mostly the evolution's best, plus eps-greedy random ones."""
     n_random = max(1, int(round(params.eps_greedy * n_measure))) if n_measure > 1 else 0
+    params = replace(params, population=round_population(params, n_measure))
     n_init = max(params.population - int(params.init_measured_ratio * params.population), 8)
     fresh = sample(task, n_init, seed=rng.randrange(1 << 30), sketches=sketches)
     seeds = best_measured[: int(params.init_measured_ratio * params.population)]
