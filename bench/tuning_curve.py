@@ -50,7 +50,7 @@ def cut(log: Path, until: float, tmp: Path) -> Path:
 
 
 def curves(model: str, metas: dict, log_dir: Path, rounds: int) -> tuple:
-    """({mode: [(minutes, seconds)]}, onnxruntime's seconds), timed alternating in one process."""
+    """({mode: [(minutes, seconds, trials by then)]}, onnxruntime's seconds), timed alternating in one process."""
     import ansorc.net
     from ansorc.net.profile import alternate, ort_session
     path, feeds = export(model), example_inputs(model)
@@ -63,9 +63,10 @@ def curves(model: str, metas: dict, log_dir: Path, rounds: int) -> tuple:
                 log = cut(log_dir / f"{model}.{mode}.jsonl", meta["start"] + 60 * m, Path(tmp))
                 compiled = ansorc.net.compile(str(path), trials=0, log=str(log))
                 fns[(mode, m)] = lambda c=compiled: c(*feeds.values())
-                points.setdefault(mode, []).append(m)
+                points.setdefault(mode, []).append((m, sum(1 for _ in open(log))))
         times = alternate(fns, rounds)
-    return {mode: [(m, times[(mode, m)]) for m in ms] for mode, ms in points.items()}, times["onnxruntime"]
+    return ({mode: [(m, times[(mode, m)], n) for m, n in ms] for mode, ms in points.items()},
+            times["onnxruntime"])
 
 
 def write(model: str, curves_: dict, ort: float, metas: dict, out: str) -> None:
@@ -76,16 +77,18 @@ def write(model: str, curves_: dict, ort: float, metas: dict, out: str) -> None:
     lines = [f"# {model}: measured latency against tuning wall time", "",
              "2 threads, alternating in one process with onnxruntime (medians); ratio: onnxruntime's time / "
              "ansorc's. Trials in all: " + ", ".join(f"{label[k]} {v['trials']}" for k, v in metas.items()), "",
-             "| minutes | " + " | ".join(f"{label[k]} ms | {label[k]} ratio" for k in curves_) + " |",
-             "| --- |" + " --- | --- |" * len(curves_)]
-    for i, (m, _) in enumerate(next(iter(curves_.values()))):
-        lines.append(f"| {m:g} | " + " | ".join(f"{1e3 * pts[i][1]:.2f} | {ort / pts[i][1]:.2f}"
-                                                for pts in curves_.values()) + " |")
+             "| minutes | " + " | ".join(f"{label[k]} trials | {label[k]} ms | {label[k]} ratio" for k in curves_)
+             + " |", "| --- |" + " --- | --- | --- |" * len(curves_)]
+    by_minute = [{p[0]: p for p in pts} for pts in curves_.values()]   # a mode may have tuned longer
+    for m in sorted({p[0] for pts in curves_.values() for p in pts}):
+        cells = [f"{p[2]} | {1e3 * p[1]:.2f} | {ort / p[1]:.2f}" if (p := pts.get(m)) else " | | "
+                 for pts in by_minute]
+        lines.append(f"| {m:g} | " + " | ".join(cells) + " |")
     lines.append(f"\nonnxruntime: {1e3 * ort:.2f} ms")
     Path(out + ".md").write_text("\n".join(lines) + "\n")
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for mode, pts in curves_.items():
-        ax.plot([m for m, _ in pts], [1e3 * s for _, s in pts], "o-", label=label[mode])
+        ax.plot([p[0] for p in pts], [1e3 * p[1] for p in pts], "o-", label=label[mode])
     ax.axhline(1e3 * ort, color="gray", linestyle="--", label="onnxruntime")
     ax.set_xlabel("tuning wall time (minutes)")
     ax.set_ylabel("end-to-end latency (ms)")

@@ -1,0 +1,144 @@
+"""Trials to a result (issue 52): on the operators the shipped cost models never saw (docs/cost-model.md's
+held-out split), how many trials the pretrained start needs to reach the program a cold start finds in
+--cold-trials.
+
+    python bench/trials_to_result.py --log-dir ~/ttr --out bench/results/trials_to_result.md
+
+Each task is tuned cold (cost_model "none") for --cold-trials and pretrained for the largest checkpoint, one log
+per task and start (<log-dir>/<op>_<shape>.<start>.jsonl; a log already holding its trials is not tuned again).
+Then the best program of each log's first N records (what tuning with N trials would have delivered) is built
+for the cold start's last checkpoint and every pretrained checkpoint, and all of one task's programs are timed
+alternating in one process (medians). Reached: the fewest pretrained trials whose program is no slower than
+the cold start's at --cold-trials (within --tolerance).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# the held-out operators and shapes of the shipped models (ansorc/cost_model_data.py), MobileNetV2 aside
+TASKS = ("C2D:1", "T2D:0", "T2D:2", "SFM:2")
+CHECKPOINTS = (50, 100, 200, 400)
+
+
+def tune_log(op: str, shape: int, start: str, trials: int, log: Path, seed: int) -> float:
+    """Tune into `log` up to `trials` records; the seconds it took (0 when the log already had them)."""
+    import ansorc
+    from ansorc import workloads as W
+    from ansorc.search.tuning import TuneOptions
+    if log.exists() and len(read_lines(log)) >= trials:
+        return 0.0
+    t = time.time()
+    opts = TuneOptions(trials=trials, seed=seed, cost_model=start, progress=False, retime_top=0)
+    ansorc.tune(W.make(op, shape), log=str(log), options=opts)
+    return time.time() - t
+
+
+def read_lines(log: Path) -> list:
+    return [ln for ln in log.read_text().splitlines() if ln.strip()]
+
+
+def kernel_at(op: str, shape: int, log: Path, n: int):
+    """The kernel tuning with n trials delivered: the best of the log's first n records."""
+    from ansorc import workloads as W
+    from ansorc.autotune import apply_best
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        f.write("\n".join(read_lines(log)[:n]) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return apply_best(f.name, W.make(op, shape))
+
+
+def time_alternating(kernels: dict, rounds: int) -> dict:
+    """Median seconds of each kernel on the same random inputs, timed in turn."""
+    first = next(iter(kernels.values()))
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(a.shape).astype(np.float32) for a in first.args]
+    calls = {k: (lambda k=k: kernels[k](*arrays)) for k in kernels}
+    times = {k: [] for k in kernels}
+    for r in range(rounds + 3):
+        for k, f in calls.items():
+            t = time.perf_counter()
+            for _ in range(5):
+                f()
+            if r >= 3:
+                times[k].append((time.perf_counter() - t) / 5)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def one_task(spec: str, args) -> dict:
+    op, shape = spec.split(":")[0], int(spec.split(":")[1])
+    logs = {s: Path(args.log_dir) / f"{op}_{shape}.{s}.jsonl" for s in ("none", "pretrained")}
+    secs = {"none": tune_log(op, shape, "none", args.cold_trials, logs["none"], args.seed),
+            "pretrained": tune_log(op, shape, "pretrained", max(args.checkpoints), logs["pretrained"], args.seed)}
+    kernels = {f"cold@{args.cold_trials}": kernel_at(op, shape, logs["none"], args.cold_trials)}
+    for n in args.checkpoints:
+        kernels[f"cold@{n}"] = kernel_at(op, shape, logs["none"], n)
+        kernels[f"pretrained@{n}"] = kernel_at(op, shape, logs["pretrained"], n)
+    times = time_alternating(kernels, args.rounds)
+    target = times[f"cold@{args.cold_trials}"] * (1 + args.tolerance)
+    reached = [n for n in args.checkpoints if times[f"pretrained@{n}"] <= target]
+    cold_reached = [n for n in args.checkpoints if times[f"cold@{n}"] <= target]
+    row = {"task": f"{op} #{shape}", "times": times, "reached": reached[0] if reached else None,
+           "cold_reached": cold_reached[0] if cold_reached else None, "tune_s": secs}
+    print(row, flush=True)
+    return row
+
+
+def table(rows: list, args) -> str:
+    cps = args.checkpoints
+    head = ["task", f"cold@{args.cold_trials} us"] + [f"cold@{n}" for n in cps] + [f"pretrained@{n}" for n in cps]
+    lines = [f"# Trials to a result: pretrained against cold on held-out operators ({time.strftime('%Y-%m-%d')})",
+             "", f"`python bench/trials_to_result.py --cold-trials {args.cold_trials} --checkpoints "
+             f"{' '.join(map(str, cps))}`. Each column: the program tuning with that many trials delivered, timed "
+             f"against the others alternating in one process ({args.rounds} rounds, medians), as a ratio of the "
+             f"cold start's time at {args.cold_trials} trials (below 1: faster). Reached: the fewest pretrained "
+             f"trials (of the checkpoints) no slower than cold at {args.cold_trials}, within "
+             f"{args.tolerance:.0%}; \"cold reached\" the same for the cold start.", "",
+             "| " + " | ".join(head + ["reached", "cold reached"]) + " |", "|" + " --- |" * (len(head) + 2)]
+    for r in rows:
+        base = r["times"][f"cold@{args.cold_trials}"]
+        cells = [r["task"], f"{base * 1e6:.1f}"]
+        cells += [f"{r['times'][f'cold@{n}'] / base:.2f}" for n in cps]
+        cells += [f"{r['times'][f'pretrained@{n}'] / base:.2f}" for n in cps]
+        cells += [str(r["reached"] or f">{max(cps)}"), str(r["cold_reached"] or f">{max(cps)}")]
+        lines.append("| " + " | ".join(cells) + " |")
+    got = [r["reached"] for r in rows if r["reached"]]
+    lines += ["", f"Pretrained reached the cold {args.cold_trials}-trial program on {len(got)} of {len(rows)} tasks"
+              + (f"; geometric mean of the trials it took there: {math.exp(np.mean(np.log(got))):.0f}." if got
+                 else ".")]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tasks", nargs="+", default=list(TASKS), help="OP:SHAPE_INDEX of ansorc.workloads")
+    p.add_argument("--cold-trials", type=int, default=1000)
+    p.add_argument("--checkpoints", type=int, nargs="+", default=list(CHECKPOINTS))
+    p.add_argument("--tolerance", type=float, default=0.02, help="timing noise allowed in 'reached'")
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--log-dir", required=True)
+    p.add_argument("--out", help="markdown table")
+    a = p.parse_args(argv)
+    Path(a.log_dir).mkdir(parents=True, exist_ok=True)
+    rows = [one_task(t, a) for t in a.tasks]
+    text = table(rows, a)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
