@@ -7,15 +7,14 @@ held-out split), how many trials the pretrained start needs to reach the program
 Each task is tuned cold (cost_model "none") for --cold-trials and pretrained for the largest checkpoint, one log
 per task and start (<log-dir>/<op>_<shape>.<start>.jsonl; a log already holding its trials is not tuned again).
 Then the best program of each log's first N records (what tuning with N trials would have delivered) is built
-for the cold start's last checkpoint and every pretrained checkpoint, and all of one task's programs are timed
-alternating in one process (medians). Reached: the fewest pretrained trials whose program is no slower than
+for the cold start's last checkpoint and every checkpoint of both, and all of one task's programs are timed
+alternating in one process over several placements of their arrays, as bench/suite.py times a row. Reached: the fewest pretrained trials whose program is no slower than
 the cold start's at --cold-trials (within --tolerance).
 """
 from __future__ import annotations
 
 import argparse
 import math
-import statistics
 import sys
 import tempfile
 import time
@@ -59,21 +58,24 @@ def kernel_at(op: str, shape: int, log: Path, n: int):
         return apply_best(f.name, W.make(op, shape))
 
 
-def time_alternating(kernels: dict, rounds: int) -> dict:
-    """Median seconds of each kernel on the same random inputs, timed in turn."""
+def time_alternating(kernels: dict, rounds: int, placements: int) -> dict:
+    """Median seconds of each kernel, as the paper table times a row (ansorc/suite/timing.py): alternating
+    rounds with untimed warm calls before each block, over several placements of fresh arrays (a program's speed
+    depends on where its arrays land), the median over placements of each placement's median."""
+    from ansorc.measure.alternate import median_alternating
+    from ansorc.suite.timing import WARM, placed
     first = next(iter(kernels.values()))
     rng = np.random.default_rng(0)
-    arrays = [rng.standard_normal(a.shape).astype(np.float32) for a in first.args]
-    calls = {k: (lambda k=k: kernels[k](*arrays)) for k in kernels}
-    times = {k: [] for k in kernels}
-    for r in range(rounds + 3):
-        for k, f in calls.items():
-            t = time.perf_counter()
-            for _ in range(5):
-                f()
-            if r >= 3:
-                times[k].append((time.perf_counter() - t) / 5)
-    return {k: statistics.median(v) for k, v in times.items()}
+    values = [rng.standard_normal(a.shape).astype(np.float32) for a in first.args]
+    per: dict = {}
+    for _ in range(placements):
+        fns = {}
+        for k, kern in kernels.items():
+            arrays = [placed(v, rng) for v in values]
+            fns[k] = lambda kern=kern, arrays=arrays: kern(*arrays)
+        for k, seconds in median_alternating(fns, rounds=rounds, min_time=0.05, warm=WARM).items():
+            per.setdefault(k, []).append(seconds)
+    return {k: float(np.median(v)) for k, v in per.items()}
 
 
 def one_task(spec: str, args) -> dict:
@@ -85,7 +87,7 @@ def one_task(spec: str, args) -> dict:
     for n in args.checkpoints:
         kernels[f"cold@{n}"] = kernel_at(op, shape, logs["none"], n)
         kernels[f"pretrained@{n}"] = kernel_at(op, shape, logs["pretrained"], n)
-    times = time_alternating(kernels, args.rounds)
+    times = time_alternating(kernels, args.rounds, args.placements)
     target = times[f"cold@{args.cold_trials}"] * (1 + args.tolerance)
     reached = [n for n in args.checkpoints if times[f"pretrained@{n}"] <= target]
     cold_reached = [n for n in args.checkpoints if times[f"cold@{n}"] <= target]
@@ -101,7 +103,8 @@ def table(rows: list, args) -> str:
     lines = [f"# Trials to a result: pretrained against cold on held-out operators ({time.strftime('%Y-%m-%d')})",
              "", f"`python bench/trials_to_result.py --cold-trials {args.cold_trials} --checkpoints "
              f"{' '.join(map(str, cps))}`. Each column: the program tuning with that many trials delivered, timed "
-             f"against the others alternating in one process ({args.rounds} rounds, medians), as a ratio of the "
+             f"against the others alternating in one process ({args.rounds} rounds, {args.placements} placements of "
+             f"the arrays, medians, as bench/suite.py times a row), as a ratio of the "
              f"cold start's time at {args.cold_trials} trials (below 1: faster). Reached: the fewest pretrained "
              f"trials (of the checkpoints) no slower than cold at {args.cold_trials}, within "
              f"{args.tolerance:.0%}; \"cold reached\" the same for the cold start.", "",
@@ -126,7 +129,8 @@ def main(argv=None) -> int:
     p.add_argument("--cold-trials", type=int, default=1000)
     p.add_argument("--checkpoints", type=int, nargs="+", default=list(CHECKPOINTS))
     p.add_argument("--tolerance", type=float, default=0.02, help="timing noise allowed in 'reached'")
-    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--placements", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-dir", required=True)
     p.add_argument("--out", help="markdown table")
