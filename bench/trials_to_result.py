@@ -8,8 +8,8 @@ Each task is tuned cold (cost_model "none") for --cold-trials and pretrained for
 per task and start (<log-dir>/<op>_<shape>.<start>.jsonl; a log already holding its trials is not tuned again).
 Then the best program of each log's first N records (what tuning with N trials would have delivered) is built
 for the cold start's last checkpoint and every checkpoint of both, and all of one task's programs are timed
-alternating in one process over several placements of their arrays, as bench/suite.py times a row. Reached: the fewest pretrained trials whose program is no slower than
-the cold start's at --cold-trials (within --tolerance).
+alternating in one process over several placements of their arrays, as bench/suite.py times a row. Reached: the
+fewest pretrained trials whose program is no slower than the cold start's at --cold-trials (within --tolerance).
 """
 from __future__ import annotations
 
