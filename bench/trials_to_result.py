@@ -47,15 +47,15 @@ def read_lines(log: Path) -> list:
     return [ln for ln in log.read_text().splitlines() if ln.strip()]
 
 
-def kernel_at(op: str, shape: int, log: Path, n: int):
-    """The kernel tuning with n trials delivered: the best of the log's first n records."""
+def kernel_at(op: str, shape: int, lines: list, n: int, tmp: Path):
+    """The kernel tuning with n trials delivered: the best of the log's first n records (`lines`)."""
     from ansorc import workloads as W
     from ansorc.autotune import apply_best
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        f.write("\n".join(read_lines(log)[:n]) + "\n")
+    prefix = tmp / f"first_{n}.jsonl"
+    prefix.write_text("\n".join(lines[:n]) + "\n")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return apply_best(f.name, W.make(op, shape))
+        return apply_best(str(prefix), W.make(op, shape))
 
 
 def time_alternating(kernels: dict, rounds: int, placements: int) -> dict:
@@ -83,16 +83,20 @@ def one_task(spec: str, args) -> dict:
     logs = {s: Path(args.log_dir) / f"{op}_{shape}.{s}.jsonl" for s in ("none", "pretrained")}
     secs = {"none": tune_log(op, shape, "none", args.cold_trials, logs["none"], args.seed),
             "pretrained": tune_log(op, shape, "pretrained", max(args.checkpoints), logs["pretrained"], args.seed)}
-    kernels = {f"cold@{args.cold_trials}": kernel_at(op, shape, logs["none"], args.cold_trials)}
-    for n in args.checkpoints:
-        kernels[f"cold@{n}"] = kernel_at(op, shape, logs["none"], n)
-        kernels[f"pretrained@{n}"] = kernel_at(op, shape, logs["pretrained"], n)
+    cold, warm = read_lines(logs["none"]), read_lines(logs["pretrained"])
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        kernels = {f"cold@{args.cold_trials}": kernel_at(op, shape, cold, args.cold_trials, tmp)}
+        for n in args.checkpoints:
+            kernels[f"cold@{n}"] = kernel_at(op, shape, cold, n, tmp)
+            kernels[f"pretrained@{n}"] = kernel_at(op, shape, warm, n, tmp)
     times = time_alternating(kernels, args.rounds, args.placements)
     target = times[f"cold@{args.cold_trials}"] * (1 + args.tolerance)
-    reached = [n for n in args.checkpoints if times[f"pretrained@{n}"] <= target]
-    cold_reached = [n for n in args.checkpoints if times[f"cold@{n}"] <= target]
-    row = {"task": f"{op} #{shape}", "times": times, "reached": reached[0] if reached else None,
-           "cold_reached": cold_reached[0] if cold_reached else None, "tune_s": secs}
+
+    def first_reaching(start: str):   # the fewest checkpoint trials whose program is within the target
+        return next((n for n in args.checkpoints if times[f"{start}@{n}"] <= target), None)
+    row = {"task": f"{op} #{shape}", "times": times, "reached": first_reaching("pretrained"),
+           "cold_reached": first_reaching("cold"), "tune_s": secs}
     print(row, flush=True)
     return row
 

@@ -63,7 +63,7 @@ def curves(model: str, metas: dict, log_dir: Path, rounds: int) -> tuple:
                 log = cut(log_dir / f"{model}.{mode}.jsonl", meta["start"] + 60 * m, Path(tmp))
                 compiled = ansorc.net.compile(str(path), trials=0, log=str(log))
                 fns[(mode, m)] = lambda c=compiled: c(*feeds.values())
-                points.setdefault(mode, []).append((m, sum(1 for _ in open(log))))
+                points.setdefault(mode, []).append((m, len(log.read_text().splitlines())))
         times = alternate(fns, rounds)
     return ({mode: [(m, times[(mode, m)], n) for m, n in ms] for mode, ms in points.items()},
             times["onnxruntime"])

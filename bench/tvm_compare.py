@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -125,7 +124,7 @@ def tvm_runner(mod, target, work_dir: str, feeds: dict):
 
 def compare(args) -> int:
     import ansorc.net
-    from ansorc.net.profile import ort_session
+    from ansorc.net.profile import alternate, ort_session
     os.environ.setdefault("TVM_NUM_THREADS", str(args.threads))
     # TVM pins the calling thread to a core unless told not to, and the threads ansorc's pool starts later
     # inherit that one core
@@ -151,26 +150,12 @@ def compare(args) -> int:
         key = f"tvm {snap.name[5:]} min"
         fns[key], got = tvm_runner(mod, target, str(snap), feeds)
         errors[key], counts[key] = rel_l2(got, want), records(snap)
-    times = alternate_with_gaps(fns, args.rounds)
+    times = alternate(fns, args.rounds, gap=0.1)   # TVM's pool threads spin a while after a call
     print(json.dumps({"ms": {k: round(1e3 * v, 3) for k, v in times.items()}, "rel_l2": errors,
                       "tvm_records": counts}))
     if args.out:
         write_table(args, times, errors, counts)
     return 0
-
-
-def alternate_with_gaps(fns: dict, rounds: int, gap: float = 0.1) -> dict:
-    """Median seconds of each callable, timed in turn; between two calls the process sleeps `gap` seconds
-    (untimed): TVM's pool threads spin for a while after a call, on the cores the next contender needs."""
-    times = {k: [] for k in fns}
-    for r in range(rounds + 3):   # 3 rounds of warm-up
-        for k, f in fns.items():
-            time.sleep(gap)
-            t = time.perf_counter()
-            f()
-            if r >= 3:
-                times[k].append(time.perf_counter() - t)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def rel_l2(got, want) -> float:

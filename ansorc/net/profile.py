@@ -46,14 +46,18 @@ def ort_session(model, n_threads: int, profile_prefix: str | None = None):
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
-def alternate(fns: dict, rounds: int, warmup: int = 3) -> dict:
-    """Median seconds of each callable, timed in turn (a, b, a, b, ...) so drift hits both alike."""
+def alternate(fns: dict, rounds: int, warmup: int = 3, gap: float = 0.0) -> dict:
+    """Median seconds of each callable, timed in turn (a, b, a, b, ...) so drift hits both alike. gap: seconds
+    slept (untimed) before each call, for runtimes whose idle threads spin after a call on the cores the next
+    contender needs."""
     for f in fns.values():
         for _ in range(warmup):
             f()
     times = {k: [] for k in fns}
     for _ in range(rounds):
         for k, f in fns.items():
+            if gap:
+                time.sleep(gap)
             t = time.perf_counter()
             f()
             times[k].append(time.perf_counter() - t)

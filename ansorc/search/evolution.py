@@ -19,7 +19,8 @@ from .mutate import WEIGHTS, crossover, mutate
 @dataclass(frozen=True)
 class SearchParams:
     population: int = 256          # Ansor 2048, MetaSchedule 512: scoring runs in Python (docs/architecture.md)
-    per_measured: int = 16         # a round measuring n programs evolves min(population, max(64, 16 n))
+    per_measured: int = 16         # a round measuring n programs evolves min(population, max(min_population, 16 n))
+    min_population: int = 64
     generations: int = 4
     mutation_prob: float = 0.85
     crossover_prob: float = 0.0     # share of children made by crossover (the paper's; off by default)
@@ -86,7 +87,7 @@ def round_population(params: SearchParams, n_measure: int) -> int:
     programs) scores fewer programs per one it measures."""
     if not params.per_measured:
         return params.population
-    return min(params.population, max(64, params.per_measured * n_measure))
+    return min(params.population, max(params.min_population, params.per_measured * n_measure))
 
 
 def search_round(task, model, sketches: list, measured: set, best_measured: list, n_measure: int,
