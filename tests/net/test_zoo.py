@@ -181,13 +181,14 @@ def test_import_passes_keep_the_function(name):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_resnet18_tasks_and_weights():
-    """ResNet-18 fuses into 23 groups (20 convs with their BN/bias/add/ReLU, max pool, average pool + flatten,
-    dense) and 18 distinct tasks: per stage after the first, the strided conv, the 1x1 downsample, the second conv
-    with its residual add (x2: both blocks) and the first conv of the second block; the first stage's two conv
-    kinds occur twice each."""
+def test_resnet18_tasks_and_weights(monkeypatch):
+    """With direct convs (ANSORC_WINOGRAD=0), ResNet-18 fuses into 23 groups (20 convs with their
+    BN/bias/add/ReLU, max pool, average pool + flatten, dense) and 18 distinct tasks: per stage after the first,
+    the strided conv, the 1x1 downsample, the second conv with its residual add (x2: both blocks) and the first
+    conv of the second block; the first stage's two conv kinds occur twice each."""
     from ansorc.net.fuse import fuse
     from ansorc.net.tasks import extract_tasks
+    monkeypatch.setenv("ANSORC_WINOGRAD", "0")
     net = import_model(built("resnet18"))
     groups = fuse(net)
     tasks = extract_tasks(net, groups)
@@ -196,3 +197,9 @@ def test_resnet18_tasks_and_weights():
     assert sorted(t.weight for t in tasks) == [1] * 13 + [2] * 5
     convs = [g for g in groups if g.kind == "complex"]
     assert len(convs) == 21   # 20 convolutions and the dense layer
+    # Winograd: the ten 3x3 stride-1 convs of 56x56, 28x28 and 14x14 maps (7x7 stays direct) each add an input
+    # transform and a GEMM group; the output transform keeps the conv's epilogue
+    monkeypatch.setenv("ANSORC_WINOGRAD", "1")
+    wino = fuse(import_model(built("resnet18")))
+    assert len(wino) == 23 + 2 * 10
+    assert sum("wino_gemm" in g.name for g in wino if g.kind == "complex") == 10

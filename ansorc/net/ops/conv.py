@@ -15,6 +15,7 @@ from ...ir.program.phases import PhaseAxis
 from ...search.default_schedule import weight_block
 from .nn_util import as_tensor, compute, ints, spec, zero
 from .window import Window, pad_nchw, pad_spatial, padded_at, taps, window
+from .winograd import conv_winograd_nhwc, tile_size
 
 
 def _shapes(node):
@@ -95,9 +96,13 @@ def lower_conv_nhwc(node, ins, ctx):
         raise node.unsupported(f"kernel_shape {list(kernel)}, group={group}: do not match input {list(xs)} and "
                                f"weight {list(ws)}")
     x = as_tensor(ins[0], ctx, f"{node.name}_x")
+    win = window(node, xs[1:3], ws[:2])
+    m = tile_size(win, xs[0], C, M) if group == 1 and isinstance(ins[1], np.ndarray) else None
+    if m is not None:
+        out = conv_winograd_nhwc(node, x, ins[1], xs[1:3], win, m, ctx)
+        return [_add_bias_last(node, out, ins[2] if len(ins) > 2 else None, ctx)]
     block = weight_block(M, x.dtype) if group == 1 and isinstance(ins[1], np.ndarray) else None
     w = as_tensor(ins[1] if block is None else _packed(ins[1], block), ctx, f"{node.name}_w")
-    win = window(node, xs[1:3], ws[:2])
     padded = pad_spatial(x, xs[1:3], win, zero(x.dtype), ctx.name(f"{node.name}_pad"), channels_last=True)
     rh, rw = te.reduce_axis((0, ws[0]), "rh"), te.reduce_axis((0, ws[1]), "rw")
     rc = te.reduce_axis((0, cg), "rc") if cg > 1 else None

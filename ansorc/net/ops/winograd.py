@@ -1,0 +1,97 @@
+"""Winograd F(m x m, 3 x 3) for channels-last 3x3 convolutions of stride 1 (Lavin & Gray, 2016; as TVM's
+conv2d_winograd_nhwc): a tile of m x m outputs costs (m + 2)^2 multiply-adds per channel pair instead of 9 m^2.
+
+Three stages, each a task the search tunes like any other:
+  V[a, b, n, th, tw, c] = sum_{r, s} Bt[a, r] * Bt[b, s] * pad[n, th*m + r, tw*m + s, c]     (input transform)
+  M[a, b, n, th, tw, k] = sum_c V[a, b, n, th, tw, c] * U[a, b, c, k]                        (batched GEMM)
+  Y[n, h, w, k]        = sum_{a, b} At[h % m, a] * At[w % m, b] * M[a, b, n, h // m, w // m, k] (output transform)
+U = G g G^T is computed once, at compile time, from the constant weights; Bt, At are constant tensors too.
+The padded input covers whole tiles (zeros past the image), so no stage reads outside its buffer."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...ir.program import te
+from .nn_util import as_tensor, compute, zero
+from .window import Window, padded_at
+
+MIN_TILES = 32      # rows of each batched GEMM (tiles of the image)
+MIN_CHANNELS = 32
+
+# (Bt, G, At) of F(m, 3) from the interpolation points 0, +-1, (+-2,) infinity
+MATRICES = {
+    2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]]),
+    4: ([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0],
+         [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+        [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+         [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
+}
+
+
+def matrices(m: int, dtype=np.float32):
+    bt, g, at = MATRICES[m]
+    return tuple(np.asarray(x, dtype=np.float64).astype(dtype) for x in (bt, g, at))
+
+
+def tile_size(win: Window, batch: int, channels: int, outputs: int) -> int | None:
+    """m of the Winograd transform this conv computes with, or None for a direct conv.
+
+    Only 3x3 convs of stride 1 and dilation 1 with at least MIN_CHANNELS on both sides qualify. The largest m
+    that still gives the GEMM MIN_TILES rows wins: the transformed weights are (m + 2)^2 / 9 times the conv's,
+    and a GEMM of few rows is bound by reading them (7x7 maps stay direct). ANSORC_WINOGRAD=0 turns it off."""
+    if os.environ.get("ANSORC_WINOGRAD", "1").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    if win.kernel != (3, 3) or win.strides != (1, 1) or win.dilations != (1, 1):
+        return None
+    if min(channels, outputs) < MIN_CHANNELS:
+        return None
+    for m in sorted(MATRICES, reverse=True):
+        if batch * tiles(win.out[0], m) * tiles(win.out[1], m) >= MIN_TILES:
+            return m
+    return None
+
+
+def tiles(size: int, m: int) -> int:
+    return -(-size // m)
+
+
+def transformed_weights(w: np.ndarray, m: int) -> np.ndarray:
+    """U[a, b, c, k] = (G g G^T)[a, b] for the HWIO weight w (3, 3, C, K), in float64 then w's dtype."""
+    _, g, _ = matrices(m, np.float64)
+    return np.ascontiguousarray(np.einsum("ai,ijck,bj->abck", g, w.astype(np.float64), g).astype(w.dtype))
+
+
+def conv_winograd_nhwc(node, x, w: np.ndarray, sizes, win: Window, m: int, ctx):
+    """The three stages for x (N, H, W, C) and the constant HWIO weight w (3, 3, C, K); the output (N, OH, OW, K)."""
+    n_, c_ = x.shape[0], x.shape[-1]
+    k_ = w.shape[-1]
+    alpha = m + 2
+    th_, tw_ = (tiles(o, m) for o in win.out)
+    bt_np, _, at_np = matrices(m, np.dtype(x.dtype))
+    bt = as_tensor(bt_np, ctx, f"{node.name}_wino_bt")
+    at = as_tensor(at_np, ctx, f"{node.name}_wino_at")
+    u = as_tensor(transformed_weights(w, m), ctx, f"{node.name}_wino_u")
+    before = win.before
+    after = tuple(t * m + 2 - b - s for t, b, s in zip((th_, tw_), before, sizes))
+    pshape = (n_, th_ * m + 2, tw_ * m + 2, c_)
+    pad = compute(pshape, lambda n, *i: padded_at(x, sizes, before, after, zero(x.dtype), [n], i[:-1], i[-1:]),
+                  ctx.name(f"{node.name}_pad"), "pad")
+    r, s = te.reduce_axis((0, alpha), "r"), te.reduce_axis((0, alpha), "s")
+    v = te.compute((alpha, alpha, n_, th_, tw_, c_),
+                   lambda a, b, n, th, tw, c: te.sum(bt[a, r] * bt[b, s] * pad[n, th * m + r, tw * m + s, c],
+                                                     axis=[r, s]),
+                   name=ctx.name(f"{node.name}_wino_in"), tag="winograd_input")
+    rc = te.reduce_axis((0, c_), "rc")
+    mm = te.compute((alpha, alpha, n_, th_, tw_, k_),
+                    lambda a, b, n, th, tw, k: te.sum(v[a, b, n, th, tw, rc] * u[a, b, rc, k], axis=rc),
+                    name=ctx.name(f"{node.name}_wino_gemm"), tag="winograd_gemm")
+    ra, rb = te.reduce_axis((0, alpha), "ra"), te.reduce_axis((0, alpha), "rb")
+    return te.compute((n_,) + tuple(win.out) + (k_,),
+                      lambda n, h, ww, k: te.sum(at[h % m, ra] * at[ww % m, rb] * mm[ra, rb, n, h // m, ww // m, k],
+                                                 axis=[ra, rb]),
+                      name=ctx.name(node.name), tag="winograd_output")
