@@ -127,9 +127,15 @@ def divisor(extent: int, lo: int, hi: int) -> int | None:
 
 def vector_tile(extent: int, lanes: int, most: int) -> int | None:
     """Lanes of a register tile's vector part: whole vectors dividing the axis (104: 8, not 13 with 5 scalar
-    lanes), else a divisor between one vector and `most`, else a guarded tile."""
+    lanes), else whichever of a divisor between one vector and `most` and a guarded tile of whole vectors leaves
+    fewer lanes idle (AVX-512's 440 channels: 32 guarded, 98% busy, not 22 = one vector and 6 lanes, 69%)."""
     whole = next((v for v in range(most, lanes - 1, -lanes) if extent % v == 0), None)
-    return whole or divisor(extent, lanes, most) or guarded_vectors(extent, lanes, most)
+    if whole:
+        return whole
+    split, guarded = divisor(extent, lanes, most), guarded_vectors(extent, lanes, most)
+    if split and guarded:
+        return guarded if extent / (-(-extent // guarded) * guarded) > split / (-(-split // lanes) * lanes) else split
+    return split or guarded
 
 
 def guarded_vectors(extent: int, lanes: int, most: int) -> int | None:

@@ -57,6 +57,16 @@ def test_a_vector_tile_is_whole_vectors_where_they_divide_the_axis():
     check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("n, lanes", [(440, 32), (104, 16)])
+def test_a_guarded_tile_of_whole_vectors_beats_a_divisor_of_fewer_busy_lanes(n, lanes):
+    # RegNetY's 440 and 104 channels on AVX-512: 22 (one vector and 6 lanes) and 26 lanes divide them, but leave
+    # 31% and 19% of every tile's lanes idle; guarded tiles of whole vectors leave 2% and 7%, on the last tile
+    tensors = workloads.matmul(49, n, 64)
+    state = default_cpu_schedule(ansorc.ComputeDAG(tensors), "avx512")
+    assert state.stage("C.local").iter("j.1").extent == lanes
+    check_kernel(tensors, state, rtol=1e-4, atol=1e-3)
+
+
 def test_matmul_is_parallel_vectorized_and_register_tiled():
     tensors = workloads.make("GMM", 2)     # 512^3: a 512 x 32 panel of B is 64 KB, so it is blocked and packed
     state = default_cpu_schedule(ansorc.ComputeDAG(tensors), hw=HardwareParams(num_cores=2, vector_bytes=64))
