@@ -14,7 +14,7 @@ from ...ir.program import te
 from ...ir.program.phases import PhaseAxis
 from ...search.default_schedule import weight_block
 from .nn_util import as_tensor, compute, ints, spec, zero
-from .window import Window, pad_nchw, pad_spatial, padded_at, taps, window
+from .window import Window, live_taps, pad_nchw, pad_spatial, padded_at, taps, trimmed, window
 from .winograd import conv_winograd_nhwc, tile_size
 
 
@@ -97,6 +97,8 @@ def lower_conv_nhwc(node, ins, ctx):
                                f"weight {list(ws)}")
     x = as_tensor(ins[0], ctx, f"{node.name}_x")
     win = window(node, xs[1:3], ws[:2])
+    if isinstance(ins[1], np.ndarray):
+        ins, ws, win = _without_dead_taps(ins, win, xs[1:3])
     # float32 only: the transforms' error grows with m, and float16's 11 bits would not hold F(4, 3)'s
     winograd = group == 1 and isinstance(ins[1], np.ndarray) and x.dtype == "float32"
     m = tile_size(win, xs[0], C, M) if winograd else None
@@ -121,6 +123,17 @@ def lower_conv_nhwc(node, ins, ctx):
     tag = "depthwise_conv2d_nhwc" if depthwise else "conv2d_nhwc"
     out = compute((xs[0],) + win.out + (M,), body, ctx.name(node.name), tag)
     return [_add_bias_last(node, out, ins[2] if len(ins) > 2 else None, ctx)]
+
+
+def _without_dead_taps(ins, win: Window, sizes):
+    """(inputs, weight shape, window) with the kernel taps that read only padding cut from the constant HWIO
+    weight: they multiply zeros (an atrous conv whose rate exceeds its map is a 1x1 conv)."""
+    taps = live_taps(win, sizes)
+    if all(lo == 0 and hi == k - 1 for (lo, hi), k in zip(taps, win.kernel)):
+        return ins, tuple(ins[1].shape), win
+    (h0, h1), (w0, w1) = taps
+    w = np.ascontiguousarray(ins[1][h0:h1 + 1, w0:w1 + 1])
+    return [ins[0], w] + list(ins[2:]), w.shape, trimmed(win, sizes, taps)
 
 
 def _packed(w, block: int):

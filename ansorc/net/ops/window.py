@@ -104,3 +104,32 @@ def taps(o, r, win: Window, d: int):
     s, dil = win.strides[d], win.dilations[d]
     r = r.var if hasattr(r, "var") else r
     return (o if s == 1 else o * s) + (r if dil == 1 else r * dil)
+
+
+def live_taps(win: Window, sizes) -> tuple:
+    """Per spatial dim, the (first, last) kernel taps that read the input for at least one output: a tap whose
+    every read falls in the padding only adds zeros (DeepLabV3's atrous rates 24 and 36 over a 14x14 map leave
+    the centre tap alone). Tap r reads positions o*s + r*d - before; a dead tap between live ones (strides wider
+    than the input) stays in the span."""
+    spans = []
+    for d, size in enumerate(sizes):
+        s, dil, b, out = win.strides[d], win.dilations[d], win.before[d], win.out[d]
+        live = [r for r in range(win.kernel[d])
+                if any(0 <= o * s + r * dil - b < size for o in _first_last_reads(r * dil - b, s, out, size))]
+        spans.append((live[0], live[-1]) if live else (0, 0))
+    return tuple(spans)
+
+
+def _first_last_reads(offset: int, stride: int, out: int, size: int):
+    """The outputs whose reads at `offset` come nearest the input from each side (enough to decide a hit)."""
+    lo = max(0, min(out - 1, _ceil_div(-offset, stride)))
+    return {lo, min(out - 1, max(0, (size - 1 - offset) // stride))}
+
+
+def trimmed(win: Window, sizes, taps: tuple) -> Window:
+    """The window of the kernel cut to `taps` (live_taps): the same outputs, pads shifted by the dropped taps."""
+    kernel = tuple(hi - lo + 1 for lo, hi in taps)
+    before = tuple(b - lo * d for b, (lo, _), d in zip(win.before, taps, win.dilations))
+    cut = Window(kernel, win.strides, win.dilations, before, win.after, win.out)
+    after = tuple(cut.needed(d) - before[d] - n for d, n in enumerate(sizes))
+    return Window(kernel, win.strides, win.dilations, before, after, win.out)
