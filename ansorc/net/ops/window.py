@@ -3,6 +3,7 @@ strides, dilations and ceil_mode, and the padded-input stage (a select on the bo
 workloads' "pad" computes)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ...ir.program import te
@@ -26,7 +27,7 @@ class Window:
         return (self.out[d] - 1) * self.strides[d] + self.span(d)
 
 
-def _ceil_div(a: int, b: int) -> int:
+def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
@@ -42,7 +43,7 @@ def window(node, sizes, kernel, ceil_mode: bool = False) -> Window:
     auto = node.attrs.get("auto_pad", "NOTSET")
     spans = [d * (k - 1) + 1 for d, k in zip(dilations, kernel)]
     if auto in ("SAME_UPPER", "SAME_LOWER"):
-        out = tuple(_ceil_div(n, s) for n, s in zip(sizes, strides))
+        out = tuple(ceil_div(n, s) for n, s in zip(sizes, strides))
         total = [max(0, (o - 1) * s + sp - n) for o, s, sp, n in zip(out, strides, spans, sizes)]
         small = [t // 2 for t in total]
         before = tuple(small) if auto == "SAME_UPPER" else tuple(t - h for t, h in zip(total, small))
@@ -61,7 +62,7 @@ def window(node, sizes, kernel, ceil_mode: bool = False) -> Window:
 def _out_size(padded: int, span: int, stride: int, last_start: int, ceil_mode: bool) -> int:
     if not ceil_mode:
         return (padded - span) // stride + 1
-    out = _ceil_div(padded - span, stride) + 1
+    out = ceil_div(padded - span, stride) + 1
     # a window that would start inside the end padding is dropped (ONNX, onnxruntime and PyTorch agree)
     return out - 1 if (out - 1) * stride >= last_start else out
 
@@ -122,7 +123,7 @@ def live_taps(win: Window, sizes) -> tuple:
 
 def _first_last_reads(offset: int, stride: int, out: int, size: int):
     """The outputs whose reads at `offset` come nearest the input from each side (enough to decide a hit)."""
-    lo = max(0, min(out - 1, _ceil_div(-offset, stride)))
+    lo = max(0, min(out - 1, ceil_div(-offset, stride)))
     return {lo, min(out - 1, max(0, (size - 1 - offset) // stride))}
 
 
@@ -131,5 +132,4 @@ def trimmed(win: Window, sizes, taps: tuple) -> Window:
     kernel = tuple(hi - lo + 1 for lo, hi in taps)
     before = tuple(b - lo * d for b, (lo, _), d in zip(win.before, taps, win.dilations))
     cut = Window(kernel, win.strides, win.dilations, before, win.after, win.out)
-    after = tuple(cut.needed(d) - before[d] - n for d, n in enumerate(sizes))
-    return Window(kernel, win.strides, win.dilations, before, after, win.out)
+    return dataclasses.replace(cut, after=tuple(cut.needed(d) - before[d] - n for d, n in enumerate(sizes)))

@@ -9,13 +9,14 @@ U = G g G^T is computed once, at compile time, from the constant weights; Bt, At
 The padded input covers whole tiles (zeros past the image), so no stage reads outside its buffer."""
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
 
 from ...ir.program import te
-from .nn_util import as_tensor, compute, zero
-from .window import Window, padded_at
+from .nn_util import as_tensor, zero
+from .window import Window, ceil_div, pad_spatial
 
 MIN_TILES = 32      # rows of each batched GEMM (tiles of the image)
 MIN_CHANNELS = 32
@@ -51,13 +52,9 @@ def tile_size(win: Window, batch: int, channels: int, outputs: int) -> int | Non
     if min(channels, outputs) < MIN_CHANNELS:
         return None
     for m in sorted(MATRICES, reverse=True):
-        if batch * tiles(win.out[0], m) * tiles(win.out[1], m) >= MIN_TILES:
+        if batch * ceil_div(win.out[0], m) * ceil_div(win.out[1], m) >= MIN_TILES:
             return m
     return None
-
-
-def tiles(size: int, m: int) -> int:
-    return -(-size // m)
 
 
 def transformed_weights(w: np.ndarray, m: int) -> np.ndarray:
@@ -71,16 +68,14 @@ def conv_winograd_nhwc(node, x, w: np.ndarray, sizes, win: Window, m: int, ctx):
     n_, c_ = x.shape[0], x.shape[-1]
     k_ = w.shape[-1]
     alpha = m + 2
-    th_, tw_ = (tiles(o, m) for o in win.out)
+    th_, tw_ = (ceil_div(o, m) for o in win.out)
     bt_np, _, at_np = matrices(m, np.dtype(x.dtype))
     bt = as_tensor(bt_np, ctx, f"{node.name}_wino_bt")
     at = as_tensor(at_np, ctx, f"{node.name}_wino_at")
     u = as_tensor(transformed_weights(w, m), ctx, f"{node.name}_wino_u")
-    before = win.before
-    after = tuple(t * m + 2 - b - s for t, b, s in zip((th_, tw_), before, sizes))
-    pshape = (n_, th_ * m + 2, tw_ * m + 2, c_)
-    pad = compute(pshape, lambda n, *i: padded_at(x, sizes, before, after, zero(x.dtype), [n], i[:-1], i[-1:]),
-                  ctx.name(f"{node.name}_pad"), "pad")
+    # the windows of whole tiles: zeros past the image, so the last tile reads inside the padded input
+    whole = dataclasses.replace(win, out=(th_ * m, tw_ * m))
+    pad = pad_spatial(x, sizes, whole, zero(x.dtype), ctx.name(f"{node.name}_pad"), channels_last=True)
     r, s = te.reduce_axis((0, alpha), "r"), te.reduce_axis((0, alpha), "s")
     v = te.compute((alpha, alpha, n_, th_, tw_, c_),
                    lambda a, b, n, th, tw, c: te.sum(bt[a, r] * bt[b, s] * pad[n, th * m + r, tw * m + s, c],
