@@ -75,3 +75,23 @@ def test_cuda_model_builds_without_a_gpu_and_runs_or_says_why(tmp_path):
         return
     [ref] = run_reference(import_model(_matmul_relu()), [x])
     assert np.allclose(got, np.asarray(ref).reshape(got.shape), rtol=1e-4, atol=1e-5)
+
+
+def test_cuda_network_with_winograd_convs_runs_emulated_and_builds(monkeypatch, tmp_path):
+    """The network lowering is target-blind, so a CUDA build gets Winograd stages too: they must plan, run
+    (emulated) and, where nvcc is, build."""
+    from .test_net_winograd import conv_model
+    monkeypatch.delenv("ANSORC_WINOGRAD", raising=False)
+    model = conv_model(1, 32, 32, 16, 16, (1, 1, 1, 1), True, seed=3)   # 16x16: m = 2, 64 tiles
+    net = import_model(model)
+    groups = fuse(net)
+    assert any("wino_gemm" in g.name for g in groups), [g.name for g in groups]
+    schedules, _ = schedule_groups(net, groups, None, "cuda")
+    plan = plan_network(net, groups, schedules, resolve_target("cuda"))
+    x = np.random.default_rng(0).standard_normal((1, 32, 16, 16)).astype(np.float32)
+    [got] = EmulatedModel(plan, net)(x)
+    [ref] = run_reference(net, [x])
+    assert np.linalg.norm(got - np.asarray(ref).reshape(got.shape)) / np.linalg.norm(ref) < 1e-5
+    if shutil.which("nvcc"):
+        files, sig = build_cuda_network(plan, net, "sm_90", tmp_path)
+        assert sig["launches"] >= 4 and Path(files["so"]).stat().st_size > 0
