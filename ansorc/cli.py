@@ -66,8 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tune", help="tune and append the measurements to the log")
     common(t, need_log=True)
     t.add_argument("--minutes", type=float, default=None,
-                   help="an ONNX model: stop starting rounds after this much wall time (default --trials: "
-                        "minutes x 120, what this 2-core class of machine measures in that time, to size rounds)")
+                   help="an ONNX model: finish within this much wall time, import and final re-timing included "
+                        "(default --trials: minutes x 120, what this 2-core class of machine measures in that "
+                        "time, to size rounds)")
     t.add_argument("--cluster", metavar="ADDRESS", help="measure on a Ray cluster: ray://HOST:PORT, HOST:PORT or "
                    "auto (docs/distributed.md)")
     s = sub.add_parser("show", help="best program per workload in a log, or the tasks of an ONNX model")

@@ -4,6 +4,7 @@ model compiled with this log afterwards picks up every tuned task, and a second 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 from ..targets import plugin
@@ -51,7 +52,9 @@ def tune_network(model, trials: int, log: str, input_shapes=None, target: str = 
     activations come warm from the kernel before), so that the tuner ranks programs by how they stream weights
     from memory.
     options (a TuneOptions), backend, on_round, in_flight, callbacks, time_budget (seconds) and scheduler (a
-    SchedulerOptions, e.g. a longer warm-up: warmup_rounds): as ansorc.tune_tasks takes them."""
+    SchedulerOptions, e.g. a longer warm-up: warmup_rounds): as ansorc.tune_tasks takes them; the time
+    budget counts from this call, the import included."""
+    started = time.monotonic()
     plan = model if isinstance(model, NetworkPlan) else plan_network(network_of(model, input_shapes),
                                                                        plugin(target).constants)
     net, groups, tasks = plan.net, list(plan.groups), list(plan.tasks)
@@ -59,7 +62,8 @@ def tune_network(model, trials: int, log: str, input_shapes=None, target: str = 
     search = [SearchTask(t.dag, target, cold_inputs=weight_inputs(net, t) if cold else ()) for t in tasks]
     res = tune_tasks(search, [t.weight for t in tasks], trials=trials, log=log, strategy=strategy,
                      objective=objective, options=options, backend=backend, on_round=on_round,
-                     in_flight=in_flight, callbacks=callbacks, time_budget=time_budget, scheduler=scheduler)
+                     in_flight=in_flight, callbacks=callbacks, scheduler=scheduler,
+                     time_budget=None if time_budget is None else time_budget - (time.monotonic() - started))
     return NetworkTuning(net, groups, tasks, res)
 
 
