@@ -24,6 +24,7 @@ from .tuning import TaskTuner, TuneOptions, local_backend, make_cost_model, tune
 # ShuffleNetV2 run (31 tasks, Zen 4), which therefore ended at 640 s.
 RETIME_SHARE = 0.1
 
+
 @dataclass
 class ScheduleResult:
     tasks: list                                   # SearchTask, in the caller's order
@@ -83,8 +84,7 @@ def tune_tasks(tasks, weights=None, trials: int = 1000, log: str | None = None, 
     per_task_stop = objective == "f4"
     sched = scheduler or SchedulerOptions(strategy=strategy, per_round=opts.per_round, seed=opts.seed,
                                           early_stopping=None if per_task_stop else opts.early_stopping,
-                                          per_task_early_stopping=opts.early_stopping if per_task_stop else None,
-                                          time_budget=None)
+                                          per_task_early_stopping=opts.early_stopping if per_task_stop else None)
     deadline = started + time_budget if time_budget is not None else math.inf
     # the scheduler owns the budget; tuners never stop by themselves
     per_task = replace(opts, trials=1 << 40, early_stopping=None, progress=False)

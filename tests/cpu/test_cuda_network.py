@@ -16,11 +16,12 @@ from ansorc.targets.cuda.net_library import plan_network
 from ansorc.targets.cuda.net_model import EmulatedModel, build_cuda_network
 
 
-def _plan(model):
+def _plan(model, with_groups=False):
     net = import_model(model)
     groups = fuse(net)
     schedules, _ = schedule_groups(net, groups, None, "cuda")
-    return net, plan_network(net, groups, schedules, resolve_target("cuda"))
+    plan = plan_network(net, groups, schedules, resolve_target("cuda"))
+    return (net, plan, groups) if with_groups else (net, plan)
 
 
 @pytest.mark.slow
@@ -83,11 +84,8 @@ def test_cuda_network_with_winograd_convs_runs_emulated_and_builds(monkeypatch, 
     from .test_net_winograd import conv_model
     monkeypatch.delenv("ANSORC_WINOGRAD", raising=False)
     model = conv_model(1, 32, 32, 16, 16, (1, 1, 1, 1), True, seed=3)   # 16x16: m = 2, 64 tiles
-    net = import_model(model)
-    groups = fuse(net)
+    net, plan, groups = _plan(model, with_groups=True)
     assert any("wino_gemm" in g.name for g in groups), [g.name for g in groups]
-    schedules, _ = schedule_groups(net, groups, None, "cuda")
-    plan = plan_network(net, groups, schedules, resolve_target("cuda"))
     x = np.random.default_rng(0).standard_normal((1, 32, 16, 16)).astype(np.float32)
     [got] = EmulatedModel(plan, net)(x)
     [ref] = run_reference(net, [x])
