@@ -174,10 +174,15 @@ class RecordLog:
 
     def append(self, records: Iterable[Record]) -> None:
         """Write a batch with one os.write under an exclusive flock, then fsync."""
+        self.append_lines(r.to_json() for r in records)
+
+    def append_lines(self, lines: Iterable[str]) -> None:
+        """Write lines of JSON (Records' or another kind's) as one batch: one os.write under an exclusive flock,
+        then fsync."""
         if self.path.suffix == ".gz":
             raise LogError(f"{self.path}: cannot append to a compressed log; tune into an uncompressed copy "
                            f"(gunzip -k {self.path.name}) and compress it again afterwards")
-        data = "".join(r.to_json() + "\n" for r in records).encode()
+        data = "".join(line + "\n" for line in lines).encode()
         if not data:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,16 +207,16 @@ class RecordLog:
         return iter(self.load())
 
 
-def load(path: str | os.PathLike) -> list[Record]:
-    """All records of a log, in file order. A corrupt or truncated line is skipped with a warning naming
-    file:line; a missing file is an empty log; a .gz file is decompressed."""
+def log_lines(path: str | os.PathLike) -> list[tuple[int, bytes]]:
+    """(line number, text) of each non-blank line of a log, read under a shared lock (a batch half-written by a
+    live writer is not read); a missing file has none; a .gz file is decompressed."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return []
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH)  # do not read a batch half-written by a live writer
+        fcntl.flock(fd, fcntl.LOCK_SH)
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read()
     finally:
@@ -221,9 +226,21 @@ def load(path: str | os.PathLike) -> list[Record]:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:  # not gzip data, or cut short
             raise LogError(f"{path}: not a readable gzip file ({exc})") from None
+    return [(n, raw) for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+
+
+def other_kind(raw: bytes) -> bool:
+    """Whether a log line is not a measurement: it names its "kind" (net/in_model.py's verdicts)."""
+    return raw.lstrip().startswith(b'{"kind":')
+
+
+def load(path: str | os.PathLike) -> list[Record]:
+    """All measurement records of a log, in file order. A corrupt or truncated line is skipped with a warning
+    naming file:line; a missing file is an empty log; a .gz file is decompressed; lines of another kind
+    (other_kind) are left to their readers."""
     records = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
+    for lineno, raw in log_lines(path):
+        if other_kind(raw):
             continue
         try:
             records.append(Record.from_json(raw.decode("utf-8")))

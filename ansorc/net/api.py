@@ -4,6 +4,7 @@ default (search/default_schedule.py). The importer and fusion are imported when 
 from __future__ import annotations
 
 import itertools
+import json
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -23,24 +24,30 @@ from .tasks import NetTask, extract_tasks, plan_network
 @dataclass(frozen=True)
 class TaskInfo(NetTask):
     """A task of a compiled model (tasks.NetTask) and where its program came from: "log" or "default"; `replays`
-    is False when the log's record of it does not replay (it runs the default program)."""
+    is False when the log's record of it does not replay (it runs the default program); `in_model` is True when
+    the log's best program lost to another inside the model (in_model.py) and the winner runs."""
     schedule: str = "default"
     replays: bool = True
+    in_model: bool = False
 
 
-def _from_log(records, dags, task_dag, target: str):
-    """(state, replays): the best logged schedule of `task_dag`'s workload, replayed on the first of `dags` whose
-    names it fits (None: no record, or replays False: none fits). A task whose weights are constant falls back on
-    its programs logged with the weights passed per call (logs from before weights were constant): they are valid
-    in both modes (search/tuning.py, best_logged)."""
+def _from_log(records, verdicts, dags, task_dag, target: str):
+    """(state, replays, in_model): the best logged schedule of `task_dag`'s workload, or the winner over it inside
+    the model where a verdict says so, replayed on the first of `dags` whose names it fits (None: no record, or
+    replays False: none fits). A task whose weights are constant falls back on its programs logged with the
+    weights passed per call (logs from before weights were constant): they are valid in both modes
+    (search/tuning.py, best_logged)."""
     from ..search.tuning import best_logged
+    from .in_model import winner_over
     recs = best_logged(records, task_dag, target, k=1)
+    winner = winner_over(verdicts, recs[0].workload_key, recs[0].steps_json) if recs else None
+    steps = winner or (recs[0].steps_json if recs else None)
     for dag in dags if recs else ():  # an iterable, consumed lazily
         try:
-            return replay(dag, steps_from_json(recs[0].steps)), True
+            return replay(dag, steps_from_json(json.loads(steps))), True, winner is not None
         except (ValueError, KeyError, IndexError, TypeError):  # a record of another naming of this workload
             continue
-    return None, not recs  # (the one warning naming the log: _warn_untuned)
+    return None, not recs, False  # (the one warning naming the log: _warn_untuned)
 
 
 def schedule_groups(net: Network, groups, log=None, target="native", tasks=None, tuned=None) -> tuple:
@@ -52,22 +59,23 @@ def schedule_groups(net: Network, groups, log=None, target="native", tasks=None,
     kind = plugin(tgt)
     tuned = tuned or {}
     net_tasks = list(tasks) if tasks is not None else extract_tasks(net, groups, kind.constants)
-    records = None
+    records, verdicts = None, []
     if log is not None and any(t.workload_key not in tuned for t in net_tasks):
         from ..measure.record import load
-        records = list(load(log))
+        from .in_model import load_verdicts
+        records, verdicts = list(load(log)), load_verdicts(log, tgt.name)
     by_name = {g.name: g for g in groups}
     schedules, tasks = {}, []
     for t in net_tasks:
         # the other groups' DAGs are built only if the first naming does not replay the record
         dags = itertools.chain([t.dag], (group_dag(net, by_name[n], kind.constants) for n in t.groups[1:]))
-        state, replays = tuned.get(t.workload_key), True
+        state, replays, in_model = tuned.get(t.workload_key), True, False
         if state is None and records:
-            state, replays = _from_log(records, dags, t.dag, tgt.name)
+            state, replays, in_model = _from_log(records, verdicts, dags, t.dag, tgt.name)
         how = "log" if state is not None else "default"
         state = state if state is not None else kind.network_program(t.dag, tgt)
         schedules.update(dict.fromkeys(t.groups, state))
-        tasks.append(TaskInfo(t.dag, t.weight, t.groups, t.flops, t.name, how, replays))
+        tasks.append(TaskInfo(t.dag, t.weight, t.groups, t.flops, t.name, how, replays, in_model))
     return schedules, tasks
 
 
@@ -112,8 +120,10 @@ def compile(model, trials: int = 0, log=None, input_shapes=None, target="native"
     tuned = {}
     if trials > 0:
         from .tune import tune_network
-        tuned = tune_network(plan, trials, str(log), target=target if isinstance(target, str) else target.name,
-                             options=options or TuneOptions(progress=progress)).best_states()
+        run = tune_network(plan, trials, str(log), target=target if isinstance(target, str) else target.name,
+                           options=options or TuneOptions(progress=progress))
+        # a task whose default won inside the model is read back from the log's verdict (TaskInfo.in_model)
+        tuned = {k: s for k, s in run.best_states().items() if k not in run.in_model}
     groups = list(plan.groups)
     schedules, tasks = schedule_groups(net, groups, log, target, tasks=plan.tasks, tuned=tuned)
     if log is not None:

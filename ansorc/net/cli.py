@@ -85,7 +85,8 @@ def tune_model(args) -> dict:
     plot = _latency_plot(run, args.log)
     return {"log": args.log, "trials": sum(r.trials for r in run.result.results),
             "best_gflops": significant(max(best)) if best else 0.0, "tasks": len(run.tasks),
-            "estimated_latency_ms": round(est * 1e3, 4) if est < 1e9 else None, "plot": plot}
+            "estimated_latency_ms": round(est * 1e3, 4) if est < 1e9 else None, "plot": plot,
+            "default_faster_in_model": len(run.in_model)}
 
 
 def _latency_plot(run, log: str) -> str | None:

@@ -77,8 +77,11 @@ def random_inputs(model, seed: int = 0) -> dict:
 
 
 def source(task) -> str:
-    """Where a task's program came from: "log" or "default" (api.TaskInfo.schedule)."""
+    """Where a task's program came from: "log" or "default" (api.TaskInfo.schedule), and whether the log's best
+    lost to the default inside the model (in_model.py)."""
     how = getattr(task, "schedule", "default")
+    if getattr(task, "in_model", False):
+        return f"{how}, default faster in the model"
     return how if getattr(task, "replays", True) else f"{how} (log's program does not replay)"
 
 

@@ -50,12 +50,14 @@ class TargetPlugin:
 
     Data: `kind`, `names` (for help and errors), `networks` (whole ONNX models compile for it), `constants`
     (kernels may keep copies made from constant inputs), `cold_weights` (network weights are timed evicted from
-    the caches, as they run)."""
+    the caches, as they run), `in_model_check` (a tuned network's programs are timed against the defaults inside
+    the model, which runs here and profiles its kernels: net/in_model.py)."""
     kind: str = ""
     names: tuple = ()
     networks: bool = False
     constants: bool = False
     cold_weights: bool = False
+    in_model_check: bool = False
 
     def parse(self, name: str, cc: str | None = None) -> Target | None:
         """The Target `name` names, or None when it is not one of this kind's names."""

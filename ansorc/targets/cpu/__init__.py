@@ -14,6 +14,7 @@ class CpuPlugin(TargetPlugin):
     networks = True
     constants = True
     cold_weights = True
+    in_model_check = True
 
     def parse(self, name, cc=None):
         from ...codegen.target import CpuTarget
