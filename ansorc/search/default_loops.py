@@ -163,6 +163,30 @@ def padding_of_depthwise(dag, op) -> bool:
                                  _window_only(r, op.name) for r in readers)
 
 
+INLINE_CONCATS = True   # bench/ablation switch: concats read by element-wise stages are inlined into them
+
+
+def concat_into_elementwise(dag, op) -> bool:
+    """A Concat (a select chain between reads, on index conditions, net/ops/shape.py) read only by element-wise
+    stages of its own shape (DenseNet's BatchNorm + ReLU after each concat): inlined, the reader's loop over the
+    concat axis is cut into one piece per input (ir/passes/partition.py) and the concat is never written out."""
+    if not INLINE_CONCATS or op.combiner or not _choice_chain(op.body):
+        return False
+    ops = {o.name: o for o in dag.compute_ops}
+    readers = [ops.get(n) for n in dag.consumers(op.name)]
+    shape = [a.extent for a in op.axes]
+    return bool(readers) and all(r is not None and not r.combiner and [a.extent for a in r.axes] == shape
+                                 for r in readers)
+
+
+def _choice_chain(e, top: bool = True) -> bool:
+    """select(c, read, rest) on index conditions, rest a read or another such select; the innermost else arm may
+    be a constant (the chain's unreached 0), the outermost not (that would be padding)."""
+    if not isinstance(e, Select) or not isinstance(e.t, Read) or reads(e.cond):
+        return False
+    return isinstance(e.f, Read) or _choice_chain(e.f, False) or (not top and isinstance(e.f, Const))
+
+
 def _window_only(reader, name: str) -> bool:
     """Every subscript of `reader`'s reads of `name` that uses a reduce axis uses an output axis too (h + rh)."""
     out = [a.name for a in reader.axes]

@@ -30,8 +30,9 @@ from ..ir.schedule.state import ScheduleError, State
 from ..ir.schedule.steps import (Annotate, CacheRead, CacheWrite, ComputeAt, ComputeInline, FollowSplit, Pragma,
                                  Reorder, Split)
 from .dot_rule import dot_default_schedule
-from .default_loops import (block_size, contiguous_along, divisor, fills, padding_of_depthwise, parallel,
-                            schedule_root, taps_past_edges, transpose_tiled, uses, vector_tile)
+from .default_loops import (block_size, concat_into_elementwise, contiguous_along, divisor, fills,
+                            padding_of_depthwise, parallel, schedule_root, taps_past_edges, transpose_tiled, uses,
+                            vector_tile)
 from .default_reduce import full_reduced, vector_reduced
 from .default_rows import row_fused
 from .features import TILE_SPARE_REGISTERS
@@ -96,7 +97,7 @@ def default_cpu_schedule(dag, target="native", hw: HardwareParams | None = None)
 
 def _inlines(dag, state, st) -> bool:
     kind = is_strictly_inlinable(st) or padding_of_depthwise(dag, st) or st.tag == "layout_transform" or \
-        permutes_outer_axes(st)
+        permutes_outer_axes(st) or concat_into_elementwise(dag, st)
     return kind and not dag.is_output(st.name) and dag.consumers(st.name) and not inlining_bloats(state, st.name)
 
 

@@ -90,7 +90,13 @@ def verify_structure(func: PrimFunc) -> PrimFunc:
     return verify(func, checks=(check_no_nested_parallel, check_allocated_before_use))
 
 
-DEFAULT_PASSES = (verify_structure, unroll_loops, simplify_stmt)
+def partition_selects(func: PrimFunc) -> PrimFunc:
+    """Loops cut where a select between buffers on their index changes arm (partition.py)."""
+    from .partition import partition_selects as partition
+    return partition(func)
+
+
+DEFAULT_PASSES = (verify_structure, partition_selects, unroll_loops, simplify_stmt)
 
 
 def run_passes(func: PrimFunc, passes, *args) -> PrimFunc:
