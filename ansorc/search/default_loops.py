@@ -163,14 +163,11 @@ def padding_of_depthwise(dag, op) -> bool:
                                  _window_only(r, op.name) for r in readers)
 
 
-INLINE_CONCATS = True   # bench/ablation switch: concats read by element-wise stages are inlined into them
-
-
 def concat_into_elementwise(dag, op) -> bool:
     """A Concat (a select chain between reads, on index conditions, net/ops/shape.py) read only by element-wise
     stages of its own shape (DenseNet's BatchNorm + ReLU after each concat): inlined, the reader's loop over the
     concat axis is cut into one piece per input (ir/passes/partition.py) and the concat is never written out."""
-    if not INLINE_CONCATS or op.combiner or not _choice_chain(op.body):
+    if op.combiner or not _choice_chain(op.body):
         return False
     ops = {o.name: o for o in dag.compute_ops}
     readers = [ops.get(n) for n in dag.consumers(op.name)]

@@ -28,6 +28,9 @@ MAX_NODES = 20_000    # expression nodes in all the pieces' bodies (the C they b
 
 
 def partition_selects(func: PrimFunc) -> PrimFunc:
+    # one walk decides for most programs (no choice between buffers): they come back as they were
+    if not any(_is_choice(x) for e in _exprs(func.body) for x in walk(e)):
+        return func
     return replace(func, body=_visit(func.body, {}))
 
 
@@ -60,13 +63,18 @@ def _reads(e) -> bool:
     return any(isinstance(x, Read) for x in walk(e))
 
 
+def _is_choice(x) -> bool:
+    """A select between two buffer reads (padding's else arm is a constant)."""
+    return isinstance(x, Select) and _reads(x.t) and _reads(x.f)
+
+
 def _choices(f: For) -> list | None:
     """Conditions of the body's selects that choose between two buffer reads, when all of them depend on f's
     variable (else None: a choice on another loop would stay in every piece, each a copy of it)."""
     out = []
     for e in _exprs(f.body):
         for x in walk(e):
-            if isinstance(x, Select) and _reads(x.t) and _reads(x.f):
+            if _is_choice(x):
                 if f.var not in free_vars(x.cond):
                     return None
                 out.append(x.cond)
