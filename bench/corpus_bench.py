@@ -19,7 +19,9 @@ import argparse
 import json
 import math
 import os
+import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,6 +44,24 @@ def rel_l2(got, want) -> float:
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
 
 
+def machine() -> str:
+    """Where a row was measured: the CPU's model name, its widest ISA, the commit and onnxruntime's version."""
+    import onnxruntime
+
+    from ansorc.codegen.target import host_isas
+    info = {}
+    if Path("/proc/cpuinfo").exists():
+        for line in open("/proc/cpuinfo"):
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    cpu = info.get("model name", platform.processor() or platform.machine())
+    if "cpu family" in info:
+        cpu += f" (family {info['cpu family']} model {info.get('model', '?')}, {host_isas()[0]})"
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).resolve().parents[1],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    return f"{cpu}, commit {commit}, onnxruntime {onnxruntime.__version__}"
+
+
 def bench_model(name: str, rounds: int, threads: int, profile: bool, tune_minutes: float = 0.0,
                 log_dir: str = "") -> dict:
     import onnx
@@ -50,7 +70,7 @@ def bench_model(name: str, rounds: int, threads: int, profile: bool, tune_minute
     path = export(name)
     proto = onnx.load(str(path))
     feeds = example_inputs(name)
-    row = {"model": name, "family": CORPUS[name].family,
+    row = {"model": name, "family": CORPUS[name].family, "machine": machine(),
            "ops": len({n.op_type for n in proto.graph.node}), "nodes": len(proto.graph.node)}
     sess = ort_session(proto, threads, profile_prefix=f"/tmp/ort_{name}" if profile else None)
     want = sess.run(None, feeds)
@@ -176,6 +196,16 @@ def chart(rows: list, out: str) -> None:
     fig.savefig(out, dpi=90)
 
 
+def measured_on(rows: list) -> str:
+    """The head's line saying where the rows were measured (rows of a resumed run may differ)."""
+    where = {}
+    for r in rows:
+        where.setdefault(r.get("machine", "an unrecorded machine"), []).append(r["model"])
+    if len(where) == 1:
+        return f"Measured on {next(iter(where))}.\n\n"
+    return "".join(f"- {m}: {', '.join(names)}\n" for m, names in where.items()) + "\n"
+
+
 def _done_rows(log_dir: str) -> dict:
     path = Path(log_dir) / "rows.jsonl"
     Path(log_dir).mkdir(parents=True, exist_ok=True)
@@ -213,7 +243,7 @@ def main(argv=None) -> int:
         tuning = f"--tune-minutes {args.tune_minutes:g} --log-dir LOGS " if args.tune_minutes else ""
         head = (f"# The model corpus against onnxruntime{'' if tuning else ', untuned'}\n\n"
                 f"`python bench/corpus_bench.py {tuning}--out {args.out}`, {time.strftime('%Y-%m-%d')}, "
-                f"{args.threads} threads, {args.rounds} alternating rounds, medians.\n\n")
+                f"{args.threads} threads, {args.rounds} alternating rounds, medians.\n\n" + measured_on(rows))
         Path(args.out).write_text(head + text)
         chart(rows, str(Path(args.out).with_suffix(".png")))
     return 0
