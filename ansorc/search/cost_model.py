@@ -41,12 +41,19 @@ class RandomModel(CostModel):
 
 
 def _packsum_objective(groups: np.ndarray, labels: np.ndarray, weights: np.ndarray):
-    """Gradient and hessian of sum_g w_g (sum_{rows in g} f(row) - y_g)^2 / 2 with respect to each row."""
+    """Gradient and hessian of sum_g w_g (sum_{rows in g} f(row) - y_g)^2 / 2 with respect to each row.
+
+    The hessian is the diagonal's w_g times the rows of g: a leaf holding all n rows of a program moves its sum
+    n times as far as one row's Newton step would, so with w_g alone a program of more than 2 / learning_rate
+    stores (a fused group's stages, cut loops) overshoots every round and the model diverges to inf (ConvNeXt's
+    head, LayerNorm and pooling in 16 stores, did). With it a program's sum moves at most by the learning rate."""
+    rows = np.bincount(groups, minlength=len(labels)).astype(np.float64)
+
     def objective(preds, _dataset):
         sums = np.bincount(groups, weights=preds, minlength=len(labels))
         resid = sums[groups] - labels[groups]
         w = weights[groups]
-        return resid * w, w
+        return resid * w, w * rows[groups]
     return objective
 
 
