@@ -197,9 +197,10 @@ def test_resnet18_tasks_and_weights(monkeypatch):
     assert sorted(t.weight for t in tasks) == [1] * 13 + [2] * 5
     convs = [g for g in groups if g.kind == "complex"]
     assert len(convs) == 21   # 20 convolutions and the dense layer
-    # Winograd: the ten 3x3 stride-1 convs of 56x56, 28x28 and 14x14 maps (7x7 stays direct) each add an input
-    # transform and a GEMM group; the output transform keeps the conv's epilogue
+    # Winograd: the ten 3x3 stride-1 convs of 56x56, 28x28 and 14x14 maps (7x7 stays direct) each add the input
+    # transform's two passes, a GEMM and the output transform's first pass; its second keeps the conv's epilogue
     monkeypatch.setenv("ANSORC_WINOGRAD", "1")
     wino = fuse(import_model(built("resnet18")))
-    assert len(wino) == 23 + 2 * 10
+    assert len(wino) == 23 + 4 * 10
+    assert sum("wino_rows" in g.name for g in wino) == sum("wino_cols" in g.name for g in wino) == 10
     assert sum("wino_gemm" in g.name for g in wino if g.kind == "complex") == 10

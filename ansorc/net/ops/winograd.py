@@ -1,11 +1,15 @@
 """Winograd F(m x m, 3 x 3) for channels-last 3x3 convolutions of stride 1 (Lavin & Gray, 2016; as TVM's
 conv2d_winograd_nhwc): a tile of m x m outputs costs (m + 2)^2 multiply-adds per channel pair instead of 9 m^2.
 
-Three stages, each a task the search tunes like any other:
-  V[a, b, n, th, tw, c] = sum_{r, s} Bt[a, r] * Bt[b, s] * pad[n, th*m + r, tw*m + s, c]     (input transform)
+Three steps, each a task the search tunes like any other; the transforms run one axis at a time:
+  R[a, s, n, th, tw, c] = sum_r Bt[a, r] * pad[n, th*m + r, tw*m + s, c]                    (input transform,
+  V[a, b, n, th, tw, c] = sum_s Bt[b, s] * R[a, s, n, th, tw, c]                              rows then columns)
   M[a, b, n, th, tw, k] = sum_c V[a, b, n, th, tw, c] * U[a, b, c, k]                        (batched GEMM)
-  Y[n, h, w, k]        = sum_{a, b} At[h % m, a] * At[w % m, b] * M[a, b, n, h // m, w // m, k] (output transform)
+  Z[a, n, th, w, k]     = sum_b At[w % m, b] * M[a, b, n, th, w // m, k]                     (output transform,
+  Y[n, h, w, k]         = sum_a At[h % m, a] * Z[a, n, h // m, w, k]                          columns then rows)
 U = G g G^T is computed once, at compile time, from the constant weights; Bt, At are constant tensors too.
+One axis at a time costs 2 (m + 2) multiply-adds per transformed element instead of (m + 2)^2: the two-axis sums
+made the input transform a tenth of ResNet-50's time (docs/perf-notes.md, "Winograd transforms").
 The padded input covers whole tiles (zeros past the image), so no stage reads outside its buffer."""
 from __future__ import annotations
 
@@ -77,16 +81,20 @@ def conv_winograd_nhwc(node, x, w: np.ndarray, sizes, win: Window, m: int, ctx):
     whole = dataclasses.replace(win, out=(th_ * m, tw_ * m))
     pad = pad_spatial(x, sizes, whole, zero(x.dtype), ctx.name(f"{node.name}_pad"), channels_last=True)
     r, s = te.reduce_axis((0, alpha), "r"), te.reduce_axis((0, alpha), "s")
+    rows = te.compute((alpha, alpha, n_, th_, tw_, c_),
+                      lambda a, j, n, th, tw, c: te.sum(bt[a, r] * pad[n, th * m + r, tw * m + j, c], axis=r),
+                      name=ctx.name(f"{node.name}_wino_rows"), tag="winograd_input")
     v = te.compute((alpha, alpha, n_, th_, tw_, c_),
-                   lambda a, b, n, th, tw, c: te.sum(bt[a, r] * bt[b, s] * pad[n, th * m + r, tw * m + s, c],
-                                                     axis=[r, s]),
+                   lambda a, b, n, th, tw, c: te.sum(bt[b, s] * rows[a, s, n, th, tw, c], axis=s),
                    name=ctx.name(f"{node.name}_wino_in"), tag="winograd_input")
     rc = te.reduce_axis((0, c_), "rc")
     mm = te.compute((alpha, alpha, n_, th_, tw_, k_),
                     lambda a, b, n, th, tw, k: te.sum(v[a, b, n, th, tw, rc] * u[a, b, rc, k], axis=rc),
                     name=ctx.name(f"{node.name}_wino_gemm"), tag="winograd_gemm")
     ra, rb = te.reduce_axis((0, alpha), "ra"), te.reduce_axis((0, alpha), "rb")
+    cols = te.compute((alpha, n_, th_, win.out[1], k_),
+                      lambda a, n, th, ww, k: te.sum(at[ww % m, rb] * mm[a, rb, n, th, ww // m, k], axis=rb),
+                      name=ctx.name(f"{node.name}_wino_cols"), tag="winograd_output")
     return te.compute((n_,) + tuple(win.out) + (k_,),
-                      lambda n, h, ww, k: te.sum(at[h % m, ra] * at[ww % m, rb] * mm[ra, rb, n, h // m, ww // m, k],
-                                                 axis=[ra, rb]),
+                      lambda n, h, ww, k: te.sum(at[h % m, ra] * cols[ra, n, h // m, ww, k], axis=ra),
                       name=ctx.name(node.name), tag="winograd_output")
